@@ -1,0 +1,1 @@
+export { StreamId, CaptureEvent, NodeId } from './ids.js';

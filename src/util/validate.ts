@@ -1,0 +1,101 @@
+/**
+ * Input checks shared by every public entry point. Each throws `InvalidArgumentError` whose
+ * message starts with the operation, and returns the value narrowed, so call sites read
+ * `const n = requireU32(OP, 'numBlocks', numBlocks);`.
+ *
+ * Checks run before any state changes: a refused call leaves the object exactly as it was.
+ */
+import { InvalidArgumentError } from '../errors/base.js';
+
+/** Largest value of an unsigned 32-bit integer (2^32 − 1). */
+export const U32_MAX = 0xffff_ffff;
+
+/** Describes a refused value for an error message without throwing on exotic inputs. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value);
+  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : String(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return `an object (${(value as object).constructor?.name ?? 'Object'})`;
+  return typeof value;
+}
+
+/** An integer in `min..max` (inclusive); refuses NaN, ±Infinity, fractions and non-numbers. */
+export function requireInt(op: string, name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidArgumentError(op, name, `${name} must be an integer in ${min}..${max}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** An unsigned 32-bit integer, 0..2^32−1. */
+export function requireU32(op: string, name: string, value: unknown): number {
+  return requireInt(op, name, value, 0, U32_MAX);
+}
+
+/** A positive unsigned 32-bit integer, 1..2^32−1. */
+export function requirePositiveU32(op: string, name: string, value: unknown): number {
+  return requireInt(op, name, value, 1, U32_MAX);
+}
+
+/** A byte count: an integer in 0..Number.MAX_SAFE_INTEGER. */
+export function requireSize(op: string, name: string, value: unknown): number {
+  return requireInt(op, name, value, 0, Number.MAX_SAFE_INTEGER);
+}
+
+/** A finite number (any sign); refuses NaN and ±Infinity. */
+export function requireFinite(op: string, name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new InvalidArgumentError(op, name, `${name} must be a finite number, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** A non-empty string. */
+export function requireName(op: string, name: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new InvalidArgumentError(op, name, `${name} must be a non-empty string, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** One of the allowed string values (a string enum at the API). */
+export function requireOneOf<T extends string>(op: string, name: string, value: unknown, allowed: readonly T[]): T {
+  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
+    throw new InvalidArgumentError(
+      op,
+      name,
+      `${name} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}, got ${describe(value)}`,
+    );
+  }
+  return value as T;
+}
+
+/** A boolean. */
+export function requireBoolean(op: string, name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') {
+    throw new InvalidArgumentError(op, name, `${name} must be a boolean, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** A plain options object (or undefined, which becomes `{}`); refuses keys the caller does not know. */
+export function requireOptions<T extends object>(op: string, value: unknown, known: readonly string[]): Partial<T> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidArgumentError(op, 'options', `options must be an object, got ${describe(value)}`);
+  }
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) {
+      throw new InvalidArgumentError(
+        op,
+        'options',
+        `unknown option '${key}' (known: ${known.length ? known.join(', ') : 'none'})`,
+      );
+    }
+  }
+  return value as Partial<T>;
+}
