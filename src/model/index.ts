@@ -1,1 +1,2 @@
 export { StreamId, CaptureEvent, NodeId } from './ids.js';
+export { CaptureStatus } from './capture-status.js';
