@@ -1,0 +1,85 @@
+"""The stdin/stdout protocol shared by the Python benchmark workers (CuPy, PyTorch).
+
+A worker initialises once, prints one JSON line ({"ready": true, ...} or {"ready": false,
+"error": ...}), then answers `row <name> <n> <reps> [<launches>]` with one JSON line of samples
+until `quit` or end of input. bench/gpu/c/worker.c and bench/gpu/worker-loop.ts speak the same
+protocol; docs/benchmark.md defines each row. An implementation supplies the timed loops (they
+must stay tight: the loop is what is measured) and this module does the rest:
+
+  eager(n, with_args) -> ns            n launches, stream idle before, no sync inside the span
+  capture(n, with_args) -> (ns_capture, ns_instantiate, graph)
+  destroy(graph)
+  ready_graph(n) -> graph              n empty nodes, launched once and synced (untimed)
+  launch_once(graph) -> ns             one graph launch call on an idle stream
+  replay(graph, launches) -> ns        back-to-back launches plus the final sync
+"""
+import json
+import sys
+
+
+def _row(impl, row, n, reps, launches):
+    """Runs one row: an untimed warm-up repetition, then `reps` timed ones. Samples in µs."""
+    if row in ("eager", "eager-args"):
+        with_args = row == "eager-args"
+        impl.eager(n, with_args)
+        return {"eager": [impl.eager(n, with_args) / 1e3 / n for _ in range(reps)]}
+    if row in ("capture", "capture-args"):
+        with_args = row == "capture-args"
+        capture, instantiate, total = [], [], []
+        for i in range(-1, reps):
+            t_cap, t_inst, graph = impl.capture(n, with_args)
+            impl.destroy(graph)
+            if i >= 0:
+                capture.append(t_cap / 1e3 / n)
+                instantiate.append(t_inst / 1e3 / n)
+                total.append((t_cap + t_inst) / 1e3 / n)
+        return {"capture": capture, "instantiate": instantiate, "total": total}
+    if row in ("launch", "replay"):
+        graph = impl.ready_graph(n)
+        try:
+            if row == "launch":
+                impl.launch_once(graph)
+                return {"launch": [impl.launch_once(graph) / 1e3 for _ in range(reps)]}
+            impl.replay(graph, launches)
+            return {"replay": [impl.replay(graph, launches) / 1e3 / (launches * n) for _ in range(reps)]}
+        finally:
+            impl.destroy(graph)
+    raise ValueError("unknown row '%s'" % row)
+
+
+def _command(impl, parts):
+    if len(parts) not in (4, 5) or parts[0] != "row":
+        raise ValueError("bad command: %s" % " ".join(parts))
+    row = parts[1]
+    n, reps = int(parts[2]), int(parts[3])
+    launches = int(parts[4]) if len(parts) == 5 else 10
+    if n < 1 or reps < 1 or launches < 1:
+        raise ValueError("row %s: need n >= 1, reps >= 1, launches >= 1" % row)
+    return {"ok": True, "row": row, "n": n, "samples": _row(impl, row, n, reps, launches)}
+
+
+def _say(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def serve(impl_id, make):
+    """Initialises through make(), reports readiness, then answers commands. Returns an exit code."""
+    try:
+        impl = make()
+    except Exception as e:  # a missing module or a failed CUDA init: report it, the run goes on
+        _say({"ready": False, "impl": impl_id, "error": "%s: %s" % (type(e).__name__, e)})
+        return 1
+    _say(dict(ready=True, impl=impl_id, **impl.info()))
+    for line in sys.stdin:
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "quit":
+            break
+        try:
+            reply = _command(impl, parts)
+        except Exception as e:
+            reply = {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+        _say(reply)
+    return 0

@@ -1,0 +1,98 @@
+"""CuPy benchmark worker: usage `python3 cupy_worker.py <kernels.ptx>` (protocol in common.py).
+
+Launches the same PTX kernels as the C worker through cupy.RawModule, on a non-blocking stream
+made current once. CuPy's end_capture() instantiates, so its `instantiate` span is end_capture().
+"""
+import os
+import sys
+from time import perf_counter_ns
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import serve  # noqa: E402
+
+ELEMENTS = 256
+
+
+class CuPyImpl:
+    def __init__(self, ptx_path):
+        import cupy
+        import numpy
+
+        self.cp = cupy
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.stream.use()
+        module = cupy.RawModule(path=ptx_path)
+        self.k_empty = module.get_function("empty")
+        self.k_add2 = module.get_function("add2")
+        self.x = cupy.zeros(ELEMENTS, dtype=cupy.float32)
+        self.n = numpy.int32(ELEMENTS)
+        self.mode = cupy.cuda.runtime.streamCaptureModeGlobal
+        self.stream.synchronize()
+
+    def info(self):
+        rt = self.cp.cuda.runtime
+        name = rt.getDeviceProperties(0)["name"]
+        if isinstance(name, bytes):
+            name = name.decode()
+        return {"device": name, "driverVersion": rt.driverGetVersion(),
+                "version": "CuPy %s" % self.cp.__version__}
+
+    def _kernel(self, with_args):
+        if with_args:
+            return self.k_add2, (1,), (ELEMENTS,), (self.x, self.n)
+        return self.k_empty, (1,), (32,), ()
+
+    def eager(self, n, with_args):
+        k, grid, block, args = self._kernel(with_args)
+        s = self.stream
+        s.synchronize()
+        t0 = perf_counter_ns()
+        for _ in range(n):
+            k(grid, block, args)
+        t1 = perf_counter_ns()
+        s.synchronize()
+        return t1 - t0
+
+    def capture(self, n, with_args):
+        k, grid, block, args = self._kernel(with_args)
+        s = self.stream
+        s.synchronize()
+        t0 = perf_counter_ns()
+        s.begin_capture(self.mode)
+        for _ in range(n):
+            k(grid, block, args)
+        t1 = perf_counter_ns()
+        graph = s.end_capture()
+        t2 = perf_counter_ns()
+        return t1 - t0, t2 - t1, graph
+
+    def destroy(self, graph):
+        pass  # the Graph's exec is destroyed when its last reference goes
+
+    def ready_graph(self, n):
+        graph = self.capture(n, False)[2]
+        graph.launch(self.stream)
+        self.stream.synchronize()
+        return graph
+
+    def launch_once(self, graph):
+        s = self.stream
+        s.synchronize()
+        t0 = perf_counter_ns()
+        graph.launch(s)
+        t1 = perf_counter_ns()
+        s.synchronize()
+        return t1 - t0
+
+    def replay(self, graph, launches):
+        s = self.stream
+        s.synchronize()
+        t0 = perf_counter_ns()
+        for _ in range(launches):
+            graph.launch(s)
+        s.synchronize()
+        return perf_counter_ns() - t0
+
+
+if __name__ == "__main__":
+    sys.exit(serve("cupy", lambda: CuPyImpl(sys.argv[1])))
