@@ -1,0 +1,193 @@
+/**
+ * Turns the samples of a `bench:gpu` run into results: a summary per row and implementation,
+ * ratios to C, the issue's targets for cudagraph, and the text/Markdown tables.
+ */
+import { TABLE_ROWS, type TableRow } from './plan.js';
+import { beyondSpread, compare, summarize, type Comparison, type Summary } from './stats.js';
+
+/** The reference every ratio is taken against. */
+export const BASELINE = 'c';
+/** The implementation the targets are about. */
+export const SUBJECT = 'cudagraph';
+/** Issue 3 §5: every host-cost row within this factor of C. */
+export const MAX_RATIO_TO_C = 1.25;
+
+/** An implementation and what became of it in this run. */
+export interface ImplStatus {
+  readonly id: string;
+  readonly label: string;
+  readonly status: 'ran' | 'skipped';
+  readonly reason?: string;
+  readonly version?: string;
+  readonly device?: string;
+  readonly driverVersion?: number;
+}
+
+/** Samples gathered for one implementation: per plan step, one entry per round. */
+export interface StepSamples {
+  /** One record per round that answered: metric → samples (µs). */
+  readonly rounds: Readonly<Record<string, readonly number[]>>[];
+  readonly errors: string[];
+}
+
+export interface RowResult {
+  readonly key: string;
+  readonly label: string;
+  readonly n: number;
+  readonly hostCost: boolean;
+  /** Per implementation: the summary, or why there is none. */
+  readonly results: Readonly<Record<string, Summary | { readonly error: string }>>;
+  /** Per implementation other than C: the comparison with C, where both have a summary. */
+  readonly vsC: Readonly<Record<string, Comparison>>;
+}
+
+export interface TargetCheck {
+  readonly key: string;
+  readonly label: string;
+  readonly n: number;
+  readonly target: string;
+  readonly pass: boolean;
+  readonly detail: string;
+}
+
+export interface BenchResults {
+  readonly schema: 1;
+  readonly date: string;
+  readonly gpu: string;
+  readonly driverVersion: number | null;
+  readonly options: Readonly<Record<string, unknown>>;
+  readonly implementations: readonly ImplStatus[];
+  readonly roundsRun: number;
+  readonly stoppedEarly: string | null;
+  readonly elapsedSeconds: number;
+  readonly rows: readonly RowResult[];
+  readonly targets: readonly TargetCheck[];
+}
+
+export function isSummary(x: Summary | { readonly error: string } | undefined): x is Summary {
+  return x !== undefined && 'median' in x;
+}
+
+/** The summary of `row` for one implementation from its step samples. */
+export function rowSummary(row: TableRow, samples: StepSamples | undefined): Summary | { error: string } {
+  const rounds = (samples?.rounds ?? []).map((r) => r[row.metric]).filter((xs): xs is readonly number[] => xs !== undefined && xs.length > 0);
+  if (rounds.length === 0) return { error: samples?.errors[0] ?? 'no samples' };
+  return summarize(rounds);
+}
+
+/** Summaries and ratios for every table row, for the implementations that ran. */
+export function buildRows(ran: readonly string[], samples: ReadonlyMap<string, readonly StepSamples[]>): RowResult[] {
+  return TABLE_ROWS.map((row) => {
+    const results: Record<string, Summary | { error: string }> = {};
+    for (const id of ran) results[id] = rowSummary(row, samples.get(id)?.[row.step]);
+    const vsC: Record<string, Comparison> = {};
+    const base = results[BASELINE];
+    // A median of 0 (a span below the clock's resolution) has no meaningful ratio.
+    if (isSummary(base) && base.median > 0) {
+      for (const id of ran) {
+        const r = results[id];
+        if (id !== BASELINE && isSummary(r)) vsC[id] = compare(r, base);
+      }
+    }
+    return { key: row.key, label: row.label, n: row.n, hostCost: row.hostCost, results, vsC };
+  });
+}
+
+/**
+ * The issue's targets for cudagraph, one check per row and target: within 1.25× of C on every
+ * host-cost row, and a lower median than CuPy and than PyTorch on every row. Empty when cudagraph
+ * has no results.
+ */
+export function checkTargets(rows: readonly RowResult[], labels: Readonly<Record<string, string>>): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  for (const row of rows) {
+    const subject = row.results[SUBJECT];
+    if (!isSummary(subject)) continue;
+    const vs = row.vsC[SUBJECT];
+    if (row.hostCost && vs) {
+      checks.push({
+        key: row.key, label: row.label, n: row.n,
+        target: `≤ ${MAX_RATIO_TO_C}× C`,
+        pass: vs.ratio <= MAX_RATIO_TO_C,
+        detail: `${vs.ratio.toFixed(2)}× C${vs.beyondSpread ? ' (beyond spread)' : ' (within spread)'}`,
+      });
+    }
+    for (const [id, other] of Object.entries(row.results)) {
+      if (id === SUBJECT || id === BASELINE || !isSummary(other)) continue;
+      const beyond = beyondSpread(subject, other);
+      checks.push({
+        key: row.key, label: row.label, n: row.n,
+        target: `ahead of ${labels[id] ?? id}`,
+        pass: subject.median < other.median,
+        detail: `${fmt(subject.median)} vs ${fmt(other.median)} µs${beyond ? ' (beyond spread)' : ' (within spread)'}`,
+      });
+    }
+  }
+  return checks;
+}
+
+/** A time in µs with about three significant digits. */
+export function fmt(us: number): string {
+  if (us >= 100) return us.toFixed(0);
+  if (us >= 10) return us.toFixed(1);
+  return us.toFixed(2);
+}
+
+function cell(r: Summary | { error: string } | undefined): string {
+  if (r === undefined) return '—';
+  if (!isSummary(r)) return 'error';
+  return `${fmt(r.median)} [${fmt(r.lo)}–${fmt(r.hi)}]`;
+}
+
+function ratioCell(c: Comparison | undefined): string {
+  return c ? `${c.ratio.toFixed(2)}×${c.beyondSpread ? '*' : ''}` : '—';
+}
+
+/** Header and body cells of the results table (shared by the text and Markdown forms). */
+export function tableCells(res: BenchResults): { header: string[]; body: string[][] } {
+  const ran = res.implementations.filter((i) => i.status === 'ran');
+  const others = ran.filter((i) => i.id !== BASELINE);
+  const hasC = ran.some((i) => i.id === BASELINE);
+  const header = ['row (µs)', 'N', ...ran.map((i) => i.label), ...(hasC ? others.map((i) => `${i.label}/C`) : [])];
+  const body = res.rows.map((row) => [
+    row.label,
+    String(row.n),
+    ...ran.map((i) => cell(row.results[i.id])),
+    ...(hasC ? others.map((i) => ratioCell(row.vsC[i.id])) : []),
+  ]);
+  return { header, body };
+}
+
+const LEGEND =
+  'median of the per-round medians [min–max of the per-round medians]; ratio to C: * = the two ranges do not overlap (the difference exceeds the run-to-run spread)';
+
+/** The table as aligned plain text, for the terminal. */
+export function formatText(res: BenchResults): string {
+  const { header, body } = tableCells(res);
+  const widths = header.map((h, c) => Math.max(h.length, ...body.map((r) => r[c]!.length)));
+  const line = (cells: string[]): string => cells.map((x, c) => (c < 1 ? x.padEnd(widths[c]!) : x.padStart(widths[c]!))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line), LEGEND].join('\n');
+}
+
+/** The whole results file in Markdown: context, table, targets, skipped implementations. */
+export function formatMarkdown(res: BenchResults): string {
+  const { header, body } = tableCells(res);
+  const out: string[] = [];
+  out.push(`# GPU benchmark, ${res.date.slice(0, 10)}, ${res.gpu}`, '');
+  out.push(`Driver version ${res.driverVersion ?? 'unknown'}; ${res.roundsRun} interleaved rounds in ${res.elapsedSeconds.toFixed(0)} s` +
+    `${res.stoppedEarly ? ` (stopped early: ${res.stoppedEarly})` : ''}; options ${JSON.stringify(res.options)}.`);
+  out.push('What each row times: docs/benchmark.md. Times in µs.', '');
+  out.push('| implementation | version | status |', '|---|---|---|');
+  for (const i of res.implementations) out.push(`| ${i.label} | ${i.version ?? ''} | ${i.status}${i.reason ? `: ${i.reason.replace(/\|/g, '\\|').replace(/\n/g, ' ')}` : ''} |`);
+  out.push('', `| ${header.join(' | ')} |`, `|${header.map((_, c) => (c < 1 ? '---' : '---:')).join('|')}|`);
+  for (const r of body) out.push(`| ${r.join(' | ')} |`);
+  out.push('', LEGEND + '.', '');
+  if (res.targets.length > 0) {
+    const failed = res.targets.filter((t) => !t.pass);
+    out.push(`## Targets for cudagraph (issue 3 §5): ${res.targets.length - failed.length}/${res.targets.length} met`, '');
+    out.push('| row | N | target | met | detail |', '|---|---:|---|---|---|');
+    for (const t of res.targets) out.push(`| ${t.label} | ${t.n} | ${t.target} | ${t.pass ? 'yes' : '**no**'} | ${t.detail} |`);
+    out.push('');
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,152 @@
+/**
+ * The statistics of `npm run bench:gpu`, as pure functions: medians, quantiles, the spread of a
+ * row, ratios to C, whether two results differ by more than their spread, and the order in which
+ * implementations take turns. docs/benchmark.md explains the choices.
+ */
+import { InvalidArgumentError } from '../../src/errors/base.js';
+import { requireInt } from '../../src/util/validate.js';
+
+function requireSamples(op: string, xs: readonly number[]): void {
+  if (!Array.isArray(xs) || xs.length === 0) {
+    throw new InvalidArgumentError(op, 'samples', 'samples must be a non-empty array');
+  }
+  for (const x of xs) {
+    if (typeof x !== 'number' || !Number.isFinite(x)) {
+      throw new InvalidArgumentError(op, 'samples', `every sample must be a finite number, got ${String(x)}`);
+    }
+  }
+}
+
+function sorted(xs: readonly number[]): number[] {
+  return [...xs].sort((a, b) => a - b);
+}
+
+/**
+ * The `p` quantile (0 ≤ p ≤ 1) by linear interpolation between order statistics (the common
+ * "type 7" definition: numpy's default). Throws `InvalidArgumentError` on an empty array, a
+ * non-finite sample or p outside 0..1.
+ */
+export function quantile(xs: readonly number[], p: number): number {
+  requireSamples('quantile', xs);
+  if (typeof p !== 'number' || !(p >= 0 && p <= 1)) {
+    throw new InvalidArgumentError('quantile', 'p', `p must be in 0..1, got ${String(p)}`);
+  }
+  const s = sorted(xs);
+  const h = (s.length - 1) * p;
+  const lo = Math.floor(h);
+  const hi = Math.ceil(h);
+  return s[lo]! + (s[hi]! - s[lo]!) * (h - lo);
+}
+
+/** The median (mean of the two middle values for an even count). Throws as `quantile` does. */
+export function median(xs: readonly number[]): number {
+  return quantile(xs, 0.5);
+}
+
+/** How a `Summary`'s `lo`..`hi` were obtained. */
+export type SpreadKind = 'round-min-max' | 'iqr';
+
+/** One implementation's result on one row, over every round that ran it. */
+export interface Summary {
+  /** Median of the per-round medians: the figure reported. */
+  readonly median: number;
+  /** The spread: min..max of the per-round medians with 3 rounds or more, else the pooled IQR. */
+  readonly lo: number;
+  readonly hi: number;
+  readonly spreadKind: SpreadKind;
+  /** Median and quartiles of every sample of every round, pooled. */
+  readonly pooledMedian: number;
+  readonly q1: number;
+  readonly q3: number;
+  readonly rounds: number;
+  readonly samples: number;
+  readonly roundMedians: readonly number[];
+}
+
+/** Fewest rounds whose min..max of medians is used as the spread (below it, the pooled IQR). */
+export const MIN_ROUNDS_FOR_RANGE = 3;
+
+/**
+ * Summarises one row of one implementation from its samples, one array per round. Run-to-run
+ * drift on the device is larger than the scatter inside one burst of repetitions (ANCHORS.md), so
+ * the spread is taken across rounds: the min and max of the per-round medians.
+ * Throws `InvalidArgumentError` when there is no round or a round has no valid sample.
+ */
+export function summarize(rounds: readonly (readonly number[])[]): Summary {
+  if (!Array.isArray(rounds) || rounds.length === 0) {
+    throw new InvalidArgumentError('summarize', 'rounds', 'rounds must be a non-empty array of sample arrays');
+  }
+  const roundMedians = rounds.map((r) => median(r));
+  const pooled = rounds.flat();
+  const q1 = quantile(pooled, 0.25);
+  const q3 = quantile(pooled, 0.75);
+  const byRange = rounds.length >= MIN_ROUNDS_FOR_RANGE;
+  return {
+    median: median(roundMedians),
+    lo: byRange ? Math.min(...roundMedians) : q1,
+    hi: byRange ? Math.max(...roundMedians) : q3,
+    spreadKind: byRange ? 'round-min-max' : 'iqr',
+    pooledMedian: median(pooled),
+    q1,
+    q3,
+    rounds: rounds.length,
+    samples: pooled.length,
+    roundMedians,
+  };
+}
+
+/** How one result compares with a baseline. */
+export interface Comparison {
+  /** value.median / baseline.median: above 1 is slower than the baseline. */
+  readonly ratio: number;
+  /** True when the two spreads do not overlap: the difference is larger than the noise. */
+  readonly beyondSpread: boolean;
+}
+
+/** `a / b` for a finite `a ≥ 0` and a finite `b > 0`. Throws `InvalidArgumentError` otherwise. */
+export function ratio(a: number, b: number): number {
+  if (typeof a !== 'number' || !Number.isFinite(a) || a < 0) {
+    throw new InvalidArgumentError('ratio', 'a', `a must be a finite number ≥ 0, got ${String(a)}`);
+  }
+  if (typeof b !== 'number' || !Number.isFinite(b) || b <= 0) {
+    throw new InvalidArgumentError('ratio', 'b', `b must be a positive finite number, got ${String(b)}`);
+  }
+  return a / b;
+}
+
+/** True when the intervals [a.lo, a.hi] and [b.lo, b.hi] do not overlap. */
+export function beyondSpread(a: Pick<Summary, 'lo' | 'hi'>, b: Pick<Summary, 'lo' | 'hi'>): boolean {
+  return a.lo > b.hi || a.hi < b.lo;
+}
+
+/**
+ * Compares `value` with `baseline` (usually C): the ratio of medians and whether it exceeds the
+ * noise. Throws `InvalidArgumentError` when the baseline's median is not positive (see `ratio`).
+ */
+export function compare(value: Summary, baseline: Summary): Comparison {
+  return { ratio: ratio(value.median, baseline.median), beyondSpread: beyondSpread(value, baseline) };
+}
+
+/** One turn of the schedule: implementation `impl` runs step `step` of the plan in round `round`. */
+export interface Turn<I> {
+  readonly round: number;
+  readonly step: number;
+  readonly impl: I;
+}
+
+/**
+ * The order of one round: for each step of the plan, every implementation in turn (A B C D), the
+ * starting implementation rotated by the round index so none is always first after another's
+ * work. Each (step, impl) pair appears exactly once. Throws `InvalidArgumentError` for a negative
+ * or fractional round or step count.
+ */
+export function interleave<I>(impls: readonly I[], steps: number, round: number): Turn<I>[] {
+  requireInt('interleave', 'steps', steps, 0, Number.MAX_SAFE_INTEGER);
+  requireInt('interleave', 'round', round, 0, Number.MAX_SAFE_INTEGER);
+  const turns: Turn<I>[] = [];
+  const k = impls.length;
+  for (let step = 0; step < steps; step++) {
+    for (let j = 0; j < k; j++) turns.push({ round, step, impl: impls[(j + round) % k]! });
+  }
+  return turns;
+}

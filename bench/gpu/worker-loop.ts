@@ -1,0 +1,116 @@
+/**
+ * The worker side of the protocol for workers written in TypeScript (the cudagraph worker): the
+ * same row logic as bench/gpu/py/common.py and bench/gpu/c/worker.c. An implementation supplies
+ * the timed loops, each returning nanoseconds measured with `process.hrtime.bigint()`; the loops
+ * must stay tight, since the loop is what is measured.
+ */
+import { createInterface } from 'node:readline';
+import { parseCommand, type RowCommand, type RowReply } from './protocol.js';
+
+/** What a worker is, reported in its ready line. */
+export interface WorkerInfo {
+  readonly device?: string;
+  readonly driverVersion?: number;
+  readonly version?: string;
+}
+
+/** The timed operations of one implementation; `G` is its graph handle. */
+export interface BenchImpl<G> {
+  info(): WorkerInfo;
+  /** n launches (`add2` when withArgs, else `empty`); stream idle before, no sync inside the span. */
+  eager(n: number, withArgs: boolean): number;
+  /** begin + n launches (captureNs), then end + instantiate (instantiateNs). */
+  capture(n: number, withArgs: boolean): { captureNs: number; instantiateNs: number; graph: G };
+  destroy(graph: G): void;
+  /** A graph of n empty nodes, launched once and synchronised (untimed). */
+  readyGraph(n: number): G;
+  /** One graph launch call on an idle stream. */
+  launchOnce(graph: G): number;
+  /** `launches` back-to-back graph launches plus the final synchronisation. */
+  replay(graph: G, launches: number): number;
+}
+
+/** Runs one command: an untimed warm-up repetition, then `reps` timed ones; samples in µs. */
+export function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): RowReply {
+  const { row, n, reps, launches } = cmd;
+  const samples: Record<string, number[]> = {};
+  switch (row) {
+    case 'eager':
+    case 'eager-args': {
+      const withArgs = row === 'eager-args';
+      impl.eager(n, withArgs);
+      samples.eager = Array.from({ length: reps }, () => impl.eager(n, withArgs) / 1e3 / n);
+      break;
+    }
+    case 'capture':
+    case 'capture-args': {
+      const withArgs = row === 'capture-args';
+      const capture: number[] = [];
+      const instantiate: number[] = [];
+      const total: number[] = [];
+      for (let i = -1; i < reps; i++) {
+        const r = impl.capture(n, withArgs);
+        impl.destroy(r.graph);
+        if (i < 0) continue;
+        capture.push(r.captureNs / 1e3 / n);
+        instantiate.push(r.instantiateNs / 1e3 / n);
+        total.push((r.captureNs + r.instantiateNs) / 1e3 / n);
+      }
+      Object.assign(samples, { capture, instantiate, total });
+      break;
+    }
+    case 'launch':
+    case 'replay': {
+      const graph = impl.readyGraph(n);
+      try {
+        if (row === 'launch') {
+          impl.launchOnce(graph);
+          samples.launch = Array.from({ length: reps }, () => impl.launchOnce(graph) / 1e3);
+        } else {
+          impl.replay(graph, launches);
+          samples.replay = Array.from({ length: reps }, () => impl.replay(graph, launches) / 1e3 / (launches * n));
+        }
+      } finally {
+        impl.destroy(graph);
+      }
+      break;
+    }
+  }
+  return { ok: true, row, n, samples };
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}
+
+/**
+ * Serves the protocol on stdin/stdout: `make()` initialises (a failure is reported as
+ * `{"ready":false}` and exit code 1), then each command is answered until `quit` or end of input.
+ * A failing command is answered `{"ok":false,"error":…}` and the worker goes on.
+ */
+export async function serve<G>(implId: string, make: () => BenchImpl<G>): Promise<number> {
+  const say = (obj: unknown): void => {
+    process.stdout.write(JSON.stringify(obj) + '\n');
+  };
+  let impl: BenchImpl<G>;
+  try {
+    impl = make();
+  } catch (e) {
+    say({ ready: false, impl: implId, error: messageOf(e) });
+    return 1;
+  }
+  say({ ready: true, impl: implId, ...impl.info() });
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    let reply: RowReply;
+    try {
+      const cmd = parseCommand(line);
+      if (cmd === null) continue;
+      if (cmd === 'quit') break;
+      reply = runRow(impl, cmd);
+    } catch (e) {
+      reply = { ok: false, error: messageOf(e) };
+    }
+    say(reply);
+  }
+  return 0;
+}

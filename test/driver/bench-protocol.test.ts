@@ -1,0 +1,212 @@
+// The GPU benchmark's plumbing that runs without a GPU: the worker protocol, the row loop of the
+// TypeScript workers, the command line, and the results built from samples.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { InvalidArgumentError } from '../../src/index.js';
+import { formatCommand, parseCommand, parseReady, parseReply, rowCommand, ROW_METRICS, ROW_NAMES } from '../../bench/gpu/protocol.js';
+import { runRow, type BenchImpl } from '../../bench/gpu/worker-loop.js';
+import { parseOptions } from '../../bench/gpu/options.js';
+import { STEPS, TABLE_ROWS, commandFor } from '../../bench/gpu/plan.js';
+import { buildRows, checkTargets, formatMarkdown, formatText, type BenchResults, type StepSamples } from '../../bench/gpu/report.js';
+import { linkCandidates } from '../../bench/gpu/build-c.js';
+
+const refused = (op: string) => (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith(`${op}: `);
+
+test('a command survives formatCommand → parseCommand', () => {
+  for (const row of ROW_NAMES) {
+    const c = rowCommand(row, 1000, 30, 10);
+    assert.deepEqual(parseCommand(formatCommand(c)), c);
+  }
+  assert.deepEqual(parseCommand('row replay 1000 5'), rowCommand('replay', 1000, 5, 10));
+  assert.equal(parseCommand('quit'), 'quit');
+  assert.equal(parseCommand('   '), null);
+});
+
+test('parseCommand refuses unknown rows, bad counts and other words', () => {
+  for (const line of ['row bogus 1 1', 'row eager 0 1', 'row eager 1 0', 'row eager -1 1', 'row eager 1.5 1', 'row eager 1e3 1',
+    'row eager 1', 'row eager 1 1 1 1', 'run eager 1 1', 'quit now', 'row eager 10 100000']) {
+    assert.throws(() => parseCommand(line), refused('parseCommand'), line);
+  }
+});
+
+test('parseReady reads ready and not-ready lines and refuses anything else', () => {
+  assert.deepEqual(parseReady('{"ready":true,"impl":"c","device":"H200","driverVersion":13000,"version":"x"}'),
+    { ready: true, impl: 'c', device: 'H200', driverVersion: 13000, version: 'x' });
+  assert.deepEqual(parseReady('{"ready": false, "impl": "cupy", "error": "ModuleNotFoundError: No module named \'cupy\'"}'),
+    { ready: false, impl: 'cupy', error: "ModuleNotFoundError: No module named 'cupy'" });
+  for (const line of ['', 'Traceback (most recent call last):', '{"ok":true}', '[1]']) {
+    assert.throws(() => parseReady(line), refused('parseReady'), line);
+  }
+});
+
+test('parseReply checks that the reply answers the command with one sample per repetition', () => {
+  const cmd = rowCommand('capture', 1000, 2);
+  const good = { ok: true, row: 'capture', n: 1000, samples: { capture: [0.5, 0.6], instantiate: [1.7, 1.8], total: [2.2, 2.4] } };
+  assert.deepEqual(parseReply(JSON.stringify(good), cmd), good);
+  assert.deepEqual(parseReply('{"ok":false,"error":"boom"}', cmd), { ok: false, error: 'boom' });
+  const bad = [
+    { ...good, row: 'eager' },
+    { ...good, n: 10 },
+    { ...good, samples: { capture: [0.5], instantiate: [1.7, 1.8], total: [2.2, 2.4] } },
+    { ...good, samples: { capture: [0.5, -1], instantiate: [1.7, 1.8], total: [2.2, 2.4] } },
+    { ...good, samples: { capture: [0.5, 0.6], total: [2.2, 2.4] } },
+  ];
+  for (const b of bad) assert.throws(() => parseReply(JSON.stringify(b), cmd), refused('parseReply'), JSON.stringify(b));
+  assert.throws(() => parseReply('not json', cmd), refused('parseReply'));
+});
+
+/** An implementation whose every timed span lasts a known time, and which counts its calls. */
+function clockwork(): BenchImpl<{ n: number; live: boolean }> & { calls: Record<string, number>; live: number } {
+  const calls: Record<string, number> = {};
+  const count = (k: string): void => {
+    calls[k] = (calls[k] ?? 0) + 1;
+  };
+  const self = {
+    calls,
+    live: 0,
+    info: () => ({ device: 'none' }),
+    eager: (n: number, withArgs: boolean) => (count(withArgs ? 'eager-args' : 'eager'), n * (withArgs ? 5000 : 4000)),
+    capture: (n: number) => {
+      count('capture');
+      self.live++;
+      return { captureNs: n * 500, instantiateNs: n * 1500, graph: { n, live: true } };
+    },
+    destroy: (g: { live: boolean }) => {
+      assert.ok(g.live, 'a graph destroyed twice');
+      g.live = false;
+      self.live--;
+    },
+    readyGraph: (n: number) => (self.live++, { n, live: true }),
+    launchOnce: (g: { live: boolean }) => (assert.ok(g.live), count('launch'), 3000),
+    replay: (g: { n: number; live: boolean }, launches: number) => (assert.ok(g.live), count('replay'), g.n * launches * 600),
+  };
+  return self;
+}
+
+test('runRow converts spans to µs per kernel, per node or per call, and skips one warm-up repetition', () => {
+  const impl = clockwork();
+  assert.deepEqual(runRow(impl, rowCommand('eager', 1000, 3)), { ok: true, row: 'eager', n: 1000, samples: { eager: [4, 4, 4] } });
+  assert.deepEqual(runRow(impl, rowCommand('eager-args', 10, 2)), {
+    ok: true, row: 'eager-args', n: 10, samples: { eager: [5, 5] },
+  });
+  assert.deepEqual(runRow(impl, rowCommand('capture-args', 100, 2)), {
+    ok: true, row: 'capture-args', n: 100, samples: { capture: [0.5, 0.5], instantiate: [1.5, 1.5], total: [2, 2] },
+  });
+  assert.deepEqual(runRow(impl, rowCommand('launch', 10, 4)), { ok: true, row: 'launch', n: 10, samples: { launch: [3, 3, 3, 3] } });
+  assert.deepEqual(runRow(impl, rowCommand('replay', 1000, 2, 10)), { ok: true, row: 'replay', n: 1000, samples: { replay: [0.6, 0.6] } });
+  assert.equal(impl.calls.eager, 4); // 3 timed + 1 warm-up
+  assert.equal(impl.calls.capture, 3);
+  assert.equal(impl.calls.launch, 5);
+  assert.equal(impl.calls.replay, 3);
+  assert.equal(impl.live, 0, 'every graph destroyed');
+});
+
+test('every row answered by runRow carries exactly the metrics the protocol promises', () => {
+  for (const row of ROW_NAMES) {
+    const reply = runRow(clockwork(), rowCommand(row, 10, 2));
+    assert.ok(reply.ok);
+    assert.deepEqual(Object.keys(reply.samples).sort(), [...ROW_METRICS[row]].sort());
+    assert.deepEqual(parseReply(JSON.stringify(reply), rowCommand(row, 10, 2)), reply);
+  }
+});
+
+test('runRow destroys the graph of a launch row even when a launch throws', () => {
+  const impl = clockwork();
+  impl.launchOnce = () => {
+    throw new Error('launch failed');
+  };
+  assert.throws(() => runRow(impl, rowCommand('launch', 10, 2)), /launch failed/);
+  assert.equal(impl.live, 0);
+});
+
+test('parseOptions: defaults, --quick, explicit values win, --only keeps table order', () => {
+  const d = parseOptions([], {});
+  assert.equal(d.reps, 30);
+  assert.equal(d.rounds, 10);
+  assert.equal(d.budgetSeconds, 150);
+  assert.deepEqual(d.only, ['c', 'cudagraph', 'cupy', 'torch']);
+  assert.equal(d.outDir, null);
+  const q = parseOptions(['--quick', '--reps', '7'], { OUT: '/tmp/o' });
+  assert.equal(q.reps, 7);
+  assert.equal(q.rounds, 3);
+  assert.equal(q.outDir, '/tmp/o');
+  assert.deepEqual(parseOptions(['--only', 'pytorch,c'], {}).only, ['c', 'torch']);
+});
+
+test('parseOptions refuses bad numbers, unknown implementations and unknown options', () => {
+  for (const argv of [['--reps', '0'], ['--reps', '1.5'], ['--rounds', 'x'], ['--only', 'c,jax'], ['--only', ''], ['--fast'], ['extra']]) {
+    assert.throws(() => parseOptions(argv, {}), refused('bench:gpu'), argv.join(' '));
+  }
+});
+
+test('the plan covers every row of ANCHORS.md and thins only the 10 000-node capture', () => {
+  const keys = TABLE_ROWS.map((r) => r.key);
+  for (const k of ['eager/eager/1000', 'capture/capture/1000', 'capture/instantiate/1000', 'capture/total/1000', 'capture/total/10000',
+    'capture-args/capture/1000', 'launch/launch/10', 'launch/launch/1000', 'launch/launch/10000', 'replay/replay/1000']) {
+    assert.ok(keys.includes(k), k);
+  }
+  assert.equal(new Set(keys).size, keys.length);
+  for (const r of TABLE_ROWS) assert.ok(ROW_METRICS[STEPS[r.step]!.row].includes(r.metric), r.key);
+  assert.deepEqual(STEPS.map((s) => commandFor(s, 30).reps), STEPS.map((s) => (s.n === 10000 && s.row === 'capture' ? 10 : 30)));
+  assert.equal(commandFor(STEPS[4]!, 1).reps, 3);
+});
+
+/** Samples where every implementation's every metric is `base[id]` µs, in `rounds` rounds. */
+function flat(base: Record<string, number>, rounds: number): Map<string, StepSamples[]> {
+  return new Map(Object.entries(base).map(([id, v]) => [id, STEPS.map((s) => ({
+    rounds: Array.from({ length: rounds }, (_, r) => Object.fromEntries(ROW_METRICS[s.row].map((m) => [m, [v + r * 0.01, v + r * 0.01]]))),
+    errors: [],
+  }))]));
+}
+
+test('buildRows: ratios to C with the beyond-spread mark; an implementation without samples gets an error cell', () => {
+  const samples = flat({ c: 4, cudagraph: 4.5, cupy: 4.01 }, 3);
+  samples.set('torch', STEPS.map(() => ({ rounds: [], errors: ['torch: exited'] })));
+  const rows = buildRows(['c', 'cudagraph', 'cupy', 'torch'], samples);
+  assert.equal(rows.length, TABLE_ROWS.length);
+  const r = rows[0]!;
+  assert.ok(Math.abs(r.vsC.cudagraph!.ratio - 4.51 / 4.01) < 1e-9);
+  assert.equal(r.vsC.cudagraph!.beyondSpread, true);
+  assert.equal(r.vsC.cupy!.beyondSpread, false);
+  assert.deepEqual(r.results.torch, { error: 'torch: exited' });
+  assert.equal(r.vsC.torch, undefined);
+});
+
+test('checkTargets: 1.25× of C on host-cost rows, ahead of CuPy and PyTorch on every row', () => {
+  const labels = { c: 'C driver', cudagraph: 'cudagraph', cupy: 'CuPy', torch: 'PyTorch' };
+  const good = checkTargets(buildRows(['c', 'cudagraph', 'cupy', 'torch'], flat({ c: 4, cudagraph: 4.8, cupy: 6, torch: 10 }, 3)), labels);
+  const hostRows = TABLE_ROWS.filter((r) => r.hostCost).length;
+  assert.equal(good.length, hostRows + 2 * TABLE_ROWS.length);
+  assert.ok(good.every((t) => t.pass));
+  const bad = checkTargets(buildRows(['c', 'cudagraph', 'cupy'], flat({ c: 4, cudagraph: 5.2, cupy: 5 }, 3)), labels);
+  assert.ok(bad.filter((t) => t.target.startsWith('≤')).every((t) => !t.pass));
+  assert.ok(bad.filter((t) => t.target === 'ahead of CuPy').every((t) => !t.pass));
+  assert.deepEqual(checkTargets(buildRows(['c', 'cupy'], flat({ c: 4, cupy: 5 }, 3)), labels), []);
+});
+
+test('the text and Markdown tables show every row and every implementation that ran', () => {
+  const rows = buildRows(['c', 'cupy'], flat({ c: 4, cupy: 5 }, 3));
+  const res: BenchResults = {
+    schema: 1, date: '2026-11-30T12:00:00.000Z', gpu: 'NVIDIA H200', driverVersion: 13000, options: {},
+    implementations: [
+      { id: 'c', label: 'C driver', status: 'ran' },
+      { id: 'cudagraph', label: 'cudagraph', status: 'skipped', reason: 'not built' },
+      { id: 'cupy', label: 'CuPy', status: 'ran' },
+    ],
+    roundsRun: 3, stoppedEarly: null, elapsedSeconds: 12, rows, targets: [],
+  };
+  const text = formatText(res).split('\n');
+  assert.match(text[0]!, /C driver\s+CuPy\s+CuPy\/C/);
+  assert.equal(text.filter((l) => l.includes('1.25×*')).length, TABLE_ROWS.length); // 5.01 / 4.01, beyond spread
+  const md = formatMarkdown(res);
+  assert.match(md, /^# GPU benchmark, 2026-11-30, NVIDIA H200/);
+  assert.match(md, /\| cudagraph \|  \| skipped: not built \|/);
+  assert.equal(md.split('\n').filter((l) => l.startsWith('| ') && l.includes('[')).length, TABLE_ROWS.length);
+});
+
+test('the C worker link options: -lcuda, the toolkit stubs, then the driver library by file name', () => {
+  assert.deepEqual(linkCandidates('/usr/local/cuda', null).map((l) => l.join(' ')), [
+    '-lcuda', '-L/usr/local/cuda/lib64/stubs -lcuda', '-L/usr/local/cuda/targets/x86_64-linux/lib/stubs -lcuda',
+  ]);
+  assert.deepEqual(linkCandidates('/opt/cuda', '/usr/lib/x86_64-linux-gnu').at(-1), ['-L/usr/lib/x86_64-linux-gnu', '-l:libcuda.so.1']);
+});
