@@ -26,7 +26,8 @@ class CuPyImpl:
         self.k_add2 = module.get_function("add2")
         self.x = cupy.zeros(ELEMENTS, dtype=cupy.float32)
         self.n = numpy.int32(ELEMENTS)
-        self.mode = cupy.cuda.runtime.streamCaptureModeGlobal
+        # Global mode everywhere (CuPy's own default is relaxed); CU_STREAM_CAPTURE_MODE_GLOBAL is 0.
+        self.mode = getattr(cupy.cuda.runtime, "streamCaptureModeGlobal", 0)
         self.stream.synchronize()
 
     def info(self):
