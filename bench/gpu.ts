@@ -91,7 +91,11 @@ async function main(): Promise<number> {
   const started = performance.now();
   const elapsed = (): number => (performance.now() - started) / 1000;
   const paths = benchPaths(repoRoot(import.meta.url));
-  const { specs, skipped } = specsFor(opts, paths);
+  const found = specsFor(opts, paths);
+  const { skipped } = found;
+  // Pinning: the spread between rounds on the device is largely per process (docs/benchmark.md);
+  // the same cores for every worker take core placement out of the comparison.
+  const specs = opts.pin === null ? found.specs : found.specs.map((s) => ({ ...s, command: 'taskset', args: ['-c', opts.pin!, s.command, ...s.args] }));
 
   // Start every worker at once: imports and context creation are not timed.
   const starts = await Promise.allSettled(specs.map((s) => WorkerProcess.start(s, opts.timeoutSeconds * 1000)));
@@ -133,7 +137,7 @@ async function main(): Promise<number> {
       try {
         const reply = await w.request(cmd, opts.timeoutSeconds * 1000);
         if (!reply.ok) into.errors.push(reply.error);
-        else if (record) into.rounds.push(reply.samples);
+        else if (record) into.rounds.push({ round, samples: reply.samples });
       } catch (e) {
         into.errors.push(errorText(e));
       }
@@ -168,21 +172,25 @@ async function main(): Promise<number> {
   const labels = Object.fromEntries(IMPLS.map((i) => [i.id, i.label]));
   const rows = buildRows(ran.map((s) => s.id), samples);
   const results: BenchResults = {
-    schema: 1,
+    schema: 2,
     date: new Date().toISOString(),
     gpu: first.device ?? 'unknown GPU',
     driverVersion: ran.find((s) => s.driverVersion !== undefined)?.driverVersion ?? null,
-    options: { reps: opts.reps, rounds: opts.rounds, budgetSeconds: opts.budgetSeconds, quick: opts.quick, only: opts.only },
+    options: { reps: opts.reps, rounds: opts.rounds, budgetSeconds: opts.budgetSeconds, quick: opts.quick, only: opts.only, pin: opts.pin },
     implementations,
     roundsRun,
     stoppedEarly,
     elapsedSeconds: elapsed(),
     rows,
     targets: checkTargets(rows, labels),
+    steps: STEPS.map((s) => ({ row: s.row, n: s.n, reps: commandFor(s, opts.reps).reps })),
+    raw: Object.fromEntries(samples),
   };
 
   const base = `${results.date.slice(0, 10)}-${slug(results.gpu)}`;
-  const json = JSON.stringify(results, null, 1) + '\n';
+  // Samples rounded to 0.1 ns and arrays of numbers kept on one line: a readable file, not 20 000 lines.
+  const json = JSON.stringify(results, (_k, v: unknown) => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1e4) / 1e4 : v), 1)
+    .replace(/\[\s*(-?[\d.e+-]+(?:,\s*-?[\d.e+-]+)*)\s*\]/g, (_m, list: string) => `[${list.replace(/\s+/g, '')}]`) + '\n';
   const md = formatMarkdown(results);
   for (const dir of [paths.results, ...(opts.outDir ? [opts.outDir] : [])]) {
     try {

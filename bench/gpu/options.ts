@@ -28,6 +28,8 @@ export interface GpuBenchOptions {
   readonly outDir: string | null;
   /** The longest a worker may take to start or to answer one command. */
   readonly timeoutSeconds: number;
+  /** A CPU list for `taskset -c` (e.g. `4-7`): every worker runs on the same cores; null: no pinning. */
+  readonly pin: string | null;
   readonly help: boolean;
 }
 
@@ -39,6 +41,7 @@ export const USAGE = `usage: npm run bench:gpu -- [options]
   --only <list>    comma-separated implementations: c,cudagraph,cupy,torch (default: all)
   --out <dir>      also write the results files there (default: $OUT when set)
   --timeout <s>    longest start-up or answer of one worker (default 180)
+  --pin <cpus>     run every worker under taskset -c <cpus> (e.g. 4-7), the same cores for all
   --help`;
 
 const OP = 'bench:gpu';
@@ -50,6 +53,15 @@ function positiveInt(name: string, text: string | undefined, fallback: number, m
     throw new InvalidArgumentError(OP, name, `--${name} must be an integer in 1..${max}, got ${describe(text)}`);
   }
   return v;
+}
+
+/** A `taskset -c` CPU list such as `3`, `4-7` or `0,2,4-6`; undefined gives null. */
+function pinList(text: string | undefined): string | null {
+  if (text === undefined) return null;
+  if (!/^\d+(-\d+)?(,\d+(-\d+)?)*$/.test(text)) {
+    throw new InvalidArgumentError(OP, 'pin', `--pin takes a CPU list such as 4-7 or 0,2,4-6, got ${describe(text)}`);
+  }
+  return text;
 }
 
 /**
@@ -69,6 +81,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
         only: { type: 'string' },
         out: { type: 'string' },
         timeout: { type: 'string' },
+        pin: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
       strict: true,
@@ -96,6 +109,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     quick,
     outDir: values.out ?? (env.OUT ? env.OUT : null),
     timeoutSeconds: positiveInt('timeout', values.timeout, 180, 3600),
+    pin: pinList(values.pin),
     help: values.help === true,
   };
 }

@@ -3,7 +3,7 @@
  * ratios to C, the issue's targets for cudagraph, and the text/Markdown tables.
  */
 import { TABLE_ROWS, type TableRow } from './plan.js';
-import { beyondSpread, compare, summarize, type Comparison, type Summary } from './stats.js';
+import { beyondSpread, compare, median, summarize, type Comparison, type Summary } from './stats.js';
 
 /** The reference every ratio is taken against. */
 export const BASELINE = 'c';
@@ -25,8 +25,8 @@ export interface ImplStatus {
 
 /** Samples gathered for one implementation: per plan step, one entry per round. */
 export interface StepSamples {
-  /** One record per round that answered: metric → samples (µs). */
-  readonly rounds: Readonly<Record<string, readonly number[]>>[];
+  /** One entry per round that answered: the round index and metric → samples (µs). */
+  readonly rounds: { readonly round: number; readonly samples: Readonly<Record<string, readonly number[]>> }[];
   readonly errors: string[];
 }
 
@@ -51,7 +51,8 @@ export interface TargetCheck {
 }
 
 export interface BenchResults {
-  readonly schema: 1;
+  /** 2: adds `steps` and `raw` (schema 1, the first device run, had neither). */
+  readonly schema: 2;
   readonly date: string;
   readonly gpu: string;
   readonly driverVersion: number | null;
@@ -62,17 +63,33 @@ export interface BenchResults {
   readonly elapsedSeconds: number;
   readonly rows: readonly RowResult[];
   readonly targets: readonly TargetCheck[];
+  /** The plan's steps, in order: `raw[impl][k]` holds the samples of step k. */
+  readonly steps: readonly { readonly row: string; readonly n: number; readonly reps: number }[];
+  /** Every timed sample (µs) by implementation, step and round, for re-analysis. */
+  readonly raw: Readonly<Record<string, readonly StepSamples[]>>;
 }
 
 export function isSummary(x: Summary | { readonly error: string } | undefined): x is Summary {
   return x !== undefined && 'median' in x;
 }
 
+function metricRounds(row: TableRow, samples: StepSamples | undefined): { round: number; xs: readonly number[] }[] {
+  return (samples?.rounds ?? []).flatMap((r) => {
+    const xs = r.samples[row.metric];
+    return xs !== undefined && xs.length > 0 ? [{ round: r.round, xs }] : [];
+  });
+}
+
 /** The summary of `row` for one implementation from its step samples. */
 export function rowSummary(row: TableRow, samples: StepSamples | undefined): Summary | { error: string } {
-  const rounds = (samples?.rounds ?? []).map((r) => r[row.metric]).filter((xs): xs is readonly number[] => xs !== undefined && xs.length > 0);
+  const rounds = metricRounds(row, samples);
   if (rounds.length === 0) return { error: samples?.errors[0] ?? 'no samples' };
-  return summarize(rounds);
+  return summarize(rounds.map((r) => r.xs));
+}
+
+/** Round index → that round's median, for the paired comparison. */
+function roundMedianMap(row: TableRow, samples: StepSamples | undefined): Map<number, number> {
+  return new Map(metricRounds(row, samples).map((r) => [r.round, median(r.xs)]));
 }
 
 /** Summaries and ratios for every table row, for the implementations that ran. */
@@ -86,7 +103,12 @@ export function buildRows(ran: readonly string[], samples: ReadonlyMap<string, r
     if (isSummary(base) && base.median > 0) {
       for (const id of ran) {
         const r = results[id];
-        if (id !== BASELINE && isSummary(r)) vsC[id] = compare(r, base);
+        if (id !== BASELINE && isSummary(r)) {
+          vsC[id] = compare(r, base, {
+            value: roundMedianMap(row, samples.get(id)?.[row.step]),
+            baseline: roundMedianMap(row, samples.get(BASELINE)?.[row.step]),
+          });
+        }
       }
     }
     return { key: row.key, label: row.label, n: row.n, hostCost: row.hostCost, results, vsC };
@@ -109,7 +131,8 @@ export function checkTargets(rows: readonly RowResult[], labels: Readonly<Record
         key: row.key, label: row.label, n: row.n,
         target: `≤ ${MAX_RATIO_TO_C}× C`,
         pass: vs.ratio <= MAX_RATIO_TO_C,
-        detail: `${vs.ratio.toFixed(2)}× C${vs.beyondSpread ? ' (beyond spread)' : ' (within spread)'}`,
+        detail: `${vs.ratio.toFixed(2)}× C, ${significance(vs.beyondSpread, vs.sameSideEveryRound)}` +
+          (vs.perRound ? `; per round ${vs.perRound.lo.toFixed(2)}–${vs.perRound.hi.toFixed(2)}×` : ''),
       });
     }
     for (const [id, other] of Object.entries(row.results)) {
@@ -119,11 +142,16 @@ export function checkTargets(rows: readonly RowResult[], labels: Readonly<Record
         key: row.key, label: row.label, n: row.n,
         target: `ahead of ${labels[id] ?? id}`,
         pass: subject.median < other.median,
-        detail: `${fmt(subject.median)} vs ${fmt(other.median)} µs${beyond ? ' (beyond spread)' : ' (within spread)'}`,
+        detail: `${fmt(subject.median)} vs ${fmt(other.median)} µs, ${beyond ? 'beyond the spread' : 'within the spread'}`,
       });
     }
   }
   return checks;
+}
+
+function significance(beyond: boolean, sameSide: boolean): string {
+  if (beyond) return 'beyond the spread';
+  return sameSide ? 'within the spread, same side in every round' : 'within the spread';
 }
 
 /** A time in µs with about three significant digits. */
@@ -140,7 +168,8 @@ function cell(r: Summary | { error: string } | undefined): string {
 }
 
 function ratioCell(c: Comparison | undefined): string {
-  return c ? `${c.ratio.toFixed(2)}×${c.beyondSpread ? '*' : ''}` : '—';
+  if (!c) return '—';
+  return `${c.ratio.toFixed(2)}×${c.beyondSpread ? '*' : c.sameSideEveryRound ? '+' : ''}`;
 }
 
 /** Header and body cells of the results table (shared by the text and Markdown forms). */
@@ -159,7 +188,9 @@ export function tableCells(res: BenchResults): { header: string[]; body: string[
 }
 
 const LEGEND =
-  'median of the per-round medians [min–max of the per-round medians]; ratio to C: * = the two ranges do not overlap (the difference exceeds the run-to-run spread)';
+  'median of the per-round medians [min–max of the per-round medians]; ratio to C: median of the per-round ratios; ' +
+  '* = the two ranges do not overlap (the difference exceeds the run-to-run spread); ' +
+  '+ = the ranges overlap but the ratio is on the same side of 1 in every round (paired, ≥ 5 rounds)';
 
 /** The table as aligned plain text, for the terminal. */
 export function formatText(res: BenchResults): string {

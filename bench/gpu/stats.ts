@@ -97,10 +97,19 @@ export function summarize(rounds: readonly (readonly number[])[]): Summary {
 
 /** How one result compares with a baseline. */
 export interface Comparison {
-  /** value.median / baseline.median: above 1 is slower than the baseline. */
+  /**
+   * value / baseline, above 1 slower than the baseline: the median of the per-round ratios when
+   * the rounds are known (`pairedRatios`), else the ratio of the medians.
+   */
   readonly ratio: number;
+  /** value.median / baseline.median. */
+  readonly ratioOfMedians: number;
   /** True when the two spreads do not overlap: the difference is larger than the noise. */
   readonly beyondSpread: boolean;
+  /** The per-round ratios (`pairedRatios`): their median, min and max; null without common rounds. */
+  readonly perRound: { readonly median: number; readonly lo: number; readonly hi: number; readonly rounds: number } | null;
+  /** True when every per-round ratio lies on the same side of 1 (`sameSideEveryRound`). */
+  readonly sameSideEveryRound: boolean;
 }
 
 /** `a / b` for a finite `a ≥ 0` and a finite `b > 0`. Throws `InvalidArgumentError` otherwise. */
@@ -120,11 +129,53 @@ export function beyondSpread(a: Pick<Summary, 'lo' | 'hi'>, b: Pick<Summary, 'lo
 }
 
 /**
- * Compares `value` with `baseline` (usually C): the ratio of medians and whether it exceeds the
- * noise. Throws `InvalidArgumentError` when the baseline's median is not positive (see `ratio`).
+ * The ratio value/baseline of the round medians, round by round, for the rounds both have. Within
+ * one round the implementations run back to back under the same machine state, and on the device
+ * that state moves every round medians up or down together (docs/benchmark.md), so per-round
+ * ratios are much steadier than either side alone. Rounds whose baseline median is not positive
+ * are left out.
  */
-export function compare(value: Summary, baseline: Summary): Comparison {
-  return { ratio: ratio(value.median, baseline.median), beyondSpread: beyondSpread(value, baseline) };
+export function pairedRatios(value: ReadonlyMap<number, number>, baseline: ReadonlyMap<number, number>): number[] {
+  const out: number[] = [];
+  for (const [round, b] of [...baseline].sort((x, y) => x[0] - y[0])) {
+    const v = value.get(round);
+    if (v !== undefined && b > 0) out.push(ratio(v, b));
+  }
+  return out;
+}
+
+/** Fewest paired rounds for `sameSideEveryRound` to say anything (3 rounds on one side: p = 1/4). */
+export const MIN_PAIRED_ROUNDS = 5;
+
+/**
+ * True when there are at least `MIN_PAIRED_ROUNDS` ratios and all are above 1 or all below 1: a
+ * sign test (with 10 rounds, chance alone gives this 2 times in 1024).
+ */
+export function sameSideEveryRound(ratios: readonly number[]): boolean {
+  return ratios.length >= MIN_PAIRED_ROUNDS && (ratios.every((r) => r > 1) || ratios.every((r) => r < 1));
+}
+
+/**
+ * Compares `value` with `baseline` (usually C): the ratio (paired per round when the round
+ * medians are given by round index, else of the medians), whether the spreads do not overlap,
+ * and whether the paired ratios stay on one side of 1. The paired ratio is the better estimate
+ * when rounds drift together or a round is missing on one side.
+ * Throws `InvalidArgumentError` when the baseline's median is not positive (see `ratio`).
+ */
+export function compare(
+  value: Summary,
+  baseline: Summary,
+  rounds?: { readonly value: ReadonlyMap<number, number>; readonly baseline: ReadonlyMap<number, number> },
+): Comparison {
+  const paired = rounds ? pairedRatios(rounds.value, rounds.baseline) : [];
+  const ofMedians = ratio(value.median, baseline.median);
+  return {
+    ratio: paired.length > 0 ? median(paired) : ofMedians,
+    ratioOfMedians: ofMedians,
+    beyondSpread: beyondSpread(value, baseline),
+    perRound: paired.length > 0 ? { median: median(paired), lo: Math.min(...paired), hi: Math.max(...paired), rounds: paired.length } : null,
+    sameSideEveryRound: sameSideEveryRound(paired),
+  };
 }
 
 /** One turn of the schedule: implementation `impl` runs step `step` of the plan in round `round`. */

@@ -131,10 +131,12 @@ test('parseOptions: defaults, --quick, explicit values win, --only keeps table o
   assert.equal(q.rounds, 3);
   assert.equal(q.outDir, '/tmp/o');
   assert.deepEqual(parseOptions(['--only', 'pytorch,c'], {}).only, ['c', 'torch']);
+  assert.equal(d.pin, null);
+  assert.equal(parseOptions(['--pin', '0,2,4-7'], {}).pin, '0,2,4-7');
 });
 
 test('parseOptions refuses bad numbers, unknown implementations and unknown options', () => {
-  for (const argv of [['--reps', '0'], ['--reps', '1.5'], ['--rounds', 'x'], ['--only', 'c,jax'], ['--only', ''], ['--fast'], ['extra']]) {
+  for (const argv of [['--reps', '0'], ['--reps', '1.5'], ['--rounds', 'x'], ['--only', 'c,jax'], ['--only', ''], ['--fast'], ['extra'], ['--pin', '4-'], ['--pin', 'all']]) {
     assert.throws(() => parseOptions(argv, {}), refused('bench:gpu'), argv.join(' '));
   }
 });
@@ -154,7 +156,10 @@ test('the plan covers every row of ANCHORS.md and thins only the 10 000-node cap
 /** Samples where every implementation's every metric is `base[id]` µs, in `rounds` rounds. */
 function flat(base: Record<string, number>, rounds: number): Map<string, StepSamples[]> {
   return new Map(Object.entries(base).map(([id, v]) => [id, STEPS.map((s) => ({
-    rounds: Array.from({ length: rounds }, (_, r) => Object.fromEntries(ROW_METRICS[s.row].map((m) => [m, [v + r * 0.01, v + r * 0.01]]))),
+    rounds: Array.from({ length: rounds }, (_, r) => ({
+      round: r,
+      samples: Object.fromEntries(ROW_METRICS[s.row].map((m) => [m, [v + r * 0.01, v + r * 0.01]])),
+    })),
     errors: [],
   }))]));
 }
@@ -172,6 +177,31 @@ test('buildRows: ratios to C with the beyond-spread mark; an implementation with
   assert.equal(r.vsC.torch, undefined);
 });
 
+test('buildRows pairs rounds: a drift that moves every implementation together still shows a consistent ratio', () => {
+  // Machine state alternates slow/fast each round and moves both sides; cudagraph is 1.1× C in every round.
+  const level = (r: number): number => (r % 2 === 0 ? 2 : 1);
+  const steps = (f: number, skip?: number): StepSamples[] => STEPS.map((s) => ({
+    rounds: Array.from({ length: 6 }, (_, r) => r).filter((r) => r !== skip).map((r) => ({
+      round: r,
+      samples: Object.fromEntries(ROW_METRICS[s.row].map((m) => [m, [level(r) * f]])),
+    })),
+    errors: [],
+  }));
+  // cudagraph lost round 3: pairing must go by round index, not by position.
+  const rows = buildRows(['c', 'cudagraph'], new Map([['c', steps(1)], ['cudagraph', steps(1.1, 3)]]));
+  const vs = rows[0]!.vsC.cudagraph!;
+  assert.equal(vs.beyondSpread, false); // 1.1–2.2 overlaps 1–2
+  assert.equal(vs.sameSideEveryRound, true);
+  assert.equal(vs.perRound!.rounds, 5);
+  assert.ok(Math.abs(vs.perRound!.lo - 1.1) < 1e-12 && Math.abs(vs.perRound!.hi - 1.1) < 1e-12);
+  const res: BenchResults = {
+    schema: 2, date: '2026-11-30T12:00:00.000Z', gpu: 'g', driverVersion: null, options: {},
+    implementations: [{ id: 'c', label: 'C driver', status: 'ran' }, { id: 'cudagraph', label: 'cudagraph', status: 'ran' }],
+    roundsRun: 6, stoppedEarly: null, elapsedSeconds: 1, rows, targets: [], steps: [], raw: {},
+  };
+  assert.match(formatText(res).split('\n')[2]!, /1\.10×\+$/);
+});
+
 test('checkTargets: 1.25× of C on host-cost rows, ahead of CuPy and PyTorch on every row', () => {
   const labels = { c: 'C driver', cudagraph: 'cudagraph', cupy: 'CuPy', torch: 'PyTorch' };
   const good = checkTargets(buildRows(['c', 'cudagraph', 'cupy', 'torch'], flat({ c: 4, cudagraph: 4.8, cupy: 6, torch: 10 }, 3)), labels);
@@ -187,13 +217,13 @@ test('checkTargets: 1.25× of C on host-cost rows, ahead of CuPy and PyTorch on 
 test('the text and Markdown tables show every row and every implementation that ran', () => {
   const rows = buildRows(['c', 'cupy'], flat({ c: 4, cupy: 5 }, 3));
   const res: BenchResults = {
-    schema: 1, date: '2026-11-30T12:00:00.000Z', gpu: 'NVIDIA H200', driverVersion: 13000, options: {},
+    schema: 2, date: '2026-11-30T12:00:00.000Z', gpu: 'NVIDIA H200', driverVersion: 13000, options: {},
     implementations: [
       { id: 'c', label: 'C driver', status: 'ran' },
       { id: 'cudagraph', label: 'cudagraph', status: 'skipped', reason: 'not built' },
       { id: 'cupy', label: 'CuPy', status: 'ran' },
     ],
-    roundsRun: 3, stoppedEarly: null, elapsedSeconds: 12, rows, targets: [],
+    roundsRun: 3, stoppedEarly: null, elapsedSeconds: 12, rows, targets: [], steps: [], raw: {},
   };
   const text = formatText(res).split('\n');
   assert.match(text[0]!, /C driver\s+CuPy\s+CuPy\/C/);

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { InvalidArgumentError } from '../../src/index.js';
 import {
-  MIN_ROUNDS_FOR_RANGE, beyondSpread, compare, interleave, median, quantile, ratio, summarize,
+  MIN_PAIRED_ROUNDS, MIN_ROUNDS_FOR_RANGE, beyondSpread, compare, interleave, median, pairedRatios, quantile, ratio,
+  sameSideEveryRound, summarize,
 } from '../../bench/gpu/stats.js';
 
 const refused = (op: string) => (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith(`${op}: `);
@@ -107,6 +108,43 @@ test('compare: ratio to the baseline and whether the gap exceeds the spread (sym
   assert.equal(r.beyondSpread, true);
   assert.equal(compare(close, c).beyondSpread, false);
   assert.equal(compare(c, slow).beyondSpread, true);
+});
+
+test('pairedRatios: round by round, only rounds both sides have, in round order', () => {
+  const c = new Map([[0, 2], [1, 4], [2, 1], [3, 5]]);
+  const x = new Map([[2, 1.5], [0, 3], [1, 6]]);
+  assert.deepEqual(pairedRatios(x, c), [1.5, 1.5, 1.5]);
+  assert.deepEqual(pairedRatios(new Map(), c), []);
+  assert.deepEqual(pairedRatios(new Map([[0, 1]]), new Map([[0, 0]])), []); // no ratio to a zero baseline
+});
+
+test('sameSideEveryRound: a sign test over at least MIN_PAIRED_ROUNDS rounds', () => {
+  assert.equal(MIN_PAIRED_ROUNDS, 5);
+  assert.equal(sameSideEveryRound([1.1, 1.2, 1.05, 1.3, 1.01]), true);
+  assert.equal(sameSideEveryRound([0.9, 0.8, 0.95, 0.7, 0.99]), true);
+  assert.equal(sameSideEveryRound([1.1, 1.2, 0.9, 1.3, 1.01]), false);
+  assert.equal(sameSideEveryRound([1.1, 1.2, 1.0, 1.3, 1.01]), false); // a tie is not a side
+  assert.equal(sameSideEveryRound([1.1, 1.2, 1.3, 1.4]), false); // too few rounds
+});
+
+test('compare with rounds: per-round ratios beside the ratio of medians', () => {
+  const c = summarize([[1], [2], [1], [2], [1]]);
+  const x = summarize([[1.2], [2.4], [1.2], [2.4], [1.2]]);
+  const byRound = (xs: number[]) => new Map(xs.map((v, i) => [i, v]));
+  const r = compare(x, c, { value: byRound([1.2, 2.4, 1.2, 2.4, 1.2]), baseline: byRound([1, 2, 1, 2, 1]) });
+  assert.equal(r.beyondSpread, false);
+  assert.equal(r.sameSideEveryRound, true);
+  assert.deepEqual(r.perRound, { median: 1.2, lo: 1.2, hi: 1.2, rounds: 5 });
+  assert.equal(r.ratio, 1.2);
+  assert.ok(Math.abs(r.ratioOfMedians - 1.2) < 1e-12);
+  // Unbalanced rounds: the ratio of medians is skewed, the paired ratio is not.
+  const skewed = compare(summarize([[2.2], [1.1], [2.2]]), summarize([[2], [1], [1], [1]]), {
+    value: byRound([2.2, 1.1, 2.2]), baseline: byRound([2, 1, 2, 1]),
+  });
+  assert.ok(Math.abs(skewed.ratio - 1.1) < 1e-12);
+  assert.ok(Math.abs(skewed.ratioOfMedians - 2.2) < 1e-12);
+  assert.equal(compare(x, c).perRound, null);
+  assert.equal(compare(x, c).sameSideEveryRound, false);
 });
 
 test('interleave: every implementation runs every step once per round, A B C D per step', () => {
