@@ -1,7 +1,7 @@
 """CuPy benchmark worker: usage `python3 cupy_worker.py <kernels.ptx>` (protocol in common.py).
 
 Launches the same PTX kernels as the C worker through cupy.RawModule, on a non-blocking stream
-made current once. CuPy's end_capture() instantiates, so its `instantiate` span is end_capture().
+made current once (kernel calls and Graph.launch() run on it). CuPy's end_capture() instantiates, so its `instantiate` span is end_capture().
 """
 import os
 import sys
@@ -70,29 +70,12 @@ class CuPyImpl:
     def destroy(self, graph):
         pass  # the Graph's exec is destroyed when its last reference goes
 
-    def ready_graph(self, n):
-        graph = self.capture(n, False)[2]
-        graph.launch(self.stream)
+    def sync(self):
         self.stream.synchronize()
-        return graph
 
-    def launch_once(self, graph):
-        s = self.stream
-        s.synchronize()
-        t0 = perf_counter_ns()
-        graph.launch(s)
-        t1 = perf_counter_ns()
-        s.synchronize()
-        return t1 - t0
-
-    def replay(self, graph, launches):
-        s = self.stream
-        s.synchronize()
-        t0 = perf_counter_ns()
-        for _ in range(launches):
-            graph.launch(s)
-        s.synchronize()
-        return perf_counter_ns() - t0
+    def launcher(self, graph):
+        # The stream made current in __init__: Graph.launch() with no argument launches on it.
+        return graph.launch
 
 
 if __name__ == "__main__":

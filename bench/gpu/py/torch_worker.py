@@ -61,29 +61,11 @@ class TorchImpl:
     def destroy(self, graph):
         graph.reset()
 
-    def ready_graph(self, n):
-        graph = self.capture(n, False)[2]
-        graph.replay()
+    def sync(self):
         self.stream.synchronize()
-        return graph
 
-    def launch_once(self, graph):
-        s = self.stream
-        s.synchronize()
-        t0 = perf_counter_ns()
-        graph.replay()
-        t1 = perf_counter_ns()
-        s.synchronize()
-        return t1 - t0
-
-    def replay(self, graph, launches):
-        s = self.stream
-        s.synchronize()
-        t0 = perf_counter_ns()
-        for _ in range(launches):
-            graph.replay()
-        s.synchronize()
-        return perf_counter_ns() - t0
+    def launcher(self, graph):
+        return graph.replay  # replays on the current stream, set in __init__
 
 
 if __name__ == "__main__":
