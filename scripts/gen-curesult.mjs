@@ -3,15 +3,19 @@
 // from the CUDA toolkit's cuda.h (the `typedef enum cudaError_enum { ... } CUresult;` block and
 // the doc comment above each enumerator). The table is committed, so machines without a toolkit
 // build the package unchanged; rerun this when the toolkit changes:
-//   node scripts/gen-curesult.mjs [path/to/cuda.h]     (default: $CUDA_HOME/include/cuda.h,
-//                                                        then /usr/local/cuda/include/cuda.h)
+//   node scripts/gen-curesult.mjs [path/to/cuda.h] [--out file]
+// (default header: $CUDA_HOME/include/cuda.h, then /usr/local/cuda/include/cuda.h; default output:
+// src/driver/curesult-table.ts; the CPU tests regenerate into a temporary file and compare).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const outAt = args.indexOf('--out');
+const outArg = outAt >= 0 ? args.splice(outAt, 2)[1] : undefined;
 const header =
-  process.argv[2] ??
+  args[0] ??
   (process.env.CUDA_HOME ? join(process.env.CUDA_HOME, 'include', 'cuda.h') : '/usr/local/cuda/include/cuda.h');
 const text = readFileSync(header, 'utf8');
 
@@ -74,6 +78,6 @@ const lines = [
   'export type CUresultName = keyof typeof CUresult;',
   '',
 ];
-const out = join(root, 'src', 'driver', 'curesult-table.ts');
+const out = outArg ?? join(root, 'src', 'driver', 'curesult-table.ts');
 writeFileSync(out, lines.join('\n'));
 console.log(`gen-curesult: ${entries.length} CUresult values from ${header} (CUDA_VERSION ${version}) -> ${out}`);
