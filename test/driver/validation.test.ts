@@ -1,4 +1,6 @@
 import { test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import assert from 'node:assert/strict';
 import {
   CaptureMode,
@@ -133,8 +135,8 @@ test('a failing free does not throw from dispose; the next call reports it once'
 });
 
 test('the finalizer frees a resource that was never disposed (unless a holder keeps it)', async () => {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) return;
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
   const freed: string[] = [];
   (() => {
     new Lifetime('Dropped', {}, () => freed.push('dropped'));
