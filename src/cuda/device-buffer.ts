@@ -269,14 +269,16 @@ export class DeviceBuffer {
 
   /**
    * Frees the memory ordered on `stream` (`cuMemFreeAsync`): work queued before still sees it.
-   * @throws InvalidArgumentError while a captured graph or prepared launch holds the buffer
-   *   (use `dispose()`, which lets them free it when they are done).
+   * On a capturing stream this records a free node (the usual end of a graph allocation made
+   * with `allocAsync` in the same capture).
+   * @throws InvalidArgumentError outside a capture while a graph or prepared launch holds the
+   *   buffer (use `dispose()`, which lets them free it when they are done).
    */
   freeAsync(stream: Stream): void {
     const op = 'DeviceBuffer.freeAsync';
     this[LIFETIME].assertAlive(op);
     requireStream(op, stream);
-    if (this[LIFETIME].holders > 0) {
+    if (this[LIFETIME].holders > 0 && stream[CAPTURE] === null) {
       throw new InvalidArgumentError(
         op,
         'this',
