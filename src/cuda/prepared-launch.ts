@@ -4,6 +4,7 @@ import { launch as ln } from '../driver/result/index.js';
 import { INTERNAL, CAPTURE, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
 import { Lifetime } from './lifetime.js';
+import type { CaptureSink } from './capture-hooks.js';
 import { normalizeArg, writeArg, type KernelArg, type KernelArgValue } from './arg.js';
 import { checkArgSize, type CheckedConfig } from './launch-config.js';
 import { packArgs, type PackedArgs } from './packed-args.js';
@@ -33,6 +34,8 @@ export class PreparedLaunch {
   readonly #args: KernelArgValue[];
   /** What the launch needs alive: the module, then each buffer argument (kept in step with #args). */
   readonly #held: Lifetime[];
+  /** The last capture this launch registered its resources with (setArg resets it). */
+  #registeredWith: CaptureSink | null = null;
 
   /** @internal Use `kernel.prepare(config)`. */
   constructor(key: typeof INTERNAL, kernel: Kernel, fn: bigint, c: CheckedConfig) {
@@ -86,7 +89,11 @@ export class PreparedLaunch {
     const b = this.block;
     ln.launchKernel(op, this.#fn, g[0], g[1], g[2], b[0], b[1], b[2], this.sharedMem, h, this.#packed.address);
     const sink = stream[CAPTURE];
-    if (sink !== null) for (let i = 0; i < held.length; i++) sink.retain(held[i]!);
+    // Register once per capture: a capture loop launches the same prepared launch many times.
+    if (sink !== null && sink !== this.#registeredWith) {
+      for (let i = 0; i < held.length; i++) sink.retain(held[i]!);
+      this.#registeredWith = sink;
+    }
   }
 
   /**
@@ -118,6 +125,7 @@ export class PreparedLaunch {
       }
     }
     this.#args[index] = a;
+    this.#registeredWith = null;
   }
 
   /** Frees the argument block and releases the module and buffers. Idempotent; never throws. */

@@ -30,7 +30,7 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     const s = d.stream();
     const n = 4096;
     using buf = zeroed(s, n);
-    const cap = StreamGraphCapture.begin(s, 'global');
+    using cap = StreamGraphCapture.begin(s, 'global');
     assert.equal(cap.isActive(), true);
     assert.equal(cap.captureStatus(), CaptureStatus.Active);
     assert.equal(s.isCapturing, true);
@@ -98,7 +98,7 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     side.join(s);
     s.join(side);
     s.synchronize();
-    const cap = StreamGraphCapture.begin(s, 'global');
+    using cap = StreamGraphCapture.begin(s, 'global');
     a.memsetAsync(s, 5, { elementSize: 4 }); // 0: memset on the origin
     b.copyFromDeviceAsync(s, a); // 1: copy a -> b, after the memset
     side.join(s); // fork: side joins the capture
@@ -138,7 +138,7 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     x.copyFromHost(Float32Array.from({ length: n }, (_, i) => i));
     y.copyFromHost(new Float32Array(n).fill(1));
     using axpy = m.function('axpy').prepare({ grid: Math.ceil(n / 256), block: 256, args: [arg.f32(0.5), x, y, arg.i32(n)] });
-    const cap = StreamGraphCapture.begin(s, 'threadLocal');
+    using cap = StreamGraphCapture.begin(s, 'threadLocal');
     axpy.launch(s);
     using exec = cap.end({ flags: { upload: s } });
     axpy.setArg(0, arg.f32(100)); // after capture: the graph keeps 0.5
@@ -151,31 +151,30 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     assert.deepEqual(node.kernel, { name: 'axpy', grid: [8, 1, 1], block: [256, 1, 1], sharedMem: 0 });
   });
 
-  test('a synchronous call invalidates a global capture: end() names that call and its stack; the stream recovers', () => {
+  test('a synchronous call on the capturing stream invalidates the capture: end() names that call and its stack; the stream recovers', () => {
     const d = Device.get(0);
     const s = d.stream();
     const n = 256;
     using buf = zeroed(s, n);
-    using other = DeviceBuffer.alloc(d, 4 * n);
-    const cap = StreamGraphCapture.begin(s, 'global');
+    using cap = StreamGraphCapture.begin(s, 'global');
     buf.memsetAsync(s, 1, { elementSize: 4 });
     let illegal: unknown = null;
     try {
-      other.copyFromHost(new Uint32Array(n)); // synchronous copy on the legacy stream: illegal in global capture
+      s.synchronize(); // waiting for a capturing stream is illegal: the driver invalidates the capture
     } catch (e) {
       illegal = e;
     }
     assert.ok(illegal instanceof CudaError && illegal.code >= 900 && illegal.code <= 908, String(illegal));
     assert.equal(cap.captureStatus(), CaptureStatus.Invalidated);
-    assert.equal(cap.firstFailure?.operation, 'DeviceBuffer.copyFromHost');
+    assert.equal(cap.firstFailure?.operation, 'Stream.synchronize');
     assert.throws(
       () => cap.end(),
       (e: unknown) =>
         e instanceof CudaError &&
         e.code === 901 &&
         e.errorName === 'CUDA_ERROR_STREAM_CAPTURE_INVALIDATED' &&
-        e.details['firstFailedOperation'] === 'DeviceBuffer.copyFromHost' &&
-        e.message.includes('DeviceBuffer.copyFromHost') &&
+        e.details['firstFailedOperation'] === 'Stream.synchronize' &&
+        e.message.includes('Stream.synchronize') &&
         e.message.includes('capture.test') &&
         e.cause === illegal,
     );
@@ -186,7 +185,7 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     buf.memsetAsync(s, 9, { elementSize: 4 });
     s.synchronize();
     assert.ok(readU32(buf).every((v) => v === 9));
-    const again = StreamGraphCapture.begin(s);
+    using again = StreamGraphCapture.begin(s);
     buf.memsetAsync(s, 10, { elementSize: 4 });
     using exec = again.end();
     exec.launch();
@@ -194,15 +193,41 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     assert.ok(readU32(buf).every((v) => v === 10));
   });
 
+  test('an unsafe call (cuMemAlloc) in a global capture fails with 900 and invalidates it; dispose, then eager work runs', () => {
+    const d = Device.get(0);
+    const s = d.stream();
+    using buf = zeroed(s, 64);
+    const cap = StreamGraphCapture.begin(s, 'global');
+    try {
+      buf.memsetAsync(s, 3, { elementSize: 4 });
+      assert.throws(
+        () => DeviceBuffer.alloc(d, 1024),
+        (e: unknown) => e instanceof CudaError && e.code === 900 && e.errorName === 'CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED',
+      );
+      assert.equal(cap.firstFailure?.operation, 'DeviceBuffer.alloc');
+      assert.equal(cap.captureStatus(), CaptureStatus.Invalidated);
+    } finally {
+      cap.dispose();
+    }
+    assert.equal(cap.isActive(), false);
+    assert.equal(s.isCapturing, false);
+    buf.memsetAsync(s, 4, { elementSize: 4 });
+    s.synchronize();
+    assert.ok(readU32(buf).every((v) => v === 4), 'the stream runs eager work after the abandoned capture');
+  });
+
   test('disposing an invalidated capture ends it, ignores the errors, and leaves the stream usable', () => {
     const d = Device.get(0);
     const s = d.stream();
     using buf = zeroed(s, 64);
     const cap = StreamGraphCapture.begin(s);
-    buf.memsetAsync(s, 3, { elementSize: 4 });
-    assert.throws(() => s.synchronize(), (e: unknown) => e instanceof CudaError && e.code >= 900 && e.code <= 908);
-    assert.equal(cap.captureStatus(), CaptureStatus.Invalidated);
-    cap.dispose();
+    try {
+      buf.memsetAsync(s, 3, { elementSize: 4 });
+      assert.throws(() => s.synchronize(), (e: unknown) => e instanceof CudaError && e.code >= 900 && e.code <= 908);
+      assert.equal(cap.captureStatus(), CaptureStatus.Invalidated);
+    } finally {
+      cap.dispose();
+    }
     cap.dispose();
     assert.equal(cap.isActive(), false);
     assert.equal(s.isCapturing, false);
@@ -249,15 +274,16 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     assert.ok(new Uint8Array(readU32(buf).buffer).every((v) => v === 6));
   });
 
-  test('relaxed mode lets an unsafe call through without invalidating the capture', () => {
+  test('relaxed mode lets an unsafe call (cuMemAlloc) through without invalidating the capture', () => {
     const d = Device.get(0);
     const s = d.stream();
     using buf = zeroed(s, 64);
-    using other = DeviceBuffer.alloc(d, 256);
-    const cap = StreamGraphCapture.begin(s, 'relaxed');
+    using cap = StreamGraphCapture.begin(s, 'relaxed');
     buf.memsetAsync(s, 8, { elementSize: 4 });
-    other.copyFromHost(new Uint8Array(256)); // unsafe, but relaxed does not track it
+    using extra = DeviceBuffer.alloc(d, 256); // refused in global mode (see above), allowed here
+    assert.equal(extra.byteLength, 256);
     assert.equal(cap.captureStatus(), CaptureStatus.Active);
+    assert.equal(cap.firstFailure, null);
     using exec = cap.end();
     exec.launch();
     s.synchronize();
@@ -269,7 +295,7 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     const s = d.stream();
     const src = DeviceBuffer.alloc(d, 4096);
     using dst = zeroed(s, 1024);
-    const cap = StreamGraphCapture.begin(s);
+    using cap = StreamGraphCapture.begin(s);
     src.memsetAsync(s, 0x77, { elementSize: 4 });
     dst.copyFromDeviceAsync(s, src);
     const exec = cap.end();
@@ -289,7 +315,7 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     const d = Device.get(0);
     const s = d.stream();
     using out = zeroed(s, 256);
-    const cap = StreamGraphCapture.begin(s);
+    using cap = StreamGraphCapture.begin(s);
     const tmp = DeviceBuffer.allocAsync(s, 1024);
     tmp.memsetAsync(s, 0x42);
     out.copyFromDeviceAsync(s, tmp);
@@ -311,7 +337,7 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     using buf = zeroed(s, 256);
     using m = Module.load(d, fixturePtx());
     const capture = (fn: () => void): Graph => {
-      const c = StreamGraphCapture.begin(s);
+      using c = StreamGraphCapture.begin(s);
       fn();
       return c.endGraph();
     };
@@ -354,10 +380,10 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     e.launch();
     e.stream.synchronize();
     using buf = zeroed(s, 64);
-    const inner = StreamGraphCapture.begin(s);
+    using inner = StreamGraphCapture.begin(s);
     buf.memsetAsync(s, 0x21, { elementSize: 4 });
     const innerExec = inner.end();
-    const outer = StreamGraphCapture.begin(s);
+    using outer = StreamGraphCapture.begin(s);
     innerExec.launch(s);
     using outerExec = outer.end();
     innerExec.dispose(); // the outer graph holds what it needs

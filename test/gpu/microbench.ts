@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
-import { Device, Module, StreamGraphCapture, DeviceBuffer, arg } from '../../src/index.js';
+import { Device, Module, StreamGraphCapture, DeviceBuffer, arg, type GraphExec } from '../../src/index.js';
 import { driverSymbol } from '../../src/driver/sys.js';
 
 const argv = process.argv.slice(2);
@@ -65,82 +65,96 @@ type Samples = Record<string, number[]>;
 const js: Samples = {};
 const add = (k: string, v: number): void => void (js[k] ??= []).push(v);
 
-function eager(): void {
-  s.synchronize();
-  let t0 = now();
-  for (let i = 0; i < N; i++) prep0.launch(s);
-  add('eager_launch/cudagraph', (now() - t0) / N);
-  s.synchronize();
-  t0 = now();
-  for (let i = 0; i < N; i++) rawLaunch(fEmpty, 1, 1, 1, 32, 1, 1, 0, sh, null, null);
-  add('eager_launch/koffi-raw', (now() - t0) / N);
-  s.synchronize();
-  t0 = now();
-  for (let i = 0; i < N; i++) prep2.launch(s);
-  add('eager_launch_2args/cudagraph', (now() - t0) / N);
-  s.synchronize();
-  t0 = now();
-  for (let i = 0; i < N; i++) rawLaunch(fTwo, 1, 1, 1, 32, 1, 1, 0, sh, rawArgs, null);
-  add('eager_launch_2args/koffi-raw', (now() - t0) / N);
-  s.synchronize();
-  t0 = now();
-  for (let i = 0; i < N; i++) two.launch(s, { grid: 1, block: 32, args: [buf, arg.i32(1)] });
-  add('eager_launch_2args/cudagraph-oneoff', (now() - t0) / N);
-  s.synchronize();
+/** Times `a` and `b` once each, alternating which goes first so order effects cancel out. */
+function pair(rep: number, a: () => void, b: () => void): void {
+  if (rep % 2 === 0) {
+    a();
+    b();
+  } else {
+    b();
+    a();
+  }
 }
 
-function capture(): void {
-  let t0 = now();
+function timeLoop(key: string, body: () => void): () => void {
+  return () => {
+    s.synchronize();
+    const t0 = now();
+    for (let i = 0; i < N; i++) body();
+    add(key, (now() - t0) / N);
+    s.synchronize();
+  };
+}
+
+const eager0 = timeLoop('eager_launch/cudagraph', () => prep0.launch(s));
+const eager0Raw = timeLoop('eager_launch/koffi-raw', () => rawLaunch(fEmpty, 1, 1, 1, 32, 1, 1, 0, sh, null, null));
+const eager2 = timeLoop('eager_launch_2args/cudagraph', () => prep2.launch(s));
+const eager2Raw = timeLoop('eager_launch_2args/koffi-raw', () => rawLaunch(fTwo, 1, 1, 1, 32, 1, 1, 0, sh, rawArgs, null));
+const eager2OneOff = timeLoop('eager_launch_2args/cudagraph-oneoff', () =>
+  two.launch(s, { grid: 1, block: 32, args: [buf, arg.i32(1)] }),
+);
+
+function captureOurs(): void {
+  const t0 = now();
   const cap = StreamGraphCapture.begin(s);
   for (let i = 0; i < N; i++) prep0.launch(s);
   const g = cap.endGraph();
-  let t1 = now();
-  add('capture_per_node/cudagraph', (t1 - t0) / N);
+  const t1 = now();
   const exec = g.instantiate();
-  add('instantiate_per_node/cudagraph', (now() - t1) / N);
+  const t2 = now();
+  add('capture_per_node/cudagraph', (t1 - t0) / N);
+  add('instantiate_per_node/cudagraph', (t2 - t1) / N);
+  add('capture+inst_per_node/cudagraph', (t2 - t0) / N);
   exec.dispose();
   g.dispose();
-  t0 = now();
+}
+
+function captureRaw(): void {
+  const t0 = now();
   rawBegin(sh, 0);
   for (let i = 0; i < N; i++) rawLaunch(fEmpty, 1, 1, 1, 32, 1, 1, 0, sh, null, null);
   rawEnd(sh, out64);
   const rg = out64[0]!;
-  t1 = now();
-  add('capture_per_node/koffi-raw', (t1 - t0) / N);
+  const t1 = now();
   rawInst(out64, rg, 0n);
   const re = out64[0]!;
-  add('instantiate_per_node/koffi-raw', (now() - t1) / N);
+  const t2 = now();
+  add('capture_per_node/koffi-raw', (t1 - t0) / N);
+  add('instantiate_per_node/koffi-raw', (t2 - t1) / N);
+  add('capture+inst_per_node/koffi-raw', (t2 - t0) / N);
   rawExecDestroy(re);
   rawGraphDestroy(rg);
 }
 
-const execs = new Map<number, { exec: ReturnType<typeof build>; raw: bigint }>();
-function build(nodes: number) {
-  const cap = StreamGraphCapture.begin(s);
-  for (let i = 0; i < nodes; i++) prep0.launch(s);
-  return cap.end();
-}
+const execs = new Map<number, { exec: GraphExec; raw: bigint }>();
 for (const size of [10, 1000, 10000]) {
-  const exec = build(size);
+  const cap = StreamGraphCapture.begin(s);
+  for (let i = 0; i < size; i++) prep0.launch(s);
+  const exec = cap.end();
   rawInst(out64, exec.graph.handle, 0n);
   execs.set(size, { exec, raw: out64[0]! });
-  exec.launch(s);
-  rawGraphLaunch(out64[0]!, sh);
-  s.synchronize();
 }
 
-function graphLaunch(): void {
-  for (const [size, e] of execs) {
+function graphLaunchOurs(size: number): () => void {
+  const e = execs.get(size)!;
+  return () => {
     s.synchronize();
-    let t0 = now();
+    const t0 = now();
     e.exec.launch(s);
     add(`graph_launch_${size}/cudagraph`, now() - t0);
     s.synchronize();
-    t0 = now();
+  };
+}
+
+function graphLaunchRaw(size: number): () => void {
+  const e = execs.get(size)!;
+  return () => {
+    s.synchronize();
+    const t0 = now();
     rawGraphLaunch(e.raw, sh);
     add(`graph_launch_${size}/koffi-raw`, now() - t0);
     s.synchronize();
-  }
+  };
 }
 
 const c: Samples = {};
@@ -153,10 +167,19 @@ for (let round = 0; round < ROUNDS; round++) {
       for (const [k, v] of Object.entries(parsed)) (c[`${k}/C`] ??= []).push(...v);
     } else console.error(`C reference failed: ${r.stderr}`);
   }
-  for (let rep = 0; rep < REPS; rep++) {
-    eager();
-    capture();
-    graphLaunch();
+  // One row at a time, as the C program does, alternating the order of the two implementations.
+  for (let rep = 0; rep < REPS; rep++) pair(rep, eager0, eager0Raw);
+  for (let rep = 0; rep < REPS; rep++) pair(rep, eager2, eager2Raw);
+  for (let rep = 0; rep < REPS; rep++) eager2OneOff();
+  for (let rep = 0; rep < REPS; rep++) pair(rep, captureOurs, captureRaw);
+  for (const size of [10, 1000, 10000]) {
+    const ours = graphLaunchOurs(size);
+    const raw = graphLaunchRaw(size);
+    ours();
+    raw(); // warm-up, as in C
+    js[`graph_launch_${size}/cudagraph`]!.pop();
+    js[`graph_launch_${size}/koffi-raw`]!.pop();
+    for (let rep = 0; rep < REPS; rep++) pair(rep, ours, raw);
   }
 }
 
@@ -186,7 +209,7 @@ const probe = (mode: string) => {
   const r = spawnSync(process.execPath, [self, '--hostfunc-child', mode], { encoding: 'utf8', timeout: 4000 });
   return { mode, status: r.status, signal: r.signal, ms: Date.now() - t0, out: (r.stdout + r.stderr).trim().slice(0, 300) };
 };
-const hostfunc = [probe('async'), probe('sync')];
+const hostfunc = argv.includes('--no-hostfunc') ? [] : [probe('async'), probe('sync')];
 
 const result = { device: d.toString(), driverVersion: Device.driverVersion(), node: process.version, reps: REPS, rounds: ROUNDS, table, hostfunc, samples: all };
 const outFile = opt('--out');

@@ -152,9 +152,9 @@ export function memcpyNodeParams(
 }
 
 /**
- * Instantiates a graph. Uses `cuGraphInstantiateWithParams` (CUDA 12.0+), whose `result_out`
- * and error node explain a failure; falls back to `cuGraphInstantiateWithFlags` on older drivers.
- * @param uploadStream with `upload`, the stream the graph is uploaded on after instantiation.
+ * Instantiates a graph with `cuGraphInstantiateWithFlags` (the fast path). A failure is diagnosed
+ * by a second attempt through `cuGraphInstantiateWithParams` (CUDA 12.0+), whose `result_out` and
+ * error node name the reason and the node. The UPLOAD flag needs `WithParams` and an upload stream.
  * @param describeNode names a failing node for the message (its index and kind).
  */
 export function graphInstantiate(
@@ -164,12 +164,17 @@ export function graphInstantiate(
   uploadStream: bigint | null,
   describeNode: (node: bigint) => string,
 ): bigint {
-  if (!hasDriverSymbol('cuGraphInstantiateWithParams')) {
+  const withParams = hasDriverSymbol('cuGraphInstantiateWithParams');
+  if (uploadStream === null || !withParams) {
     const f = BigInt(flags & ~CUDA_GRAPH_INSTANTIATE_FLAG.UPLOAD);
-    check(driverSymbol(op, 'cuGraphInstantiateWithFlags')(u64, graph, f), op, 'cuGraphInstantiateWithFlags');
-    const exec = takeHandle();
-    if (uploadStream !== null) graphUpload(op, exec, uploadStream);
-    return exec;
+    u64[0] = 0n;
+    const rc = driverSymbol(op, 'cuGraphInstantiateWithFlags')(u64, graph, f);
+    if (rc === 0) {
+      const exec = takeHandle();
+      if (uploadStream !== null) graphUpload(op, exec, uploadStream);
+      return exec;
+    }
+    if (!withParams) throw cudaError(rc, op, 'cuGraphInstantiateWithFlags');
   }
   const params = new Uint8Array(I.size);
   const v = new DataView(params.buffer);
