@@ -81,8 +81,9 @@ export class GraphExec {
   }
 
   /**
-   * Replays the graph on `stream` (default: `this.stream`) with one `cuGraphLaunch`. Launching on
-   * a capturing stream records the graph as a child node (and that capture keeps this exec alive).
+   * Replays the graph on `stream` (default: `this.stream`) with one `cuGraphLaunch`. The CUDA 13.0
+   * driver refuses a graph launch on a capturing stream (900, which invalidates that capture);
+   * where a driver captures it, that capture keeps this exec alive.
    */
   launch(stream?: Stream): void {
     const op = 'GraphExec.launch';

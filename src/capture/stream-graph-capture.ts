@@ -201,10 +201,14 @@ export class StreamGraphCapture implements CaptureSink {
             `${first.error.errorName} (${first.error.code}). Its stack:\n${first.error.stack ?? '(no stack)'}`
           : 'No call made through cudagraph failed during the capture: the illegal operation came from outside ' +
             '(another library, the legacy NULL stream, or another thread while a global-mode capture was active).';
-      return cudaError(code, op, 'cuStreamEndCapture', detail, {
-        firstFailedOperation: first?.operation ?? null,
-        firstFailedCode: first?.error.code ?? null,
-      });
+      return cudaError(
+        code,
+        op,
+        'cuStreamEndCapture',
+        detail,
+        { firstFailedOperation: first?.operation ?? null, firstFailedCode: first?.error.code ?? null },
+        first?.error,
+      );
     }
     return cudaError(code, op, 'cuStreamEndCapture');
   }

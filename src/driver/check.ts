@@ -41,6 +41,7 @@ export function cudaError(
   driverCall: string,
   detail?: string,
   details?: CudaErrorDetails,
+  cause?: unknown,
 ): CudaError {
   const init = {
     code,
@@ -48,6 +49,7 @@ export function cudaError(
     driverCall,
     ...(detail !== undefined ? { detail } : {}),
     ...(details !== undefined ? { details } : {}),
+    ...(cause !== undefined ? { cause } : {}),
   };
   const description = driverDescription(code);
   const error = new CudaError(description !== undefined ? { ...init, description } : init);
