@@ -274,6 +274,22 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     assert.ok(new Uint8Array(readU32(buf).buffer).every((v) => v === 6));
   });
 
+  test('disposing an unrelated buffer during a global capture defers its cuMemFree, so the capture survives', () => {
+    const d = Device.get(0);
+    const s = d.stream();
+    using buf = zeroed(s, 64);
+    const unrelated = DeviceBuffer.alloc(d, 1 << 20);
+    using cap = StreamGraphCapture.begin(s, 'global');
+    buf.memsetAsync(s, 5, { elementSize: 4 });
+    unrelated.dispose(); // a cuMemFree now would invalidate the capture: it waits for the end
+    assert.equal(unrelated.disposed, true);
+    assert.equal(cap.captureStatus(), CaptureStatus.Active);
+    using exec = cap.end();
+    exec.launch();
+    s.synchronize();
+    assert.ok(readU32(buf).every((v) => v === 5));
+  });
+
   test('relaxed mode lets an unsafe call (cuMemAlloc) through without invalidating the capture', () => {
     const d = Device.get(0);
     const s = d.stream();
