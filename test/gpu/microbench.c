@@ -135,6 +135,18 @@ int main(int argc, char **argv) {
       printf("%s%.4f", r ? "," : "", t1 - t0);
     }
     printf("]");
+    if (k == 0) {
+      /* Steady state: 100 launches back to back, host time per call. */
+      printf(",\"graph_launch_10_loop\":[");
+      for (int r = 0; r < reps; r++) {
+        CHECK(streamSync(s));
+        double t0 = now_us();
+        for (int i = 0; i < 100; i++) CHECK(graphLaunch(e, s));
+        double t1 = now_us();
+        printf("%s%.4f", r ? "," : "", (t1 - t0) / 100);
+      }
+      printf("]");
+    }
     CHECK(streamSync(s));
     CHECK(execDestroy(e)); CHECK(graphDestroy(g));
   }

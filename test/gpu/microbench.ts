@@ -189,6 +189,22 @@ for (let round = 0; round < ROUNDS; round++) {
     js[`graph_launch_${size}/koffi-raw`]!.pop();
     for (let rep = 0; rep < REPS; rep++) pair(rep, ours, raw);
   }
+  // Steady state: 100 launches of the 10-node graph back to back, host time per call.
+  const e10 = execs.get(10)!;
+  const loopOurs = (): void => {
+    s.synchronize();
+    const t0 = now();
+    for (let i = 0; i < 100; i++) e10.exec.launch(s);
+    add('graph_launch_10_loop/cudagraph', (now() - t0) / 100);
+  };
+  const loopRaw = (): void => {
+    s.synchronize();
+    const t0 = now();
+    for (let i = 0; i < 100; i++) rawGraphLaunch(e10.raw, sh);
+    add('graph_launch_10_loop/koffi-raw', (now() - t0) / 100);
+  };
+  for (let rep = 0; rep < REPS; rep++) pair(rep, loopOurs, loopRaw);
+  s.synchronize();
 }
 
 const all: Samples = { ...js, ...c };
