@@ -132,6 +132,22 @@ export class DeviceBuffer {
     return { offset: off, byteLength: len };
   }
 
+  /**
+   * The device range of a host copy: `offset` into this buffer, `byteLength` defaulting to what
+   * both sides hold, and never more than the host view holds.
+   */
+  #hostRange(op: string, name: 'src' | 'dst', view: unknown, options: unknown): { offset: number; byteLength: number } {
+    const v = requireView(op, name, view);
+    const o = requireOptions<HostCopyOptions>(op, options, ['offset', 'byteLength']);
+    const offset = o.offset === undefined ? 0 : requireSize(op, 'offset', o.offset);
+    const fallback = name === 'src' ? v.byteLength : Math.min(v.byteLength, Math.max(0, this.byteLength - offset));
+    const r = this.#range(op, o.offset, o.byteLength, fallback);
+    if (r.byteLength > v.byteLength) {
+      throw new InvalidArgumentError(op, 'byteLength', `byteLength ${r.byteLength} exceeds ${name}'s ${v.byteLength} bytes`);
+    }
+    return r;
+  }
+
   /** Registers this buffer (and more) with the capture `stream` records into, if any. */
   #noteCapture(stream: Stream, ...more: Lifetime[]): void {
     const sink = stream[CAPTURE];
@@ -178,12 +194,7 @@ export class DeviceBuffer {
     const op = 'DeviceBuffer.copyFromHostAsync';
     this[LIFETIME].assertAlive(op);
     requireStream(op, stream);
-    requireView(op, 'src', src);
-    const o = requireOptions<HostCopyOptions>(op, options, ['offset', 'byteLength']);
-    const r = this.#range(op, o.offset, o.byteLength, src.byteLength);
-    if (r.byteLength > src.byteLength) {
-      throw new InvalidArgumentError(op, 'byteLength', `byteLength ${r.byteLength} exceeds src's ${src.byteLength} bytes`);
-    }
+    const r = this.#hostRange(op, 'src', src, options);
     const pinned = stream[CAPTURE] !== null ? requirePinnedForCapture(op, 'src', src) : null;
     const h = stream.handleFor(op);
     if (r.byteLength === 0) return this;
@@ -201,12 +212,7 @@ export class DeviceBuffer {
     const op = 'DeviceBuffer.copyToHostAsync';
     this[LIFETIME].assertAlive(op);
     requireStream(op, stream);
-    requireView(op, 'dst', dst);
-    const o = requireOptions<HostCopyOptions>(op, options, ['offset', 'byteLength']);
-    const r = this.#range(op, o.offset, o.byteLength, Math.min(dst.byteLength, this.byteLength - (o.offset ?? 0)));
-    if (r.byteLength > dst.byteLength) {
-      throw new InvalidArgumentError(op, 'byteLength', `byteLength ${r.byteLength} exceeds dst's ${dst.byteLength} bytes`);
-    }
+    const r = this.#hostRange(op, 'dst', dst, options);
     const pinned = stream[CAPTURE] !== null ? requirePinnedForCapture(op, 'dst', dst) : null;
     const h = stream.handleFor(op);
     if (r.byteLength === 0) return this;
@@ -222,12 +228,7 @@ export class DeviceBuffer {
   copyFromHost(src: ArrayBufferView, options?: HostCopyOptions): this {
     const op = 'DeviceBuffer.copyFromHost';
     this[LIFETIME].assertAlive(op);
-    requireView(op, 'src', src);
-    const o = requireOptions<HostCopyOptions>(op, options, ['offset', 'byteLength']);
-    const r = this.#range(op, o.offset, o.byteLength, src.byteLength);
-    if (r.byteLength > src.byteLength) {
-      throw new InvalidArgumentError(op, 'byteLength', `byteLength ${r.byteLength} exceeds src's ${src.byteLength} bytes`);
-    }
+    const r = this.#hostRange(op, 'src', src, options);
     if (r.byteLength === 0) return this;
     makeCurrent(op, this.device.context);
     mem.copyHtoD(op, this.#ptr + BigInt(r.offset), src, r.byteLength);
@@ -238,12 +239,7 @@ export class DeviceBuffer {
   copyToHost(dst: ArrayBufferView, options?: HostCopyOptions): this {
     const op = 'DeviceBuffer.copyToHost';
     this[LIFETIME].assertAlive(op);
-    requireView(op, 'dst', dst);
-    const o = requireOptions<HostCopyOptions>(op, options, ['offset', 'byteLength']);
-    const r = this.#range(op, o.offset, o.byteLength, Math.min(dst.byteLength, this.byteLength - (o.offset ?? 0)));
-    if (r.byteLength > dst.byteLength) {
-      throw new InvalidArgumentError(op, 'byteLength', `byteLength ${r.byteLength} exceeds dst's ${dst.byteLength} bytes`);
-    }
+    const r = this.#hostRange(op, 'dst', dst, options);
     if (r.byteLength === 0) return this;
     makeCurrent(op, this.device.context);
     mem.copyDtoH(op, dst, this.#ptr + BigInt(r.offset), r.byteLength);

@@ -27,6 +27,7 @@ import {
   NVRTC_ADVICE,
   type LoadAttempt,
   type LoadedLibrary,
+  type LibraryCandidate,
 } from './loader.js';
 
 /** An opaque driver handle (`CUstream`, `CUevent`, `CUgraph`, …): a bigint address, or null. */
@@ -302,8 +303,45 @@ class LazyLibrary {
   }
 }
 
-let driverLib: LazyLibrary | null = null;
-let driverAttempts: readonly LoadAttempt[] | null = null;
+/**
+ * One library loaded on first use: the first candidate that loads wins; a failure is remembered
+ * (the attempts), so later calls fail fast with the same list.
+ */
+class LibrarySlot {
+  lib: LazyLibrary | null = null;
+  attempts: readonly LoadAttempt[] | null = null;
+
+  constructor(
+    private readonly candidates: () => readonly LibraryCandidate[],
+    private readonly prototypes: Readonly<Record<string, string>>,
+    private readonly fail: (op: string, attempts: readonly LoadAttempt[], cause?: unknown) => Error,
+  ) {}
+
+  get(op: string): LazyLibrary {
+    if (this.lib !== null) return this.lib;
+    if (this.attempts !== null) throw this.fail(op, this.attempts);
+    let outcome;
+    try {
+      outcome = loadFirst(this.candidates(), loadOverride ?? undefined);
+    } catch (e) {
+      // koffi itself failed to load: there is no FFI, hence no library.
+      this.attempts = [{ path: 'koffi', source: 'the FFI module', error: e instanceof Error ? e.message : String(e) }];
+      throw this.fail(op, this.attempts, e);
+    }
+    if (!outcome.ok) {
+      this.attempts = outcome.attempts;
+      throw this.fail(op, outcome.attempts);
+    }
+    this.lib = new LazyLibrary(outcome.loaded.lib, outcome.loaded.path, this.prototypes);
+    return this.lib;
+  }
+
+  reset(): void {
+    this.lib = null;
+    this.attempts = null;
+  }
+}
+
 let loadOverride: ((path: string) => KoffiLibrary) | null = null;
 
 function loaderError(op: string, attempts: readonly LoadAttempt[], cause?: unknown): CudaError {
@@ -317,30 +355,16 @@ function loaderError(op: string, attempts: readonly LoadAttempt[], cause?: unkno
   });
 }
 
+const driverSlot = new LibrarySlot(() => driverCandidates(), DRIVER_PROTOTYPES, loaderError);
+
 /** The loaded driver library, loading it on first use. @throws CudaError 3 listing every attempt. */
 function driver(op: string): LazyLibrary {
-  if (driverLib !== null) return driverLib;
-  if (driverAttempts !== null) throw loaderError(op, driverAttempts);
-  let outcome;
-  try {
-    outcome = loadFirst(driverCandidates(), loadOverride ?? undefined);
-  } catch (e) {
-    // koffi itself failed to load: there is no FFI, hence no driver.
-    const attempts = [{ path: 'koffi', source: 'the FFI module', error: e instanceof Error ? e.message : String(e) }];
-    driverAttempts = attempts;
-    throw loaderError(op, attempts, e);
-  }
-  if (!outcome.ok) {
-    driverAttempts = outcome.attempts;
-    throw loaderError(op, outcome.attempts);
-  }
-  driverLib = new LazyLibrary(outcome.loaded.lib, outcome.loaded.path, DRIVER_PROTOTYPES);
-  return driverLib;
+  return driverSlot.lib ?? driverSlot.get(op);
 }
 
 /** Where the driver was loaded from, or null when it is not loaded (yet, or at all). */
 export function driverLibraryPath(): string | null {
-  return driverLib?.path ?? null;
+  return driverSlot.lib?.path ?? null;
 }
 
 /**
@@ -400,39 +424,22 @@ export function hasDriverSymbol(name: DriverSymbol): boolean {
   }
 }
 
-let nvrtcLib: LazyLibrary | null = null;
-let nvrtcAttempts: readonly LoadAttempt[] | null = null;
-
-function nvrtcLoaderError(op: string, attempts: readonly LoadAttempt[]): NvrtcError {
+function nvrtcLoaderError(op: string, attempts: readonly LoadAttempt[], cause?: unknown): NvrtcError {
   return new NvrtcError(
     op,
     'NVRTC_NOT_LOADED',
     -1,
     describeAttempts('NVRTC (the CUDA run-time compiler, libnvrtc)', attempts, NVRTC_ADVICE),
+    '',
+    { cause },
   );
 }
 
-function nvrtc(op: string): LazyLibrary {
-  if (nvrtcLib !== null) return nvrtcLib;
-  if (nvrtcAttempts !== null) throw nvrtcLoaderError(op, nvrtcAttempts);
-  let outcome;
-  try {
-    outcome = loadFirst(nvrtcCandidates(), loadOverride ?? undefined);
-  } catch (e) {
-    nvrtcAttempts = [{ path: 'koffi', source: 'the FFI module', error: e instanceof Error ? e.message : String(e) }];
-    throw nvrtcLoaderError(op, nvrtcAttempts);
-  }
-  if (!outcome.ok) {
-    nvrtcAttempts = outcome.attempts;
-    throw nvrtcLoaderError(op, outcome.attempts);
-  }
-  nvrtcLib = new LazyLibrary(outcome.loaded.lib, outcome.loaded.path, NVRTC_PROTOTYPES);
-  return nvrtcLib;
-}
+const nvrtcSlot = new LibrarySlot(() => nvrtcCandidates(), NVRTC_PROTOTYPES, nvrtcLoaderError);
 
 /** Where NVRTC was loaded from, or null. */
 export function nvrtcLibraryPath(): string | null {
-  return nvrtcLib?.path ?? null;
+  return nvrtcSlot.lib?.path ?? null;
 }
 
 /**
@@ -440,7 +447,7 @@ export function nvrtcLibraryPath(): string | null {
  * @throws NvrtcError `NVRTC_NOT_LOADED` listing every path tried, or naming the missing symbol.
  */
 export function nvrtcSymbol<K extends NvrtcSymbol>(op: string, name: K): NvrtcApi[K] {
-  const lib = nvrtc(op);
+  const lib = nvrtcSlot.get(op);
   const fn = lib.resolve(name);
   if (typeof fn === 'string') {
     throw new NvrtcError(op, 'NVRTC_NOT_LOADED', -1, `the symbol ${name} is missing from ${lib.path} (${fn})`);
@@ -454,10 +461,8 @@ export function nvrtcSymbol<K extends NvrtcSymbol>(op: string, name: K): NvrtcAp
  * @internal
  */
 export function resetLibrariesForTesting(load: ((path: string) => KoffiLibrary) | null): void {
-  driverLib = null;
-  driverAttempts = null;
-  nvrtcLib = null;
-  nvrtcAttempts = null;
+  driverSlot.reset();
+  nvrtcSlot.reset();
   loadOverride = load;
 }
 

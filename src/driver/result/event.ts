@@ -1,11 +1,10 @@
 /** Events (`cuEvent*`). */
-import { driverSymbol, driverSymbolAsync } from '../sys.js';
+import { driverSymbol } from '../sys.js';
 import { check, cudaError } from '../check.js';
 import { u64, f32, takeHandle } from './scratch.js';
-import { pollUntilDone } from './stream.js';
+import { waitOnWorker } from './stream.js';
 
 const CUDA_ERROR_NOT_READY = 600;
-const CUDA_ERROR_INVALID_CONTEXT = 201;
 
 /** Creates an event (`cuEventCreate`). */
 export function eventCreate(op: string, flags: number): bigint {
@@ -36,17 +35,9 @@ export function eventSynchronize(op: string, event: bigint): void {
   check(driverSymbol(op, 'cuEventSynchronize')(event), op, 'cuEventSynchronize');
 }
 
-/** Resolves when the event completes, without blocking the event loop (see `streamSynchronizeAsync`). */
+/** Resolves when the event completes, without blocking the event loop (see `waitOnWorker`). */
 export function eventSynchronizeAsync(op: string, event: bigint): Promise<void> {
-  const call = driverSymbolAsync(op, 'cuEventSynchronize');
-  return new Promise<void>((resolve, reject) => {
-    call(event, (err: unknown, rc: number) => {
-      if (err) reject(err);
-      else if (rc === 0) resolve();
-      else if (rc === CUDA_ERROR_INVALID_CONTEXT) pollUntilDone(() => eventQuery(op, event), resolve, reject);
-      else reject(cudaError(rc, op, 'cuEventSynchronize'));
-    });
-  });
+  return waitOnWorker(op, 'cuEventSynchronize', event, () => eventQuery(op, event));
 }
 
 /** Milliseconds between two recorded events (`cuEventElapsedTime_v2`). */

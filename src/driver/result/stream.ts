@@ -31,20 +31,30 @@ export function streamQuery(op: string, stream: bigint): boolean {
 }
 
 /**
- * Resolves when the stream's work is done, without blocking the event loop: `cuStreamSynchronize`
- * runs on a koffi worker thread. A driver that refuses the call there (no current context on that
- * thread) is polled with `cuStreamQuery` from the event loop instead.
+ * Runs a blocking wait (`cuStreamSynchronize` / `cuEventSynchronize`) on a koffi worker thread and
+ * resolves when it returns, so the event loop keeps running. A driver that refuses the call there
+ * (no current context on that thread) is polled with `query` from the event loop instead.
  */
-export function streamSynchronizeAsync(op: string, stream: bigint): Promise<void> {
-  const call = driverSymbolAsync(op, 'cuStreamSynchronize');
+export function waitOnWorker(
+  op: string,
+  call: 'cuStreamSynchronize' | 'cuEventSynchronize',
+  handle: bigint,
+  query: () => boolean,
+): Promise<void> {
+  const wait = driverSymbolAsync(op, call);
   return new Promise<void>((resolve, reject) => {
-    call(stream, (err: unknown, rc: number) => {
+    wait(handle, (err: unknown, rc: number) => {
       if (err) reject(err);
       else if (rc === 0) resolve();
-      else if (rc === CUDA_ERROR_INVALID_CONTEXT) pollUntilDone(() => streamQuery(op, stream), resolve, reject);
-      else reject(cudaError(rc, op, 'cuStreamSynchronize'));
+      else if (rc === CUDA_ERROR_INVALID_CONTEXT) pollUntilDone(query, resolve, reject);
+      else reject(cudaError(rc, op, call));
     });
   });
+}
+
+/** Resolves when the stream's work is done, without blocking the event loop. */
+export function streamSynchronizeAsync(op: string, stream: bigint): Promise<void> {
+  return waitOnWorker(op, 'cuStreamSynchronize', stream, () => streamQuery(op, stream));
 }
 
 /** Polls `done` from the event loop: at once, then with back-off up to 1 ms. */
