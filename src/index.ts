@@ -4,3 +4,5 @@
  */
 export * from './errors/index.js';
 export * from './model/index.js';
+export * from './cuda/index.js';
+export * from './capture/index.js';

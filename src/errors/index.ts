@@ -1,2 +1,13 @@
 export { CudagraphError, InvalidArgumentError, DisposedError, SuppressedCleanupError } from './base.js';
 export { GraphError, type GraphErrorKind } from './graph-error.js';
+export {
+  CudaError,
+  NvrtcError,
+  CUresult,
+  cudaErrorName,
+  cudaErrorDescription,
+  isCaptureErrorCode,
+  type CUresultName,
+  type CudaErrorInit,
+  type CudaErrorDetails,
+} from './cuda-error.js';

@@ -1,0 +1,228 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InvalidArgumentError } from '../errors/base.js';
+import { describe, requireBoolean, requireOptions } from '../util/validate.js';
+import { graph as gr, module as mod, memory as mem } from '../driver/result/index.js';
+import { CU, CU_GRAPH_NODE_TYPE, CU_MEMORYTYPE } from '../driver/layouts.js';
+import { INTERNAL, LIFETIME } from '../cuda/internal.js';
+import { makeCurrent } from '../cuda/context.js';
+import { Lifetime, keepFailure, surfaceCleanupErrors } from '../cuda/lifetime.js';
+import { Device } from '../cuda/device.js';
+import type { Stream } from '../cuda/stream.js';
+import { GraphExec } from './graph-exec.js';
+import { checkInstantiateFlags, type InstantiateFlags } from './instantiate-flags.js';
+import type { CapturedNodeInfo, CopyDirection, GraphNodeType, GraphReadBack } from './node-info.js';
+
+/**
+ * A CUDA graph (`CUgraph`): the template a `GraphExec` is instantiated from. Captured graphs come
+ * from `StreamGraphCapture` (`capture.endGraph()`, or `exec.graph`); `Graph.create` makes an empty
+ * one. A graph keeps alive every buffer, module and pinned buffer its captured work touches.
+ *
+ * @example
+ * const g = capture.endGraph();
+ * const { nodes, edges } = g.readBack();   // real node kinds, kernel names and dependencies
+ * console.log(g.debugDot());
+ * using exec = g.instantiate();
+ */
+export class Graph {
+  /** The device whose context the graph's work belongs to. */
+  readonly device: Device;
+  /** @internal */
+  readonly [LIFETIME]: Lifetime;
+  readonly #handle: bigint;
+
+  /**
+   * @internal Wraps a `CUgraph` this object now owns; `held` are the resources its work uses
+   * (already retained on its behalf; released when the graph is destroyed).
+   */
+  constructor(key: typeof INTERNAL, device: Device, handle: bigint, held: readonly Lifetime[]) {
+    if (key !== INTERNAL) throw new TypeError('Graph: use Graph.create() or a capture');
+    this.device = device;
+    this.#handle = handle;
+    const keep = [...held];
+    this[LIFETIME] = new Lifetime(`Graph 0x${handle.toString(16)}`, this, () => {
+      try {
+        keepFailure(gr.graphDestroy('Graph.dispose', handle), 'Graph.dispose', 'cuGraphDestroy');
+      } finally {
+        for (const l of keep.splice(0)) l.release();
+      }
+    });
+  }
+
+  /** An empty graph on `device` (default: device 0) (`cuGraphCreate`). */
+  static create(device?: Device): Graph {
+    const op = 'Graph.create';
+    if (device !== undefined && !(device instanceof Device)) {
+      throw new InvalidArgumentError(op, 'device', `device must be a Device, got ${describe(device)}`);
+    }
+    surfaceCleanupErrors(op);
+    const d = device ?? Device.get(0);
+    makeCurrent(op, d.context);
+    return new Graph(INTERNAL, d, gr.graphCreate(op), []);
+  }
+
+  /** The `CUgraph` handle. @throws DisposedError after dispose. */
+  get handle(): bigint {
+    this[LIFETIME].assertAlive('Graph.handle');
+    return this.#handle;
+  }
+
+  /** True after `dispose()`. */
+  get disposed(): boolean {
+    return this[LIFETIME].disposed;
+  }
+
+  /** Number of nodes (`cuGraphGetNodes`). */
+  get nodeCount(): number {
+    const op = 'Graph.nodeCount';
+    this[LIFETIME].assertAlive(op);
+    return gr.graphNodeCount(op, this.#handle);
+  }
+
+  /** The nodes with their kinds and parameters (see `readBack`). */
+  nodes(): CapturedNodeInfo[] {
+    return [...this.readBack().nodes];
+  }
+
+  /** The dependency edges `[from, to]` as indices into `nodes()` (`cuGraphGetEdges_v2`). */
+  edges(): Array<[number, number]> {
+    return this.readBack().edges.map(([a, b]) => [a, b]);
+  }
+
+  /**
+   * Reads the graph back from the driver: every node with its kind, kernel name and launch shape
+   * (`cuGraphKernelNodeGetParams_v2` + `cuFuncGetName`), copy and memset parameters, and the
+   * real dependency edges (`cuGraphGetEdges_v2`), not a chain.
+   */
+  readBack(): GraphReadBack {
+    const op = 'Graph.readBack';
+    this[LIFETIME].assertAlive(op);
+    const handles = gr.graphNodes(op, this.#handle);
+    const index = new Map<bigint, number>();
+    handles.forEach((h, i) => index.set(h, i));
+    const names = new Map<bigint, string>();
+    const nodes = handles.map((h, i) => readNode(op, h, i, names));
+    const edges: Array<readonly [number, number]> = [];
+    for (const [from, to] of gr.graphEdges(op, this.#handle)) {
+      const a = index.get(from);
+      const b = index.get(to);
+      if (a !== undefined && b !== undefined) edges.push([a, b]);
+    }
+    edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    return { nodes, edges };
+  }
+
+  /** @internal A node's description for error messages: `#3 (kernel 'axpy')`. */
+  describeNode(op: string, node: bigint): string {
+    try {
+      const handles = gr.graphNodes(op, this.#handle);
+      const i = handles.indexOf(node);
+      const info = readNode(op, node, i, new Map());
+      const what = info.kernel ? `kernel '${info.kernel.name}'` : info.type;
+      return i >= 0 ? `#${i} (${what})` : `(${what}, not a node of this graph)`;
+    } catch {
+      return `0x${node.toString(16)}`;
+    }
+  }
+
+  /**
+   * The graph as Graphviz DOT, written by the driver (`cuGraphDebugDotPrint`) to a temporary
+   * file and read back. `verbose` adds every node's parameters.
+   */
+  debugDot(options?: { verbose?: boolean }): string {
+    const op = 'Graph.debugDot';
+    this[LIFETIME].assertAlive(op);
+    const o = requireOptions<{ verbose: boolean }>(op, options, ['verbose']);
+    const verbose = o.verbose === undefined ? false : requireBoolean(op, 'verbose', o.verbose);
+    const dir = mkdtempSync(join(tmpdir(), 'cudagraph-dot-'));
+    try {
+      const path = join(dir, 'graph.dot');
+      gr.graphDebugDotPrint(op, this.#handle, path, verbose ? CU.GRAPH_DEBUG_DOT_FLAGS_VERBOSE : 0);
+      return readFileSync(path, 'utf8');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Instantiates the graph into a launchable `GraphExec`. The exec keeps this graph (and what it
+   * holds) alive; `exec.launch()` defaults to `stream`, else the device's default stream.
+   * @throws InvalidArgumentError for bad flags; CudaError naming the instantiation result and the failing node.
+   */
+  instantiate(flags?: InstantiateFlags, stream?: Stream): GraphExec {
+    return this.instantiateFor('Graph.instantiate', flags, stream ?? null, false);
+  }
+
+  /** @internal Instantiation shared with `StreamGraphCapture.end`; `owns` makes the exec dispose this graph with itself. */
+  instantiateFor(op: string, flags: unknown, stream: Stream | null, owns: boolean): GraphExec {
+    this[LIFETIME].assertAlive(op);
+    const f = checkInstantiateFlags(op, flags);
+    makeCurrent(op, this.device.context);
+    const upload = f.upload !== null ? f.upload.handleFor(op) : null;
+    const exec = gr.graphInstantiate(op, this.#handle, f.bits, upload, (n) => this.describeNode(op, n));
+    return new GraphExec(INTERNAL, this, exec, stream, owns);
+  }
+
+  /**
+   * Destroys the graph, once no `GraphExec` holds it; then releases the resources its work used.
+   * Idempotent; never throws.
+   */
+  dispose(): void {
+    this[LIFETIME].dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+function direction(op: string, srcType: number, src: bigint, dstType: number, dst: bigint): CopyDirection {
+  // Unified-addressing copies name memory by address only: ask the driver what each side is.
+  const kind = (t: number, p: bigint): number => (t === CU_MEMORYTYPE.UNIFIED ? mem.pointerMemoryType(op, p) || 1 : t);
+  const s = kind(srcType, src) === CU_MEMORYTYPE.HOST ? 'Host' : 'Device';
+  const d = kind(dstType, dst) === CU_MEMORYTYPE.HOST ? 'Host' : 'Device';
+  return `${s}To${d}` as CopyDirection;
+}
+
+function readNode(op: string, h: bigint, index: number, names: Map<bigint, string>): CapturedNodeInfo {
+  const t = gr.graphNodeType(op, h);
+  const type: GraphNodeType = CU_GRAPH_NODE_TYPE[t] ?? 'unknown';
+  if (type === 'kernel') {
+    const p = gr.kernelNodeParams(op, h);
+    const fn = p.func !== 0n ? p.func : p.kern;
+    let name = names.get(fn);
+    if (name === undefined) {
+      try {
+        name = mod.functionName(op, fn, p.func === 0n);
+      } catch {
+        name = '';
+      }
+      names.set(fn, name);
+    }
+    return { index, type, kernel: { name, grid: p.grid, block: p.block, sharedMem: p.sharedMem } };
+  }
+  if (type === 'memset') {
+    const p = gr.memsetNodeParams(op, h);
+    const height = Math.max(1, p.height);
+    return {
+      index,
+      type,
+      memset: { ...p, height, byteLength: p.width * height * p.elementSize },
+    };
+  }
+  if (type === 'memcpy') {
+    const p = gr.memcpyNodeParams(op, h);
+    return {
+      index,
+      type,
+      memcpy: {
+        direction: direction(op, p.srcMemoryType, p.src, p.dstMemoryType, p.dst),
+        byteLength: p.width * Math.max(1, p.height) * Math.max(1, p.depth),
+        src: p.src,
+        dst: p.dst,
+      },
+    };
+  }
+  return { index, type };
+}

@@ -1,0 +1,61 @@
+import type { CU_GRAPH_NODE_TYPE } from '../driver/layouts.js';
+
+/** A graph node's kind, from `CUgraphNodeType` (`'unknown'` for a value newer than this package). */
+export type GraphNodeType = (typeof CU_GRAPH_NODE_TYPE)[number] | 'unknown';
+
+/** The direction of a copy node, in the model's `MemcpyDir` vocabulary. */
+export type CopyDirection = 'HostToDevice' | 'DeviceToHost' | 'DeviceToDevice' | 'HostToHost';
+
+/** A kernel node's launch. */
+export interface KernelNodeInfo {
+  /** The kernel's name (`cuFuncGetName`; mangled for C++ kernels without `extern "C"`). */
+  readonly name: string;
+  readonly grid: readonly [number, number, number];
+  readonly block: readonly [number, number, number];
+  readonly sharedMem: number;
+}
+
+/** A copy node. */
+export interface MemcpyNodeInfo {
+  readonly direction: CopyDirection;
+  /** Bytes copied (width × height × depth). */
+  readonly byteLength: number;
+  /** Source address (host or device). */
+  readonly src: bigint;
+  /** Destination address (host or device). */
+  readonly dst: bigint;
+}
+
+/** A memset node. */
+export interface MemsetNodeInfo {
+  readonly dst: bigint;
+  readonly value: number;
+  /** 1, 2 or 4. */
+  readonly elementSize: number;
+  /** Elements per row. */
+  readonly width: number;
+  /** Rows. */
+  readonly height: number;
+  /** Bytes set (width × height × elementSize). */
+  readonly byteLength: number;
+}
+
+/** One node of a graph read back from the driver. */
+export interface CapturedNodeInfo {
+  /** Position in `graph.nodes()`; edges refer to nodes by it. */
+  readonly index: number;
+  readonly type: GraphNodeType;
+  /** Present for kernel nodes. */
+  readonly kernel?: KernelNodeInfo;
+  /** Present for memcpy nodes. */
+  readonly memcpy?: MemcpyNodeInfo;
+  /** Present for memset nodes. */
+  readonly memset?: MemsetNodeInfo;
+}
+
+/** A graph read back from the driver: its nodes and its real dependency edges. */
+export interface GraphReadBack {
+  readonly nodes: readonly CapturedNodeInfo[];
+  /** `[from, to]`: `to` runs after `from` (indices into `nodes`). */
+  readonly edges: ReadonlyArray<readonly [number, number]>;
+}

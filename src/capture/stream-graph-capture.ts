@@ -1,0 +1,268 @@
+import { InvalidArgumentError } from '../errors/base.js';
+import { CudaError } from '../errors/cuda-error.js';
+import { describe } from '../util/validate.js';
+import { CaptureStatus } from '../model/capture-status.js';
+import { graph as gr, init } from '../driver/result/index.js';
+import { cudaError } from '../driver/check.js';
+import { CU_STREAM_CAPTURE_STATUS } from '../driver/layouts.js';
+import { INTERNAL, CAPTURE } from '../cuda/internal.js';
+import { makeCurrent } from '../cuda/context.js';
+import { captureStarted, captureEnded, type CaptureSink } from '../cuda/capture-hooks.js';
+import { surfaceCleanupErrors, type Lifetime } from '../cuda/lifetime.js';
+import { Stream } from '../cuda/stream.js';
+import { requireCaptureMode, driverCaptureMode, type CaptureMode } from './capture-mode.js';
+import { Graph } from './graph.js';
+import type { GraphExec } from './graph-exec.js';
+import type { InstantiateFlags } from './instantiate-flags.js';
+
+/** The first driver version with stream capture (CUDA 10.0). */
+export const MIN_CAPTURE_DRIVER_VERSION = 10000;
+
+/**
+ * @throws CudaError 801 `CUDA_ERROR_NOT_SUPPORTED` when `version` (from `cuDriverGetVersion`)
+ *   predates stream capture (CUDA 10.0).
+ */
+export function requireCaptureSupport(op: string, version: number): void {
+  if (version < MIN_CAPTURE_DRIVER_VERSION) {
+    throw new CudaError({
+      code: 801,
+      operation: op,
+      detail: `stream capture needs a driver supporting CUDA 10.0 or newer; this driver supports CUDA ${Math.floor(version / 1000)}.${(version % 1000) / 10}`,
+      details: { driverVersion: version },
+    });
+  }
+}
+
+/** The first illegal call seen during a capture. */
+export interface CaptureFailure {
+  /** The public operation that failed, e.g. `DeviceBuffer.copyFromHost`. */
+  readonly operation: string;
+  /** Its error (900–908); `error.stack` is the JS stack of the call. */
+  readonly error: CudaError;
+}
+
+const STATUS = [CaptureStatus.None, CaptureStatus.Active, CaptureStatus.Invalidated] as const;
+
+/**
+ * Driver-backed stream capture (`cuStreamBeginCapture_v2` / `cuStreamEndCapture`): work submitted
+ * to the stream while the capture is active is recorded, not executed, and `end()` instantiates it
+ * into a launchable `GraphExec`. Every buffer, module and pinned host buffer the captured work
+ * touches is kept alive by the graph.
+ *
+ * Exactly one outcome per capture: `end()` (or `endGraph()`), or `dispose()` (also by leaving a
+ * `using` scope), which ends the capture best-effort, destroys what was captured, ignores errors
+ * and leaves the stream usable.
+ *
+ * @example
+ * const s = device.stream();
+ * let exec;
+ * {
+ *   using cap = StreamGraphCapture.begin(s, 'global');
+ *   buf.memsetAsync(s, 0xab);            // recorded, not run
+ *   exec = cap.end();                    // nodeCount ≥ 1
+ * }
+ * exec.launch(); s.synchronize();        // now it runs
+ */
+export class StreamGraphCapture implements CaptureSink {
+  /** The stream the capture began on (where `end()` must be called). */
+  readonly stream: Stream;
+  /** The capture mode. */
+  readonly mode: CaptureMode;
+  #active = true;
+  readonly #held = new Set<Lifetime>();
+  readonly #joined = new Set<Stream>();
+  #first: CaptureFailure | null = null;
+
+  /** @internal Use `StreamGraphCapture.begin`. */
+  constructor(key: typeof INTERNAL, stream: Stream, mode: CaptureMode) {
+    if (key !== INTERNAL) throw new TypeError('StreamGraphCapture: use StreamGraphCapture.begin(stream, mode)');
+    this.stream = stream;
+    this.mode = mode;
+  }
+
+  /**
+   * Begins capturing `stream` (`cuStreamBeginCapture_v2`) in `mode` (default `'global'`).
+   * @throws InvalidArgumentError for a non-Stream, an unknown mode, the legacy NULL stream (it
+   *   cannot be captured), or a stream already capturing; CudaError 3 without a driver; CudaError
+   *   801 `CUDA_ERROR_NOT_SUPPORTED` when the driver predates CUDA 10.0; other CudaErrors from the driver.
+   */
+  static begin(stream: Stream, mode: CaptureMode = 'global'): StreamGraphCapture {
+    const op = 'StreamGraphCapture.begin';
+    if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
+    const m = requireCaptureMode(op, mode);
+    const h = stream.handleFor(op);
+    if (stream.isLegacyDefault) {
+      throw new InvalidArgumentError(
+        op,
+        'stream',
+        'the legacy NULL stream cannot be captured; use device.stream() or device.createStream() (non-blocking streams)',
+      );
+    }
+    if (stream[CAPTURE] !== null) {
+      throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing; end or dispose that capture first');
+    }
+    surfaceCleanupErrors(op);
+    requireCaptureSupport(op, init.driverVersion(op));
+    makeCurrent(op, stream.device.context);
+    gr.streamBeginCapture(op, h, driverCaptureMode(m));
+    const capture = new StreamGraphCapture(INTERNAL, stream, m);
+    stream[CAPTURE] = capture;
+    captureStarted(capture);
+    return capture;
+  }
+
+  /** True until the capture has been ended (by `end`, `endGraph` or `dispose`). */
+  isActive(): boolean {
+    return this.#active;
+  }
+
+  /**
+   * The driver's status for the stream (`cuStreamIsCapturing`): `Active` while recording,
+   * `Invalidated` after an illegal call (the capture must still be ended), `None` once ended.
+   */
+  captureStatus(): CaptureStatus {
+    const op = 'StreamGraphCapture.captureStatus';
+    const status = gr.streamIsCapturing(op, this.stream.handleFor(op));
+    return STATUS[status] ?? CaptureStatus.Invalidated;
+  }
+
+  /** The first illegal call (900–908) made through cudagraph during this capture, or null. */
+  get firstFailure(): CaptureFailure | null {
+    return this.#first;
+  }
+
+  /**
+   * Ends the capture and instantiates the graph into a `GraphExec` (which owns the graph:
+   * `exec.graph`). If instantiation fails, the graph is destroyed before the error is thrown.
+   * @throws CudaError 901 `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` whose message names the first
+   *   illegal call and its JS stack (`cause` is that call's error); CudaError 903 when the
+   *   capture has already ended; other CudaErrors from the driver.
+   */
+  end(options?: { flags?: InstantiateFlags }): GraphExec {
+    const op = 'StreamGraphCapture.end';
+    const flags = options === undefined ? undefined : (options as { flags?: unknown }).flags;
+    if (options !== undefined && (typeof options !== 'object' || options === null || Object.keys(options).some((k) => k !== 'flags'))) {
+      throw new InvalidArgumentError(op, 'options', `options must be { flags? }, got ${describe(options)}`);
+    }
+    const graph = this.#finish(op);
+    try {
+      return graph.instantiateFor(op, flags, this.stream, true);
+    } catch (e) {
+      graph.dispose();
+      throw e;
+    }
+  }
+
+  /**
+   * Ends the capture and returns the captured `Graph` without instantiating it (read it back,
+   * draw it, instantiate it later or several times).
+   * @throws as `end()`.
+   */
+  endGraph(): Graph {
+    return this.#finish('StreamGraphCapture.endGraph');
+  }
+
+  #finish(op: string): Graph {
+    if (!this.#active) {
+      throw new CudaError({
+        code: 903,
+        operation: op,
+        detail: 'this capture has already ended (end, endGraph and dispose end it once)',
+      });
+    }
+    const h = this.stream.handleFor(op);
+    makeCurrent(op, this.stream.device.context);
+    const { code, graph } = gr.streamEndCapture(op, h);
+    if (code !== 0) {
+      if (graph !== 0n) gr.graphDestroy(op, graph);
+      // The driver normally leaves capture mode even when ending fails; if it did not (e.g. the
+      // wrong thread), stay active so dispose() can try again.
+      let still = false;
+      try {
+        still = gr.streamIsCapturing(op, h) !== CU_STREAM_CAPTURE_STATUS.NONE;
+      } catch {
+        still = false;
+      }
+      if (!still) this.#close();
+      throw this.#endError(op, code);
+    }
+    const held = [...this.#held];
+    this.#held.clear(); // ownership passes to the graph
+    this.#close();
+    return new Graph(INTERNAL, this.stream.device, graph, held);
+  }
+
+  #endError(op: string, code: number): CudaError {
+    const first = this.#first;
+    if (code === 901 || first !== null) {
+      const detail =
+        first !== null
+          ? `The first call made through cudagraph that failed during this capture: ${first.operation}, with ` +
+            `${first.error.errorName} (${first.error.code}). Its stack:\n${first.error.stack ?? '(no stack)'}`
+          : 'No call made through cudagraph failed during the capture: the illegal operation came from outside ' +
+            '(another library, the legacy NULL stream, or another thread while a global-mode capture was active).';
+      return cudaError(
+        code,
+        op,
+        'cuStreamEndCapture',
+        detail,
+        { firstFailedOperation: first?.operation ?? null, firstFailedCode: first?.error.code ?? null },
+        first?.error,
+      );
+    }
+    return cudaError(code, op, 'cuStreamEndCapture');
+  }
+
+  /** Leaves capture mode in the bookkeeping: detaches the streams and resumes deferred frees. */
+  #close(): void {
+    if (!this.#active) return;
+    this.#active = false;
+    if (this.stream[CAPTURE] === this) this.stream[CAPTURE] = null;
+    for (const s of this.#joined) if (s[CAPTURE] === this) s[CAPTURE] = null;
+    this.#joined.clear();
+    for (const l of this.#held) l.release();
+    this.#held.clear();
+    captureEnded(this);
+  }
+
+  /** @internal CaptureSink: keep `life` alive with the graph. */
+  retain(life: Lifetime): void {
+    if (!this.#active || this.#held.has(life)) return;
+    this.#held.add(life);
+    life.retain();
+  }
+
+  /** @internal CaptureSink: remember the first capture error. */
+  noteError(error: CudaError): void {
+    // Ending a capture is never the cause of another capture's failure.
+    if (error.driverCall === 'cuStreamEndCapture') return;
+    if (this.#first === null && this.#active) this.#first = { operation: error.operation, error };
+  }
+
+  /** @internal CaptureSink: `stream` joined this capture through an event. */
+  join(stream: object): void {
+    if (!this.#active || !(stream instanceof Stream) || stream === this.stream) return;
+    stream[CAPTURE] = this;
+    this.#joined.add(stream);
+  }
+
+  /**
+   * Ends an active capture best-effort, destroys whatever was captured, ignores errors, and
+   * leaves the stream usable. A no-op once the capture has ended. Never throws.
+   */
+  dispose(): void {
+    if (!this.#active) return;
+    try {
+      const h = this.stream.handleFor('StreamGraphCapture.dispose');
+      const { graph } = gr.streamEndCapture('StreamGraphCapture.dispose', h);
+      if (graph !== 0n) gr.graphDestroy('StreamGraphCapture.dispose', graph);
+    } catch {
+      // Best-effort by contract: the capture is abandoned either way.
+    }
+    this.#close();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}

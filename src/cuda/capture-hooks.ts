@@ -1,0 +1,43 @@
+/**
+ * What the object layer tells an active capture, and the registry of active captures. The
+ * capture layer (`src/capture/`) implements `CaptureSink`; streams hold the sink they record into
+ * (`stream[CAPTURE]`), so a launch, copy or memset on a capturing stream registers the buffers and
+ * modules it touches and the graph keeps them alive.
+ */
+import type { CudaError } from '../errors/cuda-error.js';
+import { setCaptureErrorListener } from '../driver/check.js';
+import { deferCleanups, resumeCleanups, type Lifetime } from './lifetime.js';
+
+/** An active capture, as the object layer sees it. */
+export interface CaptureSink {
+  /** Keeps `life` alive as long as the graph this capture produces (idempotent per resource). */
+  retain(life: Lifetime): void;
+  /** A stream-capture error (900–908) occurred while this capture was active; the first is kept. */
+  noteError(error: CudaError): void;
+  /** `stream` joined this capture by waiting on an event recorded in it. */
+  join(stream: object): void;
+}
+
+const active = new Set<CaptureSink>();
+
+/** Registers a capture that has begun: errors are reported to it and frees are deferred. */
+export function captureStarted(sink: CaptureSink): void {
+  if (active.has(sink)) return;
+  active.add(sink);
+  deferCleanups();
+}
+
+/** Unregisters a capture that has ended (idempotent); the last one runs the deferred frees. */
+export function captureEnded(sink: CaptureSink): void {
+  if (!active.delete(sink)) return;
+  resumeCleanups();
+}
+
+/** Number of captures active now. */
+export function activeCaptureCount(): number {
+  return active.size;
+}
+
+setCaptureErrorListener((error) => {
+  for (const sink of active) sink.noteError(error);
+});

@@ -1,0 +1,139 @@
+import { InvalidArgumentError, DisposedError } from '../errors/base.js';
+import { describe, requireInt } from '../util/validate.js';
+import { launch as ln } from '../driver/result/index.js';
+import { INTERNAL, CAPTURE, LIFETIME } from './internal.js';
+import { makeCurrent } from './context.js';
+import { Lifetime } from './lifetime.js';
+import type { CaptureSink } from './capture-hooks.js';
+import { normalizeArg, writeArg, type KernelArg, type KernelArgValue } from './arg.js';
+import { checkArgSize, type CheckedConfig } from './launch-config.js';
+import { packArgs, type PackedArgs } from './packed-args.js';
+import { Stream } from './stream.js';
+import type { Kernel } from './kernel.js';
+import type { DeviceBuffer } from './device-buffer.js';
+
+/**
+ * A kernel launch packed once: the hot path. `launch(stream)` makes one `cuLaunchKernel` call
+ * with the argument block built at `prepare` time (no allocation, no re-packing); `setArg`
+ * rewrites one slot in place. Holds the module and the argument buffers alive until disposed.
+ */
+export class PreparedLaunch {
+  /** The kernel launched. */
+  readonly kernel: Kernel;
+  /** Grid dimensions. */
+  readonly grid: readonly [number, number, number];
+  /** Block dimensions. */
+  readonly block: readonly [number, number, number];
+  /** Dynamic shared memory per block, in bytes. */
+  readonly sharedMem: number;
+  /** @internal */
+  readonly [LIFETIME]: Lifetime;
+  readonly #fn: bigint;
+  readonly #ctx: bigint;
+  readonly #packed: PackedArgs;
+  readonly #args: KernelArgValue[];
+  /** What the launch needs alive: the module, then each buffer argument (kept in step with #args). */
+  readonly #held: Lifetime[];
+  /** The last capture this launch registered its resources with (setArg resets it). */
+  #registeredWith: CaptureSink | null = null;
+
+  /** @internal Use `kernel.prepare(config)`. */
+  constructor(key: typeof INTERNAL, kernel: Kernel, fn: bigint, c: CheckedConfig) {
+    if (key !== INTERNAL) throw new TypeError('PreparedLaunch: use kernel.prepare(config)');
+    const op = 'Kernel.prepare';
+    this.kernel = kernel;
+    this.grid = c.grid;
+    this.block = c.block;
+    this.sharedMem = c.sharedMem;
+    this.#fn = fn;
+    this.#ctx = kernel.module.device.context;
+    this.#args = [...c.args];
+    const packed = packArgs(this.#args, (b: DeviceBuffer) => b.ptrFor(op));
+    this.#packed = packed;
+    const held = [kernel.module[LIFETIME], ...this.#args.filter((a) => a.buffer !== null).map((a) => a.buffer![LIFETIME])];
+    for (const l of held) l.retain();
+    this.#held = held;
+    // The cleanup frees the block and lets go of what it held; it references no JS object that
+    // could keep this PreparedLaunch reachable.
+    const heldNow = held;
+    this[LIFETIME] = new Lifetime(`PreparedLaunch of ${kernel.name}`, this, () => {
+      packed.free();
+      for (const l of heldNow.splice(0)) l.release();
+    });
+  }
+
+  /** Number of arguments. */
+  get argCount(): number {
+    return this.#args.length;
+  }
+
+  /** True after `dispose()`. */
+  get disposed(): boolean {
+    return this[LIFETIME].disposed;
+  }
+
+  /**
+   * Launches on `stream`. On a capturing stream the launch is recorded, and the module and
+   * argument buffers are kept alive by the graph.
+   * @throws DisposedError when this, the stream, the module or an argument buffer is disposed.
+   */
+  launch(stream: Stream): void {
+    const op = 'PreparedLaunch.launch';
+    this[LIFETIME].assertAlive(op);
+    if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
+    const held = this.#held;
+    for (let i = 0; i < held.length; i++) if (held[i]!.disposed) throw new DisposedError(op, held[i]!.what);
+    const h = stream.handleFor(op);
+    makeCurrent(op, this.#ctx);
+    const g = this.grid;
+    const b = this.block;
+    ln.launchKernel(op, this.#fn, g[0], g[1], g[2], b[0], b[1], b[2], this.sharedMem, h, this.#packed.address);
+    const sink = stream[CAPTURE];
+    // Register once per capture: a capture loop launches the same prepared launch many times.
+    if (sink !== null && sink !== this.#registeredWith) {
+      for (let i = 0; i < held.length; i++) sink.retain(held[i]!);
+      this.#registeredWith = sink;
+    }
+  }
+
+  /**
+   * Rewrites argument `index` in place; the next launch uses it. Graphs captured earlier keep
+   * the value they captured (the driver copied it).
+   * @throws InvalidArgumentError for a bad index or a value whose C size differs from the parameter.
+   */
+  setArg(index: number, value: KernelArg): void {
+    const op = 'PreparedLaunch.setArg';
+    this[LIFETIME].assertAlive(op);
+    requireInt(op, 'index', index, 0, Math.max(0, this.#args.length - 1));
+    if (this.#args.length === 0) throw new InvalidArgumentError(op, 'index', 'the kernel takes no arguments');
+    const a = normalizeArg(op, index, value);
+    const old = this.#args[index]!;
+    if (a.size !== old.size) {
+      throw new InvalidArgumentError(op, 'value', `argument ${index} is ${old.size} bytes (${old.type}); got ${a.type} (${a.size} bytes)`);
+    }
+    checkArgSize(op, this.kernel.name, index, a, this.kernel.paramSizes);
+    writeArg(this.#packed.view, this.#packed.slotOffset(index), a, (b) => b.ptrFor(op));
+    if (a.buffer !== old.buffer) {
+      if (a.buffer !== null) {
+        a.buffer[LIFETIME].retain();
+        this.#held.push(a.buffer[LIFETIME]);
+      }
+      if (old.buffer !== null) {
+        const at = this.#held.indexOf(old.buffer[LIFETIME]);
+        if (at >= 0) this.#held.splice(at, 1);
+        old.buffer[LIFETIME].release();
+      }
+    }
+    this.#args[index] = a;
+    this.#registeredWith = null;
+  }
+
+  /** Frees the argument block and releases the module and buffers. Idempotent; never throws. */
+  dispose(): void {
+    this[LIFETIME].dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}

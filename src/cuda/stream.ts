@@ -1,0 +1,207 @@
+import { InvalidArgumentError } from '../errors/base.js';
+import { describe } from '../util/validate.js';
+import { stream as st } from '../driver/result/index.js';
+import { CU } from '../driver/layouts.js';
+import { INTERNAL, CAPTURE, RECORDED_IN, LIFETIME } from './internal.js';
+import { makeCurrent } from './context.js';
+import { Lifetime, keepFailure } from './lifetime.js';
+import type { CaptureSink } from './capture-hooks.js';
+import type { Device } from './device.js';
+import { Event } from './event.js';
+
+/** Options of `device.createStream`. */
+export interface StreamOptions {
+  /** In `device.streamPriorityRange()`; lower runs first. Default 0. */
+  readonly priority?: number;
+  /** Do not synchronize with the legacy NULL stream (needed for capture). Default true. */
+  readonly nonBlocking?: boolean;
+}
+
+/**
+ * A CUDA stream: an ordered queue of GPU work. Created by `device.createStream()` or
+ * `device.stream()`; `Stream.wrap` adopts a handle made elsewhere.
+ *
+ * @example
+ * using s = device.createStream();
+ * buf.memsetAsync(s, 0);
+ * await s.synchronizeAsync();      // the event loop keeps running meanwhile
+ */
+export class Stream {
+  /** The device whose primary context owns the stream. */
+  readonly device: Device;
+  /** The stream's priority (lower runs first). */
+  readonly priority: number;
+  /** Whether the stream skips synchronization with the legacy NULL stream. */
+  readonly nonBlocking: boolean;
+  /** Whether cudagraph created the handle (and destroys it on dispose). */
+  readonly owned: boolean;
+  /** @internal The capture this stream records into, or null. */
+  [CAPTURE]: CaptureSink | null = null;
+  /** @internal */
+  readonly [LIFETIME]: Lifetime;
+  readonly #handle: bigint;
+  #syncEvent: Event | null = null;
+
+  /** @internal Use `device.createStream()` or `Stream.wrap`. */
+  constructor(key: typeof INTERNAL, device: Device, priority: number, nonBlocking: boolean, adopt?: bigint) {
+    if (key !== INTERNAL) throw new TypeError('Stream: use device.createStream() or device.stream()');
+    const op = 'Device.createStream';
+    this.device = device;
+    this.priority = priority;
+    this.nonBlocking = nonBlocking;
+    if (adopt !== undefined) {
+      this.#handle = adopt;
+      this.owned = false;
+      this[LIFETIME] = new Lifetime(`Stream 0x${adopt.toString(16)} (wrapped)`, this, () => {});
+      return;
+    }
+    makeCurrent(op, device.context);
+    const handle = st.streamCreate(op, nonBlocking ? CU.STREAM_NON_BLOCKING : 0, priority);
+    this.#handle = handle;
+    this.owned = true;
+    this[LIFETIME] = new Lifetime(`Stream 0x${handle.toString(16)}`, this, () =>
+      keepFailure(st.streamDestroy('Stream.dispose', handle), 'Stream.dispose', 'cuStreamDestroy_v2'),
+    );
+  }
+
+  /**
+   * Adopts a `CUstream` created elsewhere (another library, or the special handles
+   * `0n`/`CU_STREAM_LEGACY` (1n)/`CU_STREAM_PER_THREAD` (2n)). The handle is not destroyed on
+   * dispose. The legacy NULL stream can run work but cannot be captured.
+   * @throws InvalidArgumentError unless `handle` is a non-negative bigint.
+   */
+  static wrap(device: Device, handle: bigint): Stream {
+    if (typeof handle !== 'bigint' || handle < 0n) {
+      throw new InvalidArgumentError('Stream.wrap', 'handle', `handle must be a non-negative bigint, got ${describe(handle)}`);
+    }
+    return new Stream(INTERNAL, device, 0, false, handle);
+  }
+
+  /** The `CUstream` handle. @throws DisposedError after dispose. */
+  get handle(): bigint {
+    this[LIFETIME].assertAlive('Stream.handle');
+    return this.#handle;
+  }
+
+  /** True after `dispose()`. */
+  get disposed(): boolean {
+    return this[LIFETIME].disposed;
+  }
+
+  /** True for the legacy NULL stream (`0n` or `CU_STREAM_LEGACY`), which cannot be captured. */
+  get isLegacyDefault(): boolean {
+    return this.#handle === 0n || this.#handle === CU.STREAM_LEGACY;
+  }
+
+  /** True while a `StreamGraphCapture` records this stream's work (begun on it, or joined through an event). */
+  get isCapturing(): boolean {
+    return this[CAPTURE] !== null;
+  }
+
+  /** Blocks the JS thread until the stream's work is done (`cuStreamSynchronize`). */
+  synchronize(): void {
+    const op = 'Stream.synchronize';
+    this[LIFETIME].assertAlive(op);
+    st.streamSynchronize(op, this.#handle);
+  }
+
+  /**
+   * Resolves when the stream's work is done, without blocking the event loop (the wait runs on a
+   * worker thread).
+   */
+  synchronizeAsync(): Promise<void> {
+    const op = 'Stream.synchronizeAsync';
+    try {
+      this[LIFETIME].assertAlive(op);
+      return st.streamSynchronizeAsync(op, this.#handle);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /** True when all submitted work is done, false while some is pending (`cuStreamQuery`). */
+  query(): boolean {
+    const op = 'Stream.query';
+    this[LIFETIME].assertAlive(op);
+    return st.streamQuery(op, this.#handle);
+  }
+
+  /**
+   * Makes future work on this stream wait for the work before `event`'s last record. When the
+   * event was recorded in a capturing stream, this stream joins that capture (as the driver does).
+   */
+  wait(event: Event): this {
+    const op = 'Stream.wait';
+    this[LIFETIME].assertAlive(op);
+    if (!(event instanceof Event)) {
+      throw new InvalidArgumentError(op, 'event', `event must be an Event, got ${describe(event)}`);
+    }
+    st.streamWaitEvent(op, this.#handle, event.handleFor(op));
+    const sink = event[RECORDED_IN];
+    if (sink !== null && this[CAPTURE] === null) sink.join(this);
+    return this;
+  }
+
+  /**
+   * Records `event` (or a new event, returned) at the current end of this stream's work.
+   * @throws InvalidArgumentError if `event` is not an Event of the same device.
+   */
+  record(event?: Event): Event {
+    const op = 'Stream.record';
+    this[LIFETIME].assertAlive(op);
+    const e = event ?? this.device.createEvent();
+    if (!(e instanceof Event)) throw new InvalidArgumentError(op, 'event', `event must be an Event, got ${describe(e)}`);
+    e.record(this);
+    return e;
+  }
+
+  /**
+   * A new stream that starts after this stream's work so far (fork). During a capture the new
+   * stream joins it, so its work is captured as a parallel branch; `join` it back before `end()`.
+   */
+  fork(options?: StreamOptions): Stream {
+    const op = 'Stream.fork';
+    this[LIFETIME].assertAlive(op);
+    const child = this.device.createStream(options ?? { priority: this.priority, nonBlocking: this.nonBlocking });
+    child.wait(this.#marker());
+    return child;
+  }
+
+  /** Makes this stream wait for `other`'s work so far (join). @throws InvalidArgumentError for a non-Stream. */
+  join(other: Stream): this {
+    const op = 'Stream.join';
+    this[LIFETIME].assertAlive(op);
+    if (!(other instanceof Stream)) throw new InvalidArgumentError(op, 'other', `other must be a Stream, got ${describe(other)}`);
+    other[LIFETIME].assertAlive(op);
+    return this.wait(other.#marker());
+  }
+
+  /** Records this stream's reusable fork/join event and returns it. */
+  #marker(): Event {
+    if (this.#syncEvent === null || this.#syncEvent.disposed) this.#syncEvent = this.device.createEvent();
+    return this.#syncEvent.record(this);
+  }
+
+  /** @internal The handle for a driver call in `op`, after the disposed check. */
+  handleFor(op: string): bigint {
+    this[LIFETIME].assertAlive(op);
+    return this.#handle;
+  }
+
+  /**
+   * Destroys the stream (pending work still completes). Idempotent; never throws (a failure is
+   * reported by the next call). Deferred while a capture is active.
+   */
+  dispose(): void {
+    this.#syncEvent?.dispose();
+    this[LIFETIME].dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  toString(): string {
+    return `Stream(0x${this.#handle.toString(16)} on device ${this.device.ordinal})`;
+  }
+}

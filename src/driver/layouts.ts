@@ -1,0 +1,148 @@
+/**
+ * Byte layouts (x86-64 / aarch64 LP64) of the cuda.h structs cudagraph reads or writes, and the
+ * driver enum values it passes. Structs are read through a DataView rather than koffi struct
+ * marshalling: no object is built per call and the offsets are checked in one place.
+ * `test/driver/header.test.ts` compiles a C program against /usr/local/cuda/include/cuda.h and
+ * checks every offset and size below with the compiler's own `offsetof`/`sizeof`.
+ */
+
+/** `CUDA_KERNEL_NODE_PARAMS_v2` (what `cuGraphKernelNodeGetParams_v2` fills). */
+export const KERNEL_NODE_PARAMS = {
+  size: 72,
+  func: 0,
+  gridDimX: 8,
+  gridDimY: 12,
+  gridDimZ: 16,
+  blockDimX: 20,
+  blockDimY: 24,
+  blockDimZ: 28,
+  sharedMemBytes: 32,
+  kernelParams: 40,
+  extra: 48,
+  kern: 56,
+  ctx: 64,
+} as const;
+
+/** `CUDA_MEMSET_NODE_PARAMS` (v1, what `cuGraphMemsetNodeGetParams` fills). */
+export const MEMSET_NODE_PARAMS = {
+  size: 40,
+  dst: 0,
+  pitch: 8,
+  value: 16,
+  elementSize: 20,
+  width: 24,
+  height: 32,
+} as const;
+
+/** `CUDA_MEMCPY3D` (v2, what `cuGraphMemcpyNodeGetParams` fills). */
+export const MEMCPY3D = {
+  size: 200,
+  srcMemoryType: 32,
+  srcHost: 40,
+  srcDevice: 48,
+  dstMemoryType: 120,
+  dstHost: 128,
+  dstDevice: 136,
+  WidthInBytes: 176,
+  Height: 184,
+  Depth: 192,
+} as const;
+
+/** `CUgraphExecUpdateResultInfo` (v1, filled by `cuGraphExecUpdate_v2`). */
+export const EXEC_UPDATE_RESULT_INFO = {
+  size: 24,
+  result: 0,
+  errorNode: 8,
+  errorFromNode: 16,
+} as const;
+
+/** `CUDA_GRAPH_INSTANTIATE_PARAMS` (read and written by `cuGraphInstantiateWithParams`). */
+export const GRAPH_INSTANTIATE_PARAMS = {
+  size: 32,
+  flags: 0,
+  hUploadStream: 8,
+  hErrNode_out: 16,
+  result_out: 24,
+} as const;
+
+/** `CUgraphEdgeData` (8 bytes per edge, written by `cuGraphGetEdges_v2`). */
+export const GRAPH_EDGE_DATA = { size: 8 } as const;
+
+/** `CUstreamCaptureStatus`. */
+export const CU_STREAM_CAPTURE_STATUS = { NONE: 0, ACTIVE: 1, INVALIDATED: 2 } as const;
+
+/** `CUstreamCaptureMode`. */
+export const CU_STREAM_CAPTURE_MODE = { GLOBAL: 0, THREAD_LOCAL: 1, RELAXED: 2 } as const;
+
+/** `CUgraphInstantiate_flags`. */
+export const CUDA_GRAPH_INSTANTIATE_FLAG = {
+  AUTO_FREE_ON_LAUNCH: 1,
+  UPLOAD: 2,
+  DEVICE_LAUNCH: 4,
+  USE_NODE_PRIORITY: 8,
+} as const;
+
+/** `CUgraphNodeType`, value → cudagraph's name. */
+export const CU_GRAPH_NODE_TYPE = [
+  'kernel', // 0 CU_GRAPH_NODE_TYPE_KERNEL
+  'memcpy', // 1 CU_GRAPH_NODE_TYPE_MEMCPY
+  'memset', // 2 CU_GRAPH_NODE_TYPE_MEMSET
+  'host', // 3 CU_GRAPH_NODE_TYPE_HOST
+  'graph', // 4 CU_GRAPH_NODE_TYPE_GRAPH
+  'empty', // 5 CU_GRAPH_NODE_TYPE_EMPTY
+  'waitEvent', // 6 CU_GRAPH_NODE_TYPE_WAIT_EVENT
+  'eventRecord', // 7 CU_GRAPH_NODE_TYPE_EVENT_RECORD
+  'extSemasSignal', // 8 CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL
+  'extSemasWait', // 9 CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT
+  'memAlloc', // 10 CU_GRAPH_NODE_TYPE_MEM_ALLOC
+  'memFree', // 11 CU_GRAPH_NODE_TYPE_MEM_FREE
+  'batchMemOp', // 12 CU_GRAPH_NODE_TYPE_BATCH_MEM_OP
+  'conditional', // 13 CU_GRAPH_NODE_TYPE_CONDITIONAL
+] as const;
+
+/** `CUgraphExecUpdateResult`, value → constant name. */
+export const CU_GRAPH_EXEC_UPDATE_RESULT = [
+  'CU_GRAPH_EXEC_UPDATE_SUCCESS',
+  'CU_GRAPH_EXEC_UPDATE_ERROR',
+  'CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED',
+  'CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED',
+  'CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED',
+  'CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED',
+  'CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED',
+  'CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE',
+  'CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED',
+] as const;
+
+/** `CUgraphInstantiateResult`, value → constant name. */
+export const CUDA_GRAPH_INSTANTIATE_RESULT = [
+  'CUDA_GRAPH_INSTANTIATE_SUCCESS',
+  'CUDA_GRAPH_INSTANTIATE_ERROR',
+  'CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE',
+  'CUDA_GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED',
+  'CUDA_GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED',
+  'CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED',
+] as const;
+
+/** `CUmemorytype`. */
+export const CU_MEMORYTYPE = { HOST: 1, DEVICE: 2, ARRAY: 3, UNIFIED: 4 } as const;
+
+/** Other driver constants cudagraph passes (values from cuda.h). */
+export const CU = {
+  STREAM_NON_BLOCKING: 1,
+  EVENT_DISABLE_TIMING: 2,
+  MEMHOSTREGISTER_PORTABLE: 1,
+  DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: 16,
+  DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: 75,
+  DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: 76,
+  DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: 115,
+  POINTER_ATTRIBUTE_MEMORY_TYPE: 2,
+  JIT_INFO_LOG_BUFFER: 3,
+  JIT_INFO_LOG_BUFFER_SIZE_BYTES: 4,
+  JIT_ERROR_LOG_BUFFER: 5,
+  JIT_ERROR_LOG_BUFFER_SIZE_BYTES: 6,
+  GRAPH_DEBUG_DOT_FLAGS_VERBOSE: 1,
+  /** `CU_STREAM_LEGACY`, the legacy NULL stream's special handle. */
+  STREAM_LEGACY: 1n,
+  /** `CU_STREAM_PER_THREAD`. */
+  STREAM_PER_THREAD: 2n,
+} as const;

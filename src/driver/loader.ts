@@ -1,0 +1,206 @@
+/**
+ * Finds and loads the CUDA driver library (libcuda) and NVRTC at run time. Nothing is linked: the
+ * package installs and the CPU model works on machines without CUDA, and a driver call there fails
+ * with one error that lists every place that was tried and what to check (sharp's loader does this).
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { koffi, type KoffiLibrary } from './koffi.js';
+
+/** One place the loader tried, and why it failed. */
+export interface LoadAttempt {
+  /** The file name or path passed to the dynamic loader. */
+  readonly path: string;
+  /** Where the candidate came from, e.g. `$CUDA_DRIVER_PATH` or `dynamic loader search path`. */
+  readonly source: string;
+  /** The loader's message. */
+  readonly error: string;
+}
+
+/** A candidate library: a path (or bare name for the dynamic loader) and where it came from. */
+export interface LibraryCandidate {
+  readonly path: string;
+  readonly source: string;
+}
+
+/** A library that loaded. */
+export interface LoadedLibrary {
+  readonly lib: KoffiLibrary;
+  readonly path: string;
+}
+
+/** The outcome of trying candidates in order. */
+export type LoadOutcome =
+  | { readonly ok: true; readonly loaded: LoadedLibrary; readonly attempts: readonly LoadAttempt[] }
+  | { readonly ok: false; readonly attempts: readonly LoadAttempt[] };
+
+/**
+ * Folders where Linux distributions, containers and WSL put libcuda. `/usr/local/nvidia/lib64` is
+ * where the NVIDIA container runtime mounts it (seen on the project's device machine).
+ */
+export const DRIVER_FOLDERS_LINUX: readonly string[] = [
+  '/usr/lib/x86_64-linux-gnu',
+  '/usr/lib/aarch64-linux-gnu',
+  '/usr/lib64',
+  '/usr/lib',
+  '/usr/local/nvidia/lib64',
+  '/usr/local/nvidia/lib',
+  '/usr/lib/wsl/lib',
+  '/run/opengl-driver/lib',
+  '/usr/local/cuda/compat',
+];
+
+/** A user-given path: a file, or a folder that should hold `fileName`. */
+function explicitPath(value: string, fileName: string): string {
+  let isFolder = value.endsWith('/');
+  try {
+    isFolder ||= statSync(value).isDirectory();
+  } catch {
+    // A path that does not exist is reported by the attempt itself.
+  }
+  return isFolder ? join(value, fileName) : value;
+}
+
+/**
+ * Where to look for the CUDA driver library, in order: `$CUDA_DRIVER_PATH` (a file, or a folder
+ * holding libcuda.so.1), then the dynamic loader's own search (`LD_LIBRARY_PATH`, ld.so.cache), then
+ * the usual driver folders. The toolkit's `stubs/libcuda.so` is never tried: it only returns
+ * `CUDA_ERROR_STUB_LIBRARY`.
+ */
+export function driverCandidates(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): LibraryCandidate[] {
+  const out: LibraryCandidate[] = [];
+  const fromEnv = env['CUDA_DRIVER_PATH'];
+  if (platform === 'win32') {
+    if (fromEnv) out.push({ path: explicitPath(fromEnv, 'nvcuda.dll'), source: '$CUDA_DRIVER_PATH' });
+    out.push({ path: 'nvcuda.dll', source: 'Windows system folders' });
+    return out;
+  }
+  if (fromEnv) out.push({ path: explicitPath(fromEnv, 'libcuda.so.1'), source: '$CUDA_DRIVER_PATH' });
+  out.push({ path: 'libcuda.so.1', source: 'dynamic loader search path (LD_LIBRARY_PATH, ld.so.cache)' });
+  out.push({ path: 'libcuda.so', source: 'dynamic loader search path (LD_LIBRARY_PATH, ld.so.cache)' });
+  for (const dir of DRIVER_FOLDERS_LINUX) out.push({ path: join(dir, 'libcuda.so.1'), source: 'driver folder' });
+  return out;
+}
+
+/** Python site-packages folders that may hold pip's NVIDIA wheels (`nvidia/cuda_nvrtc/lib`, `nvidia/cu13/lib`). */
+function pythonNvidiaLibFolders(env: NodeJS.ProcessEnv): string[] {
+  const prefixes = new Set<string>(['/usr/local/lib', '/usr/lib', '/opt/conda/lib']);
+  for (const key of ['CONDA_PREFIX', 'VIRTUAL_ENV']) {
+    const v = env[key];
+    if (v) prefixes.add(join(v, 'lib'));
+  }
+  const out: string[] = [];
+  for (const prefix of prefixes) {
+    let pythons: string[];
+    try {
+      pythons = readdirSync(prefix).filter((d) => /^python3(\.\d+)?$/.test(d));
+    } catch {
+      continue;
+    }
+    for (const py of pythons) {
+      for (const site of ['site-packages', 'dist-packages']) {
+        const nvidia = join(prefix, py, site, 'nvidia');
+        let packages: string[];
+        try {
+          packages = readdirSync(nvidia);
+        } catch {
+          continue;
+        }
+        for (const p of packages.sort()) {
+          if (p === 'cuda_nvrtc' || /^cu\d+$/.test(p)) out.push(join(nvidia, p, 'lib'));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Where to look for NVRTC: `$NVRTC_PATH` (a file or a folder), the dynamic loader's search, the
+ * toolkit (`$CUDA_HOME`, `$CUDA_PATH`, /usr/local/cuda) and pip's NVIDIA wheels in Python's
+ * site-packages. Newer versions are tried first.
+ */
+export function nvrtcCandidates(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): LibraryCandidate[] {
+  const out: LibraryCandidate[] = [];
+  const fromEnv = env['NVRTC_PATH'];
+  if (platform === 'win32') {
+    if (fromEnv) out.push({ path: explicitPath(fromEnv, 'nvrtc64_130_0.dll'), source: '$NVRTC_PATH' });
+    for (const v of ['130_0', '120_0', '112_0']) out.push({ path: `nvrtc64_${v}.dll`, source: 'PATH' });
+    return out;
+  }
+  const names = ['libnvrtc.so.13', 'libnvrtc.so.12', 'libnvrtc.so.11.2', 'libnvrtc.so'];
+  if (fromEnv) out.push({ path: explicitPath(fromEnv, 'libnvrtc.so'), source: '$NVRTC_PATH' });
+  for (const n of names) out.push({ path: n, source: 'dynamic loader search path (LD_LIBRARY_PATH, ld.so.cache)' });
+  const toolkits = new Set<string>();
+  for (const key of ['CUDA_HOME', 'CUDA_PATH']) {
+    const v = env[key];
+    if (v) toolkits.add(v);
+  }
+  toolkits.add('/usr/local/cuda');
+  const folders: Array<[string, string]> = [];
+  for (const t of toolkits) {
+    folders.push([join(t, 'lib64'), 'CUDA toolkit']);
+    folders.push([join(t, 'lib'), 'CUDA toolkit']);
+  }
+  for (const f of pythonNvidiaLibFolders(env)) folders.push([f, 'Python NVIDIA wheel']);
+  for (const [dir, source] of folders) {
+    for (const n of names) {
+      const p = join(dir, n);
+      if (existsSync(p)) out.push({ path: p, source });
+    }
+  }
+  return out;
+}
+
+/**
+ * Tries each candidate in order with `load` (koffi by default) and returns the first that loads,
+ * with every failed attempt. Never throws.
+ */
+export function loadFirst(
+  candidates: readonly LibraryCandidate[],
+  load: (path: string) => KoffiLibrary = (p) => koffi().load(p),
+): LoadOutcome {
+  const attempts: LoadAttempt[] = [];
+  for (const c of candidates) {
+    if (c.path.includes('/') && !existsSync(c.path)) {
+      attempts.push({ path: c.path, source: c.source, error: 'no such file' });
+      continue;
+    }
+    try {
+      return { ok: true, loaded: { lib: load(c.path), path: c.path }, attempts };
+    } catch (e) {
+      attempts.push({ path: c.path, source: c.source, error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  return { ok: false, attempts };
+}
+
+/** The lines of a loader error: every attempt, then what to check. */
+export function describeAttempts(what: string, attempts: readonly LoadAttempt[], advice: readonly string[]): string {
+  const tried = attempts.length
+    ? attempts.map((a) => `  - ${a.path} (${a.source}): ${a.error}`).join('\n')
+    : '  (no candidates)';
+  return `${what} could not be loaded. Tried, in order:\n${tried}\nCheck:\n${advice.map((a) => `  - ${a}`).join('\n')}`;
+}
+
+/** What to check when libcuda cannot be found. */
+export const DRIVER_ADVICE: readonly string[] = [
+  'an NVIDIA driver is installed and working (`nvidia-smi` lists the GPU);',
+  'libcuda.so.1 is visible to the dynamic loader (`ldconfig -p | grep libcuda`), or its folder is in LD_LIBRARY_PATH;',
+  'in a container: it runs with the NVIDIA container toolkit (`docker run --gpus all …`), which mounts the driver;',
+  'or set CUDA_DRIVER_PATH to the full path of libcuda.so.1 (or its folder).',
+];
+
+/** What to check when NVRTC cannot be found. */
+export const NVRTC_ADVICE: readonly string[] = [
+  'the CUDA toolkit is installed (libnvrtc.so.* under $CUDA_HOME/lib64 or /usr/local/cuda/lib64),',
+  'or the pip wheel `nvidia-cuda-nvrtc` is installed in a Python environment;',
+  'or set NVRTC_PATH to the full path of libnvrtc.so.* (or its folder);',
+  'or load precompiled PTX/cubin with Module.load instead of compiling at run time.',
+];

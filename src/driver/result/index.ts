@@ -1,0 +1,15 @@
+/**
+ * The checked driver calls, grouped by area. Each takes the public operation name first (it
+ * starts the message of any error), turns out-parameters into return values, and throws
+ * `CudaError` on failure; destroy/free calls return the CUresult instead, for the cleanup path
+ * that must not throw.
+ */
+export * as init from './init.js';
+export * as device from './device.js';
+export * as stream from './stream.js';
+export * as event from './event.js';
+export * as memory from './memory.js';
+export * as module from './module.js';
+export * as launch from './launch.js';
+export * as graph from './graph.js';
+export * as nvrtc from './nvrtc.js';

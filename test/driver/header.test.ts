@@ -1,0 +1,165 @@
+/**
+ * Checks the binding against the CUDA 13.0 header: every bound symbol is the versioned ABI the
+ * header's macros map its public name to, with the header's parameter count; and every struct
+ * offset cudagraph uses is what the C compiler computes from cuda.h.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DRIVER_PROTOTYPES } from '../../src/driver/sys.js';
+import * as L from '../../src/driver/layouts.js';
+
+const HEADER = '/usr/local/cuda/include/cuda.h';
+const missing = !existsSync(HEADER) && `${HEADER} is absent`;
+const text = missing ? '' : readFileSync(HEADER, 'utf8');
+
+/** `#define cuX  [__CUDA_API_PTSZ(]cuX_vN[)]` → public name → symbol. */
+function macroMap(): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const m of text.matchAll(/^\s*#define\s+(cu[A-Za-z0-9]+)\s+(?:__CUDA_API_PT(?:SZ|DS)\()?(cu[A-Za-z0-9_]+)\)?\s*$/gm)) {
+    // The first definition is the default build's (the per-thread block comes later under an #if).
+    if (!map.has(m[1]!)) map.set(m[1]!, m[2]!);
+  }
+  return map;
+}
+
+/** The parameter count of the first `CUresult CUDAAPI name(...)` declaration. */
+function declaredParams(name: string): number | null {
+  const m = new RegExp(`CUresult CUDAAPI ${name}\\(([^;]*?)\\);`).exec(text);
+  if (!m) return null;
+  const params = m[1]!.trim();
+  return params === '' || params === 'void' ? 0 : params.split(',').length;
+}
+
+function bindParams(proto: string): number {
+  const inner = proto.slice(proto.indexOf('(') + 1, proto.lastIndexOf(')')).trim();
+  return inner === '' ? 0 : inner.split(',').length;
+}
+
+/** The public name the header declares `symbol` under: the macro that maps to it, else itself without _vN. */
+function publicName(symbol: string, macros: Map<string, string>): string {
+  for (const [name, target] of macros) if (target === symbol) return name;
+  return symbol.replace(/_v\d+$/, '');
+}
+
+test('every bound driver symbol is the ABI cuda.h maps its public name to', { skip: missing }, () => {
+  const macros = macroMap();
+  for (const [key, proto] of Object.entries(DRIVER_PROTOTYPES)) {
+    const symbol = /\b(cu[A-Za-z0-9_]+)\(/.exec(proto)![1]!;
+    assert.equal(symbol, key, `${key}: the prototype names ${symbol}`);
+    const name = publicName(symbol, macros);
+    const mapped = macros.get(name);
+    if (mapped !== undefined) {
+      assert.equal(symbol, mapped, `cuda.h maps ${name} to ${mapped}, the binding uses ${symbol}`);
+    } else {
+      assert.equal(symbol, name, `${symbol}: cuda.h has no macro for ${name}, so the unversioned symbol must be bound`);
+    }
+    assert.ok(new RegExp(`CUDAAPI ${name}\\(`).test(text), `cuda.h declares ${name}`);
+  }
+});
+
+test('every bound driver symbol has the parameter count of its cuda.h declaration', { skip: missing }, () => {
+  const macros = macroMap();
+  for (const [key, proto] of Object.entries(DRIVER_PROTOTYPES)) {
+    const base = publicName(key, macros);
+    // The header declares the current ABI under the public name (the macro renames it).
+    const n = declaredParams(base) ?? declaredParams(key);
+    assert.notEqual(n, null, `no declaration of ${base} in cuda.h`);
+    assert.equal(bindParams(proto), n, `${key}: ${bindParams(proto)} parameters bound, cuda.h declares ${n}`);
+  }
+});
+
+test('the versioned ABIs the issue names are the ones bound', () => {
+  for (const s of [
+    'cuStreamBeginCapture_v2',
+    'cuStreamGetCaptureInfo_v3',
+    'cuGraphGetEdges_v2',
+    'cuGraphKernelNodeGetParams_v2',
+    'cuGraphExecUpdate_v2',
+    'cuMemAlloc_v2',
+    'cuMemFree_v2',
+    'cuMemcpyHtoDAsync_v2',
+    'cuStreamDestroy_v2',
+    'cuEventDestroy_v2',
+    'cuDevicePrimaryCtxRelease_v2',
+    'cuMemGetInfo_v2',
+    'cuDeviceTotalMem_v2',
+    'cuCtxPushCurrent_v2',
+    'cuEventElapsedTime_v2',
+  ]) {
+    assert.ok(s in DRIVER_PROTOTYPES, s);
+  }
+  for (const legacy of ['cuStreamBeginCapture', 'cuGraphGetEdges', 'cuMemAlloc', 'cuGraphExecUpdate', 'cuGraphInstantiate']) {
+    assert.ok(!(legacy in DRIVER_PROTOTYPES), `${legacy} is the legacy ABI and must not be bound`);
+  }
+});
+
+const gcc = spawnSync('gcc', ['--version']).status === 0;
+
+test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc && 'gcc is absent') }, () => {
+  const structs: Array<[string, Record<string, number>]> = [
+    ['CUDA_KERNEL_NODE_PARAMS', L.KERNEL_NODE_PARAMS],
+    ['CUDA_MEMSET_NODE_PARAMS', L.MEMSET_NODE_PARAMS],
+    ['CUDA_MEMCPY3D', L.MEMCPY3D],
+    ['CUgraphExecUpdateResultInfo', L.EXEC_UPDATE_RESULT_INFO],
+    ['CUDA_GRAPH_INSTANTIATE_PARAMS', L.GRAPH_INSTANTIATE_PARAMS],
+    ['CUgraphEdgeData', L.GRAPH_EDGE_DATA],
+  ];
+  const lines = ['#include <cuda.h>', '#include <stdio.h>', '#include <stddef.h>', 'int main(void) {'];
+  for (const [t, fields] of structs) {
+    for (const f of Object.keys(fields)) {
+      lines.push(
+        f === 'size'
+          ? `  printf("${t}.size %zu\\n", sizeof(${t}));`
+          : `  printf("${t}.${f} %zu\\n", offsetof(${t}, ${f}));`,
+      );
+    }
+  }
+  const enums: Array<[string, number, string?]> = [
+    ['CU_STREAM_CAPTURE_MODE_GLOBAL', L.CU_STREAM_CAPTURE_MODE.GLOBAL],
+    ['CU_STREAM_CAPTURE_MODE_THREAD_LOCAL', L.CU_STREAM_CAPTURE_MODE.THREAD_LOCAL],
+    ['CU_STREAM_CAPTURE_MODE_RELAXED', L.CU_STREAM_CAPTURE_MODE.RELAXED],
+    ['CU_STREAM_CAPTURE_STATUS_INVALIDATED', L.CU_STREAM_CAPTURE_STATUS.INVALIDATED],
+    ['CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH', L.CUDA_GRAPH_INSTANTIATE_FLAG.AUTO_FREE_ON_LAUNCH],
+    ['CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD', L.CUDA_GRAPH_INSTANTIATE_FLAG.UPLOAD],
+    ['CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH', L.CUDA_GRAPH_INSTANTIATE_FLAG.DEVICE_LAUNCH],
+    ['CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY', L.CUDA_GRAPH_INSTANTIATE_FLAG.USE_NODE_PRIORITY],
+    ['CU_GRAPH_NODE_TYPE_CONDITIONAL', L.CU_GRAPH_NODE_TYPE.indexOf('conditional')],
+    ['CU_GRAPH_NODE_TYPE_MEMSET', L.CU_GRAPH_NODE_TYPE.indexOf('memset')],
+    ['CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED', L.CU_GRAPH_EXEC_UPDATE_RESULT.indexOf('CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED')],
+    ['CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED', L.CUDA_GRAPH_INSTANTIATE_RESULT.indexOf('CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED')],
+    ['CU_MEMORYTYPE_UNIFIED', L.CU_MEMORYTYPE.UNIFIED],
+    ['CU_STREAM_NON_BLOCKING', L.CU.STREAM_NON_BLOCKING],
+    ['CU_EVENT_DISABLE_TIMING', L.CU.EVENT_DISABLE_TIMING],
+    ['CU_MEMHOSTREGISTER_PORTABLE', L.CU.MEMHOSTREGISTER_PORTABLE],
+    ['CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR', L.CU.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR],
+    ['CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR', L.CU.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR],
+    ['CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT', L.CU.DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT],
+    ['CU_POINTER_ATTRIBUTE_MEMORY_TYPE', L.CU.POINTER_ATTRIBUTE_MEMORY_TYPE],
+    ['CU_JIT_ERROR_LOG_BUFFER', L.CU.JIT_ERROR_LOG_BUFFER],
+    ['CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES', L.CU.JIT_ERROR_LOG_BUFFER_SIZE_BYTES],
+    ['CU_JIT_INFO_LOG_BUFFER', L.CU.JIT_INFO_LOG_BUFFER],
+    ['CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES', L.CU.JIT_INFO_LOG_BUFFER_SIZE_BYTES],
+    ['CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE', L.CU.GRAPH_DEBUG_DOT_FLAGS_VERBOSE],
+    ['CU_STREAM_LEGACY', Number(L.CU.STREAM_LEGACY), '(long long)CU_STREAM_LEGACY'],
+  ];
+  for (const [name, , expr] of enums) lines.push(`  printf("${name} %lld\\n", (long long)(${expr ?? name}));`);
+  lines.push('  return 0;', '}');
+  const dir = mkdtempSync(join(tmpdir(), 'cg-layout-'));
+  try {
+    writeFileSync(join(dir, 'layout.c'), lines.join('\n'));
+    const cc = spawnSync('gcc', ['-I/usr/local/cuda/include', '-o', join(dir, 'layout'), join(dir, 'layout.c')], { encoding: 'utf8' });
+    assert.equal(cc.status, 0, cc.stderr);
+    const run = spawnSync(join(dir, 'layout'), { encoding: 'utf8' });
+    const got = new Map(run.stdout.trim().split('\n').map((l) => l.split(' ') as [string, string]));
+    for (const [t, fields] of structs) {
+      for (const [f, v] of Object.entries(fields)) assert.equal(Number(got.get(`${t}.${f}`)), v, `${t}.${f}`);
+    }
+    for (const [name, v] of enums) assert.equal(Number(got.get(name)), v, name);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,165 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { Device, CudaError, NvrtcError, driverAvailable, nvrtcVersion } from '../../src/index.js';
+import { driverCandidates, nvrtcCandidates, loadFirst, DRIVER_FOLDERS_LINUX } from '../../src/driver/loader.js';
+import { resetLibrariesForTesting, driverSymbol } from '../../src/driver/sys.js';
+
+const probe = driverAvailable();
+const noDriver = probe.ok ? 'a CUDA driver loads on this machine; the no-driver path cannot be observed here' : false;
+
+test('driver candidates: $CUDA_DRIVER_PATH first, then the loader search, then the driver folders; never the stub', () => {
+  const c = driverCandidates({ CUDA_DRIVER_PATH: '/opt/x/libcuda.so.1' }, 'linux');
+  assert.equal(c[0]!.path, '/opt/x/libcuda.so.1');
+  assert.equal(c[0]!.source, '$CUDA_DRIVER_PATH');
+  const paths = c.map((x) => x.path);
+  assert.ok(paths.indexOf('libcuda.so.1') === 1 && paths.includes('libcuda.so'));
+  for (const dir of ['/usr/lib/x86_64-linux-gnu', '/usr/lib64', '/usr/local/nvidia/lib64', '/usr/lib/wsl/lib']) {
+    assert.ok(paths.includes(`${dir}/libcuda.so.1`), dir);
+  }
+  assert.equal(paths.length, 3 + DRIVER_FOLDERS_LINUX.length);
+  assert.ok(!paths.some((p) => p.includes('stubs')));
+  assert.equal(driverCandidates({}, 'linux')[0]!.path, 'libcuda.so.1');
+  assert.deepEqual(
+    driverCandidates({}, 'win32').map((x) => x.path),
+    ['nvcuda.dll'],
+  );
+});
+
+test('a $CUDA_DRIVER_PATH naming a folder means libcuda.so.1 in it', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  try {
+    assert.equal(driverCandidates({ CUDA_DRIVER_PATH: dir }, 'linux')[0]!.path, join(dir, 'libcuda.so.1'));
+    assert.equal(driverCandidates({ CUDA_DRIVER_PATH: '/nowhere/' }, 'linux')[0]!.path, '/nowhere/libcuda.so.1');
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
+test('NVRTC candidates: $NVRTC_PATH first, then versioned names for the loader search', () => {
+  const c = nvrtcCandidates({ NVRTC_PATH: '/opt/n/libnvrtc.so.13' }, 'linux').map((x) => x.path);
+  assert.equal(c[0], '/opt/n/libnvrtc.so.13');
+  assert.deepEqual(c.slice(1, 5), ['libnvrtc.so.13', 'libnvrtc.so.12', 'libnvrtc.so.11.2', 'libnvrtc.so']);
+});
+
+test('loadFirst returns the first library that loads and every failed attempt before it', () => {
+  const fake = { fake: true } as never;
+  const out = loadFirst(
+    [
+      { path: 'liba.so', source: 's1' },
+      { path: '/definitely/missing/libb.so', source: 's2' },
+      { path: 'libc.so', source: 's3' },
+      { path: 'libd.so', source: 's4' },
+    ],
+    (p) => {
+      if (p === 'libc.so') return fake;
+      throw new Error(`cannot open ${p}`);
+    },
+  );
+  assert.equal(out.ok, true);
+  if (!out.ok) return;
+  assert.equal(out.loaded.path, 'libc.so');
+  assert.equal(out.loaded.lib, fake);
+  assert.deepEqual(
+    out.attempts.map((a) => [a.path, a.error]),
+    [
+      ['liba.so', 'cannot open liba.so'],
+      ['/definitely/missing/libb.so', 'no such file'],
+    ],
+  );
+  const none = loadFirst([{ path: 'x.so', source: 's' }], () => {
+    throw new Error('nope');
+  });
+  assert.equal(none.ok, false);
+  assert.equal(none.attempts.length, 1);
+});
+
+test('without a driver: CudaError 3 CUDA_ERROR_NOT_INITIALIZED naming the operation, every path tried and what to check', { skip: noDriver }, () => {
+  assert.equal(probe.ok, false);
+  for (const call of [() => Device.count(), () => Device.get(0), () => Device.driverVersion()]) {
+    assert.throws(call, (e: unknown) => {
+      assert.ok(e instanceof CudaError);
+      assert.equal(e.code, 3);
+      assert.equal(e.errorName, 'CUDA_ERROR_NOT_INITIALIZED');
+      assert.match(e.message, /^Device\.(count|get|driverVersion): CUDA_ERROR_NOT_INITIALIZED \(3\): /);
+      for (const p of driverCandidates()) assert.ok(e.message.includes(p.path), `message lists ${p.path}`);
+      assert.match(e.message, /CUDA_DRIVER_PATH/);
+      assert.match(e.message, /LD_LIBRARY_PATH/);
+      assert.match(e.message, /nvidia-smi/);
+      return true;
+    });
+  }
+});
+
+test('$CUDA_DRIVER_PATH that does not load is reported first, then the search goes on', { skip: noDriver }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  const bogus = join(dir, 'libcuda.so.1');
+  writeFileSync(bogus, 'not an ELF file');
+  const saved = process.env['CUDA_DRIVER_PATH'];
+  process.env['CUDA_DRIVER_PATH'] = bogus;
+  resetLibrariesForTesting(null);
+  try {
+    assert.throws(
+      () => Device.count(),
+      (e: unknown) =>
+        e instanceof CudaError &&
+        e.code === 3 &&
+        e.message.includes(`${bogus} ($CUDA_DRIVER_PATH)`) &&
+        e.message.indexOf(bogus) < e.message.indexOf('libcuda.so.1 (dynamic loader'),
+    );
+  } finally {
+    if (saved === undefined) delete process.env['CUDA_DRIVER_PATH'];
+    else process.env['CUDA_DRIVER_PATH'] = saved;
+    resetLibrariesForTesting(null);
+    rmSync(dir, { recursive: true });
+  }
+});
+
+test('a symbol missing from the loaded library fails that call alone with CudaError 801 naming the symbol', () => {
+  // libc stands in for an old driver that lacks the symbols: the lazy binding must load it,
+  // then refuse each missing symbol on its own call.
+  const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
+  resetLibrariesForTesting(() => koffi.load('libc.so.6'));
+  try {
+    for (const sym of ['cuGraphGetEdges_v2', 'cuStreamBeginCapture_v2'] as const) {
+      assert.throws(
+        () => driverSymbol('Graph.readBack', sym),
+        (e: unknown) =>
+          e instanceof CudaError &&
+          e.code === 801 &&
+          e.errorName === 'CUDA_ERROR_NOT_SUPPORTED' &&
+          e.operation === 'Graph.readBack' &&
+          e.driverCall === sym &&
+          e.details['symbol'] === sym &&
+          e.message.startsWith('Graph.readBack: CUDA_ERROR_NOT_SUPPORTED (801)') &&
+          e.message.includes(`The symbol ${sym} is missing`),
+      );
+    }
+  } finally {
+    resetLibrariesForTesting(null);
+  }
+});
+
+test('without NVRTC: NvrtcError NVRTC_NOT_LOADED listing where it looked', { skip: nvrtcLoads() }, () => {
+  assert.throws(
+    () => nvrtcVersion(),
+    (e: unknown) =>
+      e instanceof NvrtcError &&
+      e.code === 'NVRTC_NOT_LOADED' &&
+      e.message.startsWith('nvrtcVersion: NVRTC_NOT_LOADED') &&
+      e.message.includes('libnvrtc.so.13') &&
+      e.message.includes('NVRTC_PATH'),
+  );
+});
+
+function nvrtcLoads(): string | false {
+  try {
+    nvrtcVersion();
+    return 'NVRTC loads on this machine';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,260 @@
+/**
+ * Driver microbenchmark (not a test): host cost of the hot paths through cudagraph, through raw
+ * koffi calls of the same symbols, and from C (microbench.c, run as a child process), interleaved
+ * in rounds (C, then cudagraph and koffi-raw alternating per repetition) so drift hits all alike.
+ * Rows follow ANCHORS.md. Also probes how koffi runs a CUDA host function (cuLaunchHostFunc).
+ *
+ *   node dist/test/gpu/microbench.js --c ./microbench --ptx test/gpu/fixtures/kernels.ptx [--out file.json]
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { Device, Module, StreamGraphCapture, DeviceBuffer, arg, type GraphExec } from '../../src/index.js';
+import { driverSymbol } from '../../src/driver/sys.js';
+
+const argv = process.argv.slice(2);
+const opt = (k: string): string | undefined => {
+  const i = argv.indexOf(k);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+
+if (argv[0] === '--hostfunc-child') {
+  await hostFuncChild(argv[1] as 'async' | 'sync');
+  process.exit(0);
+}
+
+const REPS = 30;
+const ROUNDS = 3;
+const N = 1000;
+const now = (): number => Number(process.hrtime.bigint()) / 1e3; // µs
+
+const ptxPath = opt('--ptx') ?? 'test/gpu/fixtures/kernels.ptx';
+const d = Device.get(0);
+const s = d.createStream();
+const sh = s.handle;
+const m = Module.load(d, readFileSync(ptxPath, 'utf8'));
+const empty = m.function('empty_kernel');
+const two = m.function('two_args');
+const buf = DeviceBuffer.alloc(d, 1024);
+const prep0 = empty.prepare({ grid: 1, block: 32, args: [] });
+const prep2 = two.prepare({ grid: 1, block: 32, args: [buf, arg.i32(1)] });
+
+// koffi raw: the same symbols, called directly with prebuilt arguments.
+const rawLaunch = driverSymbol('bench', 'cuLaunchKernel');
+const rawBegin = driverSymbol('bench', 'cuStreamBeginCapture_v2');
+const rawEnd = driverSymbol('bench', 'cuStreamEndCapture');
+const rawInst = driverSymbol('bench', 'cuGraphInstantiateWithFlags');
+const rawGraphLaunch = driverSymbol('bench', 'cuGraphLaunch');
+const rawExecDestroy = driverSymbol('bench', 'cuGraphExecDestroy');
+const rawGraphDestroy = driverSymbol('bench', 'cuGraphDestroy');
+const fEmpty = empty.handle;
+const fTwo = two.handle;
+const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
+const rawArgs = koffi.alloc('uint8_t', 32) as bigint;
+{
+  const v = new DataView(koffi.view(rawArgs, 32));
+  v.setBigUint64(0, rawArgs + 16n, true);
+  v.setBigUint64(8, rawArgs + 24n, true);
+  v.setBigUint64(16, buf.ptr, true);
+  v.setInt32(24, 1, true);
+}
+const out64 = new BigUint64Array(1);
+
+type Samples = Record<string, number[]>;
+const js: Samples = {};
+const add = (k: string, v: number): void => void (js[k] ??= []).push(v);
+
+/** Times `a` and `b` once each, alternating which goes first so order effects cancel out. */
+function pair(rep: number, a: () => void, b: () => void): void {
+  if (rep % 2 === 0) {
+    a();
+    b();
+  } else {
+    b();
+    a();
+  }
+}
+
+function timeLoop(key: string, body: () => void): () => void {
+  return () => {
+    s.synchronize();
+    const t0 = now();
+    for (let i = 0; i < N; i++) body();
+    add(key, (now() - t0) / N);
+    s.synchronize();
+  };
+}
+
+const eager0 = timeLoop('eager_launch/cudagraph', () => prep0.launch(s));
+const eager0Raw = timeLoop('eager_launch/koffi-raw', () => rawLaunch(fEmpty, 1, 1, 1, 32, 1, 1, 0, sh, null, null));
+const eager2 = timeLoop('eager_launch_2args/cudagraph', () => prep2.launch(s));
+const eager2Raw = timeLoop('eager_launch_2args/koffi-raw', () => rawLaunch(fTwo, 1, 1, 1, 32, 1, 1, 0, sh, rawArgs, null));
+const eager2OneOff = timeLoop('eager_launch_2args/cudagraph-oneoff', () =>
+  two.launch(s, { grid: 1, block: 32, args: [buf, arg.i32(1)] }),
+);
+
+function captureOurs(): void {
+  const t0 = now();
+  const cap = StreamGraphCapture.begin(s);
+  for (let i = 0; i < N; i++) prep0.launch(s);
+  const g = cap.endGraph();
+  const t1 = now();
+  const exec = g.instantiate();
+  const t2 = now();
+  add('capture_per_node/cudagraph', (t1 - t0) / N);
+  add('instantiate_per_node/cudagraph', (t2 - t1) / N);
+  add('capture+inst_per_node/cudagraph', (t2 - t0) / N);
+  exec.dispose();
+  g.dispose();
+}
+
+function captureRaw(): void {
+  const t0 = now();
+  rawBegin(sh, 0);
+  for (let i = 0; i < N; i++) rawLaunch(fEmpty, 1, 1, 1, 32, 1, 1, 0, sh, null, null);
+  rawEnd(sh, out64);
+  const rg = out64[0]!;
+  const t1 = now();
+  rawInst(out64, rg, 0n);
+  const re = out64[0]!;
+  const t2 = now();
+  add('capture_per_node/koffi-raw', (t1 - t0) / N);
+  add('instantiate_per_node/koffi-raw', (t2 - t1) / N);
+  add('capture+inst_per_node/koffi-raw', (t2 - t0) / N);
+  rawExecDestroy(re);
+  rawGraphDestroy(rg);
+}
+
+const execs = new Map<number, { exec: GraphExec; raw: bigint }>();
+for (const size of [10, 1000, 10000]) {
+  const cap = StreamGraphCapture.begin(s);
+  for (let i = 0; i < size; i++) prep0.launch(s);
+  const exec = cap.end();
+  rawInst(out64, exec.graph.handle, 0n);
+  execs.set(size, { exec, raw: out64[0]! });
+}
+
+function graphLaunchOurs(size: number): () => void {
+  const e = execs.get(size)!;
+  return () => {
+    s.synchronize();
+    const t0 = now();
+    e.exec.launch(s);
+    add(`graph_launch_${size}/cudagraph`, now() - t0);
+    s.synchronize();
+  };
+}
+
+function graphLaunchRaw(size: number): () => void {
+  const e = execs.get(size)!;
+  return () => {
+    s.synchronize();
+    const t0 = now();
+    rawGraphLaunch(e.raw, sh);
+    add(`graph_launch_${size}/koffi-raw`, now() - t0);
+    s.synchronize();
+  };
+}
+
+// Warm the JS paths up (the JIT optimises a function after many calls; an application that
+// replays a graph does so often), then time single calls as C does.
+for (let i = 0; i < 5000; i++) {
+  execs.get(10)!.exec.launch(s);
+  rawGraphLaunch(execs.get(10)!.raw, sh);
+}
+s.synchronize();
+
+const c: Samples = {};
+const cBin = opt('--c');
+for (let round = 0; round < ROUNDS; round++) {
+  if (cBin) {
+    const r = spawnSync(cBin, [ptxPath, String(REPS)], { encoding: 'utf8' });
+    if (r.status === 0) {
+      const parsed = JSON.parse(r.stdout) as Samples;
+      for (const [k, v] of Object.entries(parsed)) (c[`${k}/C`] ??= []).push(...v);
+    } else console.error(`C reference failed: ${r.stderr}`);
+  }
+  // One row at a time, as the C program does, alternating the order of the two implementations.
+  for (let rep = 0; rep < REPS; rep++) pair(rep, eager0, eager0Raw);
+  for (let rep = 0; rep < REPS; rep++) pair(rep, eager2, eager2Raw);
+  for (let rep = 0; rep < REPS; rep++) eager2OneOff();
+  for (let rep = 0; rep < REPS; rep++) pair(rep, captureOurs, captureRaw);
+  for (const size of [10, 1000, 10000]) {
+    const ours = graphLaunchOurs(size);
+    const raw = graphLaunchRaw(size);
+    ours();
+    raw(); // warm-up, as in C
+    js[`graph_launch_${size}/cudagraph`]!.pop();
+    js[`graph_launch_${size}/koffi-raw`]!.pop();
+    for (let rep = 0; rep < REPS; rep++) pair(rep, ours, raw);
+  }
+  // Steady state: 100 launches of the 10-node graph back to back, host time per call.
+  const e10 = execs.get(10)!;
+  const loopOurs = (): void => {
+    s.synchronize();
+    const t0 = now();
+    for (let i = 0; i < 100; i++) e10.exec.launch(s);
+    add('graph_launch_10_loop/cudagraph', (now() - t0) / 100);
+  };
+  const loopRaw = (): void => {
+    s.synchronize();
+    const t0 = now();
+    for (let i = 0; i < 100; i++) rawGraphLaunch(e10.raw, sh);
+    add('graph_launch_10_loop/koffi-raw', (now() - t0) / 100);
+  };
+  for (let rep = 0; rep < REPS; rep++) pair(rep, loopOurs, loopRaw);
+  s.synchronize();
+}
+
+const all: Samples = { ...js, ...c };
+const stat = (v: number[]) => {
+  const x = [...v].sort((a, b) => a - b);
+  const q = (p: number) => x[Math.min(x.length - 1, Math.floor(p * (x.length - 1)))]!;
+  return { median: q(0.5), p10: q(0.1), p90: q(0.9), n: x.length };
+};
+const rows = [...new Set(Object.keys(all).map((k) => k.split('/')[0]!))];
+const table: Array<Record<string, string | number>> = [];
+for (const row of rows) {
+  const cMed = all[`${row}/C`] ? stat(all[`${row}/C`]!).median : NaN;
+  for (const impl of ['C', 'koffi-raw', 'cudagraph', 'cudagraph-oneoff']) {
+    const v = all[`${row}/${impl}`];
+    if (!v) continue;
+    const st = stat(v);
+    table.push({ row, impl, median_us: +st.median.toFixed(3), p10: +st.p10.toFixed(3), p90: +st.p90.toFixed(3), n: st.n, vsC: Number.isNaN(cMed) ? '-' : +(st.median / cMed).toFixed(2) });
+  }
+}
+
+// Host functions through koffi: does a JS callback run from the driver's thread, and does a
+// synchronous wait on the stream deadlock while the callback waits for the JS thread?
+const self = fileURLToPath(import.meta.url);
+const probe = (mode: string) => {
+  const t0 = Date.now();
+  const r = spawnSync(process.execPath, [self, '--hostfunc-child', mode], { encoding: 'utf8', timeout: 4000 });
+  return { mode, status: r.status, signal: r.signal, ms: Date.now() - t0, out: (r.stdout + r.stderr).trim().slice(0, 300) };
+};
+const hostfunc = argv.includes('--no-hostfunc') ? [] : [probe('async'), probe('sync')];
+
+const result = { device: d.toString(), driverVersion: Device.driverVersion(), node: process.version, reps: REPS, rounds: ROUNDS, table, hostfunc, samples: all };
+const outFile = opt('--out');
+if (outFile) writeFileSync(outFile, JSON.stringify(result, null, 1));
+console.log(JSON.stringify({ hostfunc }, null, 1));
+console.table(table);
+
+async function hostFuncChild(mode: 'async' | 'sync'): Promise<void> {
+  const dev = Device.get(0);
+  const st = dev.createStream();
+  const k = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
+  const proto = k.proto('void CUhostFn_probe(void *userData)');
+  let calls = 0;
+  const cb = k.register(() => {
+    calls++;
+  }, k.pointer(proto));
+  const launchHostFunc = driverSymbol('probe', 'cuLaunchHostFunc');
+  const t0 = performance.now();
+  const rc = launchHostFunc(st.handle, cb, null);
+  if (mode === 'async') await st.synchronizeAsync();
+  else st.synchronize(); // the JS thread blocks in cuStreamSynchronize
+  console.log(`${mode}: rc=${rc} calls=${calls} after ${(performance.now() - t0).toFixed(1)} ms`);
+  k.unregister(cb);
+}
