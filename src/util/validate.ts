@@ -99,3 +99,11 @@ export function requireOptions<T extends object>(op: string, value: unknown, kno
   }
   return value as Partial<T>;
 }
+
+/** A finite number ≥ 0 (a cost, a duration); refuses NaN, ±Infinity and negatives. */
+export function requireNonNegativeFinite(op: string, name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new InvalidArgumentError(op, name, `${name} must be a finite number ≥ 0, got ${describe(value)}`);
+  }
+  return value;
+}

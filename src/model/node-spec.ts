@@ -1,0 +1,157 @@
+/**
+ * Checks a node spec (from `addNode`, or a node of a JSON document) and writes it into a store.
+ * One checker serves both, so a JSON file accepts exactly what `addNode` accepts.
+ */
+import { InvalidArgumentError } from '../errors/base.js';
+import {
+  describe,
+  requireInt,
+  requireName,
+  requireNonNegativeFinite,
+  requireOneOf,
+  requireSize,
+  requireU32,
+} from '../util/validate.js';
+import { encodeMemcpyDir } from './memcpy-dir.js';
+import {
+  BLOCK_THREADS_MAX,
+  BLOCK_XY_MAX,
+  BLOCK_Z_MAX,
+  GRID_X_MAX,
+  GRID_YZ_MAX,
+  KIND_EMPTY,
+  KIND_HOST,
+  KIND_KERNEL,
+  KIND_MEMCPY,
+  KIND_MEMSET,
+  NODE_KINDS,
+} from './node.js';
+import { PARAM_STRIDE, type GraphStore } from './graph-store.js';
+
+const COMMON = ['kind', 'name', 'stream', 'cost'];
+const KEYS: Record<string, readonly string[]> = {
+  kernel: [...COMMON, 'functionName', 'grid', 'block', 'sharedMem'],
+  memcpy: [...COMMON, 'dir', 'sizeBytes'],
+  memset: [...COMMON, 'sizeBytes', 'value', 'elementSize'],
+  hostCallback: [...COMMON, 'label'],
+  empty: COMMON,
+};
+
+/** Reads a dimension (`n`, [x], [x, y] or [x, y, z]) into out[at..at+2], checking each against `max`. */
+function readDim(op: string, name: string, value: unknown, max: readonly number[], out: number[], at: number): void {
+  if (typeof value === 'number') {
+    out[at] = requireInt(op, name, value, 1, max[0]!);
+    out[at + 1] = 1;
+    out[at + 2] = 1;
+    return;
+  }
+  if (!Array.isArray(value) || value.length < 1 || value.length > 3) {
+    throw new InvalidArgumentError(op, name, `${name} must be a positive integer or an array [x], [x, y] or [x, y, z], got ${describe(value)}`);
+  }
+  for (let i = 0; i < 3; i++) {
+    out[at + i] = i < value.length ? requireInt(op, `${name}[${i}]`, value[i], 1, max[i]!) : 1;
+  }
+}
+
+/** Checks kernel launch limits shared by `recordKernel` and kernel specs. */
+export function checkBlockThreads(op: string, name: string, x: number, y: number, z: number): void {
+  if (x * y * z > BLOCK_THREADS_MAX) {
+    throw new InvalidArgumentError(
+      op,
+      name,
+      `${name} has ${x}·${y}·${z} = ${x * y * z} threads; CUDA allows at most ${BLOCK_THREADS_MAX} per block`,
+    );
+  }
+}
+
+// Scratch space for a checked spec, so checking allocates nothing per node (fromJSON reads millions).
+const scratch = { params: [0, 0, 0, 0, 0, 0, 0], dir: [0, 0] };
+
+/**
+ * Checks `spec` completely, then appends it to `store` and returns the new id. On a refusal it
+ * throws `InvalidArgumentError` (op `op`, parameter `${prefix}field`) before touching the store.
+ * `extraKeys` lists keys allowed besides the spec's own (`id` in JSON documents).
+ */
+export function appendNodeSpec(
+  store: GraphStore,
+  op: string,
+  prefix: string,
+  spec: unknown,
+  extraKeys: readonly string[] = [],
+): number {
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
+    const whole = prefix.endsWith('.') ? prefix.slice(0, -1) : prefix;
+    throw new InvalidArgumentError(op, whole, `${whole} must be an object, got ${describe(spec)}`);
+  }
+  const s = spec as Record<string, unknown>;
+  const kindName = requireOneOf(op, `${prefix}kind`, s.kind, NODE_KINDS);
+  const known = KEYS[kindName]!;
+  for (const key of Object.keys(s)) {
+    if (!known.includes(key) && !extraKeys.includes(key)) {
+      throw new InvalidArgumentError(op, `${prefix}${key}`, `${prefix}${key} is not a field of a '${kindName}' node (known: ${known.join(', ')})`);
+    }
+  }
+  const stream = s.stream === undefined || s.stream === null ? null : requireU32(op, `${prefix}stream`, s.stream);
+  const cost = s.cost === undefined ? 1 : requireNonNegativeFinite(op, `${prefix}cost`, s.cost);
+  const p = scratch.params;
+  p.fill(0);
+  let kind: number;
+  let text: string | null = null;
+  let size = 0;
+  let defaultName: string = kindName;
+  switch (kindName) {
+    case 'kernel': {
+      kind = KIND_KERNEL;
+      text = requireName(op, `${prefix}functionName`, s.functionName);
+      defaultName = text;
+      readDim(op, `${prefix}grid`, s.grid, [GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX], p, 0);
+      readDim(op, `${prefix}block`, s.block, [BLOCK_XY_MAX, BLOCK_XY_MAX, BLOCK_Z_MAX], p, 3);
+      checkBlockThreads(op, `${prefix}block`, p[3]!, p[4]!, p[5]!);
+      p[6] = s.sharedMem === undefined ? 0 : requireU32(op, `${prefix}sharedMem`, s.sharedMem);
+      break;
+    }
+    case 'memcpy': {
+      kind = KIND_MEMCPY;
+      p[0] = encodeMemcpyDir(op, `${prefix}dir`, s.dir, scratch.dir);
+      p[1] = scratch.dir[0]!;
+      p[2] = scratch.dir[1]!;
+      size = requireSize(op, `${prefix}sizeBytes`, s.sizeBytes);
+      break;
+    }
+    case 'memset': {
+      kind = KIND_MEMSET;
+      const elementSize = s.elementSize === undefined ? 1 : requireOneOfNumber(op, `${prefix}elementSize`, s.elementSize, [1, 2, 4]);
+      size = requireSize(op, `${prefix}sizeBytes`, s.sizeBytes);
+      if (size % elementSize !== 0) {
+        throw new InvalidArgumentError(op, `${prefix}sizeBytes`, `${prefix}sizeBytes (${size}) must be a multiple of elementSize (${elementSize})`);
+      }
+      p[0] = requireInt(op, `${prefix}value`, s.value, 0, 2 ** (8 * elementSize) - 1);
+      p[1] = elementSize;
+      break;
+    }
+    case 'hostCallback': {
+      kind = KIND_HOST;
+      text = requireName(op, `${prefix}label`, s.label);
+      defaultName = text;
+      break;
+    }
+    default:
+      kind = KIND_EMPTY;
+  }
+  const name = s.name === undefined ? defaultName : requireName(op, `${prefix}name`, s.name);
+
+  // Everything is checked: from here on nothing throws.
+  const id = store.appendNode(kind, stream === null ? -1 : store.streamSlot(stream), store.intern(name));
+  store.param.set(p, id * PARAM_STRIDE);
+  store.size[id] = size;
+  store.text[id] = text === null ? 0 : store.intern(text);
+  store.setCost(id, cost);
+  return id;
+}
+
+function requireOneOfNumber<T extends number>(op: string, name: string, value: unknown, allowed: readonly T[]): T {
+  if (typeof value !== 'number' || !(allowed as readonly number[]).includes(value)) {
+    throw new InvalidArgumentError(op, name, `${name} must be one of ${allowed.join(', ')}, got ${describe(value)}`);
+  }
+  return value as T;
+}

@@ -1,0 +1,101 @@
+/**
+ * Orderings and schedule figures of a graph: topological order, levels (wavefronts), critical
+ * path. Internal: `ComputeGraph` exposes them as methods.
+ */
+import type { GraphStore } from './graph-store.js';
+
+/** Nodes in `ord` order: some topological order, cheap to get (the store keeps `ord` valid). */
+export function nodesByOrd(store: GraphStore): Uint32Array {
+  const byOrd = new Uint32Array(store.n);
+  for (let v = 0; v < store.n; v++) byOrd[store.ord[v]!] = v;
+  return byOrd;
+}
+
+/**
+ * Kahn's algorithm with a FIFO queue seeded by ascending id, successors taken in ascending id
+ * order (the upstream's deterministic order). The result depends only on the nodes and the set of
+ * edges, not on the order the edges were added, so a graph and its JSON round trip agree.
+ */
+export function kahnOrder(store: GraphStore): Uint32Array {
+  const n = store.n;
+  const indeg = new Uint32Array(n);
+  for (let e = 0; e < store.m; e++) indeg[store.to[e]!]!++;
+  const queue = new Uint32Array(n);
+  let tail = 0;
+  for (let v = 0; v < n; v++) if (indeg[v] === 0) queue[tail++] = v;
+  const scratch: number[] = [];
+  for (let head = 0; head < tail; head++) {
+    const u = queue[head]!;
+    scratch.length = 0;
+    let sorted = true;
+    let prev = -1;
+    for (let e = store.firstOut[u]!; e >= 0; e = store.nextOut[e]!) {
+      const x = store.to[e]!;
+      if (x < prev) sorted = false;
+      prev = x;
+      scratch.push(x);
+    }
+    if (!sorted) scratch.sort((a, b) => a - b);
+    for (let i = 0; i < scratch.length; i++) {
+      const x = scratch[i]!;
+      if (--indeg[x]! === 0) queue[tail++] = x;
+    }
+  }
+  return queue;
+}
+
+/** level[v]: the number of edges on the longest path from any source to v (sources are level 0). */
+export function nodeLevels(store: GraphStore, byOrd: Uint32Array): Uint32Array {
+  const level = new Uint32Array(store.n);
+  for (let i = 0; i < byOrd.length; i++) {
+    const v = byOrd[i]!;
+    const next = level[v]! + 1;
+    for (let e = store.firstOut[v]!; e >= 0; e = store.nextOut[e]!) {
+      const x = store.to[e]!;
+      if (level[x]! < next) level[x] = next;
+    }
+  }
+  return level;
+}
+
+/** Groups nodes by level: result[l] lists the nodes of level l in ascending id order. */
+export function groupLevels(level: Uint32Array): number[][] {
+  const groups: number[][] = [];
+  for (let v = 0; v < level.length; v++) {
+    const l = level[v]!;
+    while (groups.length <= l) groups.push([]);
+    groups[l]!.push(v);
+  }
+  return groups;
+}
+
+/**
+ * The longest path by cost: dist[v] = cost[v] + max over predecessors of dist[p]. Ties go to the
+ * smaller id, so the answer is deterministic.
+ */
+export function longestPath(store: GraphStore, byOrd: Uint32Array, cost: Float64Array): { cost: number; nodes: number[] } {
+  const n = store.n;
+  const dist = new Float64Array(n);
+  const via = new Int32Array(n).fill(-1);
+  let best = -1;
+  for (let i = 0; i < n; i++) {
+    const v = byOrd[i]!;
+    let d = 0;
+    let from = -1;
+    for (let e = store.firstIn[v]!; e >= 0; e = store.nextIn[e]!) {
+      const p = store.from[e]!;
+      const dp = dist[p]!;
+      if (from < 0 || dp > d || (dp === d && p < from)) {
+        d = dp;
+        from = p;
+      }
+    }
+    dist[v] = d + cost[v]!;
+    via[v] = from;
+    if (best < 0 || dist[v]! > dist[best]! || (dist[v] === dist[best] && v < best)) best = v;
+  }
+  const nodes: number[] = [];
+  for (let v = best; v >= 0; v = via[v]!) nodes.push(v);
+  nodes.reverse();
+  return { cost: best < 0 ? 0 : dist[best]!, nodes };
+}
