@@ -108,7 +108,7 @@ export class ComputeGraph {
         if (typeof node === 'object' && node !== null && (node as { id?: unknown }).id !== i) {
           throw invalid(`nodes[${i}].id must be ${i} (ids are the node's index), got ${describe((node as { id?: unknown }).id)}`);
         }
-        appendNodeSpec(store, OP, `nodes[${i}].`, node, ['id']);
+        appendNodeSpec(store, OP, `nodes[${i}].`, node, 'id');
       }
       const edges = d.edges as unknown[];
       const n = store.n;
@@ -169,9 +169,12 @@ export class ComputeGraph {
   /** Every edge as `[from, to]`, sorted by `from`, then `to`. */
   edges(): [NodeId, NodeId][] {
     const s = this.#store;
-    const out: [NodeId, NodeId][] = [];
+    const out: [NodeId, NodeId][] = new Array(s.m);
+    const succ: number[] = [];
+    let k = 0;
     for (let u = 0; u < s.n; u++) {
-      for (const v of s.successors(u)) out.push([u as NodeId, v as NodeId]);
+      s.successors(u, succ);
+      for (let i = 0; i < succ.length; i++) out[k++] = [u as NodeId, succ[i]! as NodeId];
     }
     return out;
   }
@@ -196,7 +199,7 @@ export class ComputeGraph {
   sources(): NodeId[] {
     const s = this.#store;
     const out: NodeId[] = [];
-    for (let v = 0; v < s.n; v++) if (s.firstIn[v]! < 0) out.push(v as NodeId);
+    for (let v = 0; v < s.n; v++) if (s.firstIn[v] === 0) out.push(v as NodeId);
     return out;
   }
 
@@ -204,7 +207,7 @@ export class ComputeGraph {
   sinks(): NodeId[] {
     const s = this.#store;
     const out: NodeId[] = [];
-    for (let v = 0; v < s.n; v++) if (s.firstOut[v]! < 0) out.push(v as NodeId);
+    for (let v = 0; v < s.n; v++) if (s.firstOut[v] === 0) out.push(v as NodeId);
     return out;
   }
 

@@ -29,11 +29,11 @@ export class DynamicOrder {
   addEdge(store: GraphStore, u: number, v: number): AddEdgeResult {
     if (u === v) return 'cycle';
     if (store.hasEdge(u, v)) return 'duplicate';
-    const ord = store.ord;
-    if (ord[u]! < ord[v]!) {
+    if (store.ordOf(u) < store.ordOf(v)) {
       store.appendEdge(u, v);
       return 'added';
     }
+    const ord = store.materializeOrd();
     const lb = ord[v]!;
     const ub = ord[u]!;
     if (this.mark.length < store.n) this.mark = new Uint32Array(Math.max(store.n, this.mark.length * 2));
@@ -50,7 +50,7 @@ export class DynamicOrder {
     mark[v] = fwd;
     for (let i = 0; i < deltaF.length; i++) {
       const w = deltaF[i]!;
-      for (let e = store.firstOut[w]!; e >= 0; e = store.nextOut[e]!) {
+      for (let e = store.firstOut[w]!; e !== 0; e = store.nextOut[e]!) {
         const x = store.to[e]!;
         if (x === u) return 'cycle';
         if (mark[x] !== fwd && ord[x]! < ub) {
@@ -64,7 +64,7 @@ export class DynamicOrder {
     mark[u] = bwd;
     for (let i = 0; i < deltaB.length; i++) {
       const w = deltaB[i]!;
-      for (let e = store.firstIn[w]!; e >= 0; e = store.nextIn[e]!) {
+      for (let e = store.firstIn[w]!; e !== 0; e = store.nextIn[e]!) {
         const x = store.from[e]!;
         if (mark[x] !== bwd && ord[x]! > lb) {
           mark[x] = bwd;

@@ -10,12 +10,14 @@
  * Why linked edge lists ("forward star"): edges are added one at a time, by a capture and by hand
  * (`addEdge`), and read by traversals. Each edge is four integers (from, to, next-out, next-in) and
  * each node holds the heads of its two lists, so adding an edge is O(1) with no per-node arrays.
- * Out-lists append at the tail (they stay in insertion order, which is ascending for captures);
- * in-lists prepend.
+ * Edges are numbered from 1 so that 0 means "none" and fresh (zeroed) arrays need no filling.
+ * Lists prepend; readers that promise ascending ids sort (`sortSmall` is O(k) on the reversed
+ * lists a capture makes).
  *
  * `ord` is a topological numbering kept valid on every edge (see dynamic-order.ts): edges always go
- * from a lower `ord` to a higher one. A capture only adds edges into its newest node, so there
- * `ord[i] = i` and keeping it costs nothing.
+ * from a lower `ord` to a higher one. A capture only adds edges into its newest node, so its ids
+ * already are such a numbering: `ord` stays null (meaning ord[i] = i) until an edge added by hand
+ * goes from a newer node to an older one.
  */
 import {
   KIND_EMPTY,
@@ -23,18 +25,23 @@ import {
   KIND_KERNEL,
   KIND_MEMCPY,
   KIND_MEMSET,
-  NODE_KINDS,
   type Dim3,
   type GraphNode,
 } from './node.js';
 import { decodeMemcpyDir } from './memcpy-dir.js';
 import type { NodeId, StreamId } from './ids.js';
 
-/** Number of uint32 parameter slots per node (a kernel needs grid[3], block[3], sharedMem). */
+/**
+ * Number of uint32 parameter slots per node: a kernel's grid xyz, block xyz, sharedMem; a memcpy's
+ * dir, srcDevice, dstDevice, size (low, high words); a memset's value, elementSize, size (low, high).
+ */
 export const PARAM_STRIDE = 7;
+/** Where a memcpy/memset keeps its byte count (two uint32 words: a size may exceed 2^32). */
+export const SIZE_LO = 5;
 
 const INITIAL_NODES = 64;
 const INITIAL_EDGES = 64;
+const TWO_32 = 2 ** 32;
 
 function grown<T extends Uint8Array | Int32Array | Uint32Array | Float64Array>(a: T, length: number): T {
   const b = new (a.constructor as new (n: number) => T)(length);
@@ -45,7 +52,7 @@ function grown<T extends Uint8Array | Int32Array | Uint32Array | Float64Array>(a
 export class GraphStore {
   /** Number of nodes. */
   n = 0;
-  /** Number of edges. */
+  /** Number of edges; edges are numbered 1..m. */
   m = 0;
   /** Bumped on every change, so derived indexes (reachability, order) know they are stale. */
   version = 0;
@@ -58,26 +65,22 @@ export class GraphStore {
   name = new Uint32Array(INITIAL_NODES);
   /** Interned kernel function name or host-callback label (unused for other kinds). */
   text = new Uint32Array(INITIAL_NODES);
-  /** PARAM_STRIDE slots per node: kernel grid xyz, block xyz, sharedMem; memcpy dir, srcDev, dstDev; memset value, elementSize. */
+  /** PARAM_STRIDE slots per node (see PARAM_STRIDE). */
   param = new Uint32Array(INITIAL_NODES * PARAM_STRIDE);
-  /** Byte count of a memcpy or memset (a double holds any safe integer). */
-  size = new Float64Array(INITIAL_NODES);
   /** Per-node cost; null while every cost is the default 1 (most graphs never set one). */
   cost: Float64Array | null = null;
-  /** Head of the out-edge list, −1 if none. */
-  firstOut = new Int32Array(INITIAL_NODES);
-  /** Tail of the out-edge list, −1 if none. */
-  lastOut = new Int32Array(INITIAL_NODES);
-  /** Head of the in-edge list, −1 if none. */
-  firstIn = new Int32Array(INITIAL_NODES);
-  /** Topological numbering: every edge goes from a lower ord to a higher one. */
-  ord = new Uint32Array(INITIAL_NODES);
+  /** First edge of the out-list, 0 if none. */
+  firstOut = new Uint32Array(INITIAL_NODES);
+  /** First edge of the in-list, 0 if none. */
+  firstIn = new Uint32Array(INITIAL_NODES);
+  /** Topological numbering (every edge goes from a lower ord to a higher one); null means ord[i] = i. */
+  ord: Uint32Array | null = null;
 
-  // Edge columns, indexed by edge number (insertion order).
+  // Edge columns, indexed by edge number 1..m (slot 0 unused).
   from = new Uint32Array(INITIAL_EDGES);
   to = new Uint32Array(INITIAL_EDGES);
-  nextOut = new Int32Array(INITIAL_EDGES);
-  nextIn = new Int32Array(INITIAL_EDGES);
+  nextOut = new Uint32Array(INITIAL_EDGES);
+  nextIn = new Uint32Array(INITIAL_EDGES);
 
   // Interned strings.
   strings: string[] = [];
@@ -85,8 +88,17 @@ export class GraphStore {
 
   // Streams: a node stores a slot; slot → stream id, and how many nodes each slot holds.
   streamIds: number[] = [];
-  slotOf = new Map<number, number>();
   slotCount: number[] = [];
+  private slotOf = new Map<number, number>();
+  /** slot + 1 for stream ids below 256 (0: none): the common ids skip the Map on every record. */
+  private smallSlot = new Int32Array(256);
+
+  /** The slot of stream id `stream`, or −1 if it has none. */
+  findSlot(stream: number): number {
+    if (stream < 256) return this.smallSlot[stream]! - 1;
+    const s = this.slotOf.get(stream);
+    return s === undefined ? -1 : s;
+  }
 
   /** Interns `s`, returning its index. */
   intern(s: string): number {
@@ -101,12 +113,13 @@ export class GraphStore {
 
   /** The slot of stream id `stream`, registering it if new. */
   streamSlot(stream: number): number {
-    let s = this.slotOf.get(stream);
-    if (s === undefined) {
+    let s = this.findSlot(stream);
+    if (s < 0) {
       s = this.streamIds.length;
       this.streamIds.push(stream);
       this.slotCount.push(0);
-      this.slotOf.set(stream, s);
+      if (stream < 256) this.smallSlot[stream] = s + 1;
+      else this.slotOf.set(stream, s);
     }
     return s;
   }
@@ -118,16 +131,10 @@ export class GraphStore {
     this.name = grown(this.name, cap);
     this.text = grown(this.text, cap);
     this.param = grown(this.param, cap * PARAM_STRIDE);
-    this.size = grown(this.size, cap);
-    if (this.cost) {
-      const c = grown(this.cost, cap);
-      c.fill(1, this.n);
-      this.cost = c;
-    }
+    if (this.cost) this.cost = grown(this.cost, cap).fill(1, this.n);
     this.firstOut = grown(this.firstOut, cap);
-    this.lastOut = grown(this.lastOut, cap);
     this.firstIn = grown(this.firstIn, cap);
-    this.ord = grown(this.ord, cap);
+    if (this.ord) this.ord = grown(this.ord, cap);
   }
 
   private growEdges(): void {
@@ -139,19 +146,16 @@ export class GraphStore {
   }
 
   /**
-   * Appends a node with no edges and returns its id. The caller fills the kind's parameters
-   * (`param`, `size`, `text`) right after, at index `id` (the arrays have room for it).
+   * Appends a node with no edges and returns its id. The caller then fills the kind's parameters
+   * (`param`, `text`) at index `id` (the arrays have room for it, and hold zeros there).
    */
   appendNode(kind: number, slot: number, nameIndex: number): number {
     const id = this.n;
-    if (id === this.kind.length) this.growNodes();
+    if (id >= this.kind.length) this.growNodes();
     this.kind[id] = kind;
     this.slot[id] = slot;
     this.name[id] = nameIndex;
-    this.firstOut[id] = -1;
-    this.lastOut[id] = -1;
-    this.firstIn[id] = -1;
-    this.ord[id] = id;
+    if (this.ord) this.ord[id] = id;
     if (slot >= 0) this.slotCount[slot]!++;
     this.n = id + 1;
     this.version++;
@@ -172,23 +176,48 @@ export class GraphStore {
     return this.cost === null ? 1 : this.cost[id]!;
   }
 
+  /** Stores the byte count of memcpy/memset node `id`. */
+  setSize(id: number, size: number): void {
+    const p = id * PARAM_STRIDE + SIZE_LO;
+    this.param[p] = size % TWO_32;
+    this.param[p + 1] = Math.floor(size / TWO_32);
+  }
+
+  /** The byte count of memcpy/memset node `id`. */
+  sizeOf(id: number): number {
+    const p = id * PARAM_STRIDE + SIZE_LO;
+    return this.param[p + 1]! * TWO_32 + this.param[p]!;
+  }
+
+  /** The topological number of node `v`. */
+  ordOf(v: number): number {
+    return this.ord === null ? v : this.ord[v]!;
+  }
+
+  /** Turns the implicit numbering (ord[i] = i) into an array that can be changed. */
+  materializeOrd(): Uint32Array {
+    if (this.ord === null) {
+      const ord = new Uint32Array(this.kind.length);
+      for (let i = 0; i < this.n; i++) ord[i] = i;
+      this.ord = ord;
+    }
+    return this.ord;
+  }
+
   /**
    * Adds the edge u → v with no checks: the caller guarantees both exist, the edge is new, and
-   * `ord[u] < ord[v]` (no cycle).
+   * ord(u) < ord(v) (so no cycle).
    */
   appendEdge(u: number, v: number): void {
-    const e = this.m;
-    if (e === this.from.length) this.growEdges();
+    const e = this.m + 1;
+    if (e >= this.from.length) this.growEdges();
     this.from[e] = u;
     this.to[e] = v;
-    this.nextOut[e] = -1;
-    const tail = this.lastOut[u]!;
-    if (tail < 0) this.firstOut[u] = e;
-    else this.nextOut[tail] = e;
-    this.lastOut[u] = e;
+    this.nextOut[e] = this.firstOut[u]!;
+    this.firstOut[u] = e;
     this.nextIn[e] = this.firstIn[v]!;
     this.firstIn[v] = e;
-    this.m = e + 1;
+    this.m = e;
     this.version++;
   }
 
@@ -199,7 +228,7 @@ export class GraphStore {
   hasEdge(u: number, v: number): boolean {
     let a = this.firstOut[u]!;
     let b = this.firstIn[v]!;
-    while (a >= 0 && b >= 0) {
+    while (a !== 0 && b !== 0) {
       if (this.to[a] === v || this.from[b] === u) return true;
       a = this.nextOut[a]!;
       b = this.nextIn[b]!;
@@ -207,18 +236,18 @@ export class GraphStore {
     return false;
   }
 
-  /** Successor ids of `u`, ascending. */
-  successors(u: number): number[] {
-    const out: number[] = [];
-    for (let e = this.firstOut[u]!; e >= 0; e = this.nextOut[e]!) out.push(this.to[e]!);
-    return sortSmall(out);
+  /** Successor ids of `u`, ascending (into `out`, which is cleared first). */
+  successors(u: number, out: number[] = []): number[] {
+    out.length = 0;
+    for (let e = this.firstOut[u]!; e !== 0; e = this.nextOut[e]!) out.push(this.to[e]!);
+    return sortSmall(out.reverse());
   }
 
   /** Predecessor ids of `v`, ascending. */
   predecessors(v: number): number[] {
     const out: number[] = [];
-    for (let e = this.firstIn[v]!; e >= 0; e = this.nextIn[e]!) out.push(this.from[e]!);
-    return sortSmall(out);
+    for (let e = this.firstIn[v]!; e !== 0; e = this.nextIn[e]!) out.push(this.from[e]!);
+    return sortSmall(out.reverse());
   }
 
   /** The stream id of node `id`, or null. */
@@ -227,68 +256,66 @@ export class GraphStore {
     return s < 0 ? null : (this.streamIds[s]! as StreamId);
   }
 
-  /** Builds the record of node `id` (a fresh object each call). */
+  /**
+   * Builds the record of node `id` (a fresh object each call). Each kind's literal lists its
+   * fields in one fixed order, so records of one kind share a shape (fast to build and to read).
+   */
   readNode(id: number): GraphNode {
-    const kind = this.kind[id]!;
-    const base = {
-      id: id as NodeId,
-      kind: NODE_KINDS[kind]!,
-      name: this.strings[this.name[id]!]!,
-      stream: this.streamOf(id),
-      cost: this.costOf(id),
-    };
-    const p = id * PARAM_STRIDE;
     const q = this.param;
-    switch (kind) {
+    const p = id * PARAM_STRIDE;
+    const nid = id as NodeId;
+    const name = this.strings[this.name[id]!]!;
+    const stream = this.streamOf(id);
+    const cost = this.cost === null ? 1 : this.cost[id]!;
+    switch (this.kind[id]) {
       case KIND_KERNEL:
         return {
-          ...base,
+          id: nid,
           kind: 'kernel',
+          name,
+          stream,
+          cost,
           functionName: this.strings[this.text[id]!]!,
           grid: [q[p]!, q[p + 1]!, q[p + 2]!] as Dim3,
           block: [q[p + 3]!, q[p + 4]!, q[p + 5]!] as Dim3,
           sharedMem: q[p + 6]!,
         };
       case KIND_MEMCPY:
-        return { ...base, kind: 'memcpy', dir: decodeMemcpyDir(q[p]!, q[p + 1]!, q[p + 2]!), sizeBytes: this.size[id]! };
+        return { id: nid, kind: 'memcpy', name, stream, cost, dir: decodeMemcpyDir(q[p]!, q[p + 1]!, q[p + 2]!), sizeBytes: this.sizeOf(id) };
       case KIND_MEMSET:
-        return {
-          ...base,
-          kind: 'memset',
-          sizeBytes: this.size[id]!,
-          value: q[p]!,
-          elementSize: q[p + 1]! as 1 | 2 | 4,
-        };
+        return { id: nid, kind: 'memset', name, stream, cost, sizeBytes: this.sizeOf(id), value: q[p]!, elementSize: q[p + 1]! as 1 | 2 | 4 };
       case KIND_HOST:
-        return { ...base, kind: 'hostCallback', label: this.strings[this.text[id]!]! };
+        return { id: nid, kind: 'hostCallback', name, stream, cost, label: this.strings[this.text[id]!]! };
       case KIND_EMPTY:
       default:
-        return { ...base, kind: 'empty' };
+        return { id: nid, kind: 'empty', name, stream, cost };
     }
   }
 
   /**
-   * Cuts every array to its used length. A finished capture is read far more than it grows, and
-   * doubling leaves up to half of each array unused.
+   * Cuts the arrays to their used length when more than an eighth of them is unused. A finished
+   * capture is read far more than it grows, and doubling can leave half of each array unused.
    */
   shrinkToFit(): void {
     const n = Math.max(this.n, 1);
-    const m = Math.max(this.m, 1);
-    this.kind = this.kind.slice(0, n);
-    this.slot = this.slot.slice(0, n);
-    this.name = this.name.slice(0, n);
-    this.text = this.text.slice(0, n);
-    this.param = this.param.slice(0, n * PARAM_STRIDE);
-    this.size = this.size.slice(0, n);
-    if (this.cost) this.cost = this.cost.slice(0, n);
-    this.firstOut = this.firstOut.slice(0, n);
-    this.lastOut = this.lastOut.slice(0, n);
-    this.firstIn = this.firstIn.slice(0, n);
-    this.ord = this.ord.slice(0, n);
-    this.from = this.from.slice(0, m);
-    this.to = this.to.slice(0, m);
-    this.nextOut = this.nextOut.slice(0, m);
-    this.nextIn = this.nextIn.slice(0, m);
+    const e = this.m + 1;
+    if (this.kind.length - n > this.kind.length / 8) {
+      this.kind = this.kind.slice(0, n);
+      this.slot = this.slot.slice(0, n);
+      this.name = this.name.slice(0, n);
+      this.text = this.text.slice(0, n);
+      this.param = this.param.slice(0, n * PARAM_STRIDE);
+      if (this.cost) this.cost = this.cost.slice(0, n);
+      this.firstOut = this.firstOut.slice(0, n);
+      this.firstIn = this.firstIn.slice(0, n);
+      if (this.ord) this.ord = this.ord.slice(0, n);
+    }
+    if (this.from.length - e > this.from.length / 8) {
+      this.from = this.from.slice(0, e);
+      this.to = this.to.slice(0, e);
+      this.nextOut = this.nextOut.slice(0, e);
+      this.nextIn = this.nextIn.slice(0, e);
+    }
   }
 }
 

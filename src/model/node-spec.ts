@@ -1,5 +1,5 @@
 /**
- * Checks a node spec (from `addNode`, or a node of a JSON document) and writes it into a store.
+ * Checks a node spec (from 'addNode', or a node of a JSON document) and writes it into a store.
  * One checker serves both, so a JSON file accepts exactly what `addNode` accepts.
  */
 import { InvalidArgumentError } from '../errors/base.js';
@@ -36,8 +36,11 @@ const KEYS: Record<string, readonly string[]> = {
   hostCallback: [...COMMON, 'label'],
   empty: COMMON,
 };
+const GRID_MAX = [GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX];
+const BLOCK_MAX = [BLOCK_XY_MAX, BLOCK_XY_MAX, BLOCK_Z_MAX];
+const KEY_SETS = new Map(Object.entries(KEYS).map(([k, v]) => [k, new Set(v)]));
 
-/** Reads a dimension (`n`, [x], [x, y] or [x, y, z]) into out[at..at+2], checking each against `max`. */
+/** Reads a dimension ('n', [x], [x, y] or [x, y, z]) into out[at..at+2], checking each against `max`. */
 function readDim(op: string, name: string, value: unknown, max: readonly number[], out: number[], at: number): void {
   if (typeof value === 'number') {
     out[at] = requireInt(op, name, value, 1, max[0]!);
@@ -49,7 +52,9 @@ function readDim(op: string, name: string, value: unknown, max: readonly number[
     throw new InvalidArgumentError(op, name, `${name} must be a positive integer or an array [x], [x, y] or [x, y, z], got ${describe(value)}`);
   }
   for (let i = 0; i < 3; i++) {
-    out[at + i] = i < value.length ? requireInt(op, `${name}[${i}]`, value[i], 1, max[i]!) : 1;
+    const x: unknown = i < value.length ? value[i] : 1;
+    // The element's name is built only when it is refused.
+    out[at + i] = typeof x === 'number' && Number.isInteger(x) && x >= 1 && x <= max[i]! ? x : requireInt(op, `${name}[${i}]`, x, 1, max[i]!);
   }
 }
 
@@ -69,30 +74,42 @@ const scratch = { params: [0, 0, 0, 0, 0, 0, 0], dir: [0, 0] };
 
 /**
  * Checks `spec` completely, then appends it to `store` and returns the new id. On a refusal it
- * throws `InvalidArgumentError` (op `op`, parameter `${prefix}field`) before touching the store.
- * `extraKeys` lists keys allowed besides the spec's own (`id` in JSON documents).
+ * throws `InvalidArgumentError` (op 'op', parameter 'field') before touching the store.
+ * `extraKey` is a key allowed besides the spec's own (`id` in JSON documents).
  */
 export function appendNodeSpec(
   store: GraphStore,
   op: string,
   prefix: string,
   spec: unknown,
-  extraKeys: readonly string[] = [],
+  extraKey: string | null = null,
 ): number {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
     const whole = prefix.endsWith('.') ? prefix.slice(0, -1) : prefix;
     throw new InvalidArgumentError(op, whole, `${whole} must be an object, got ${describe(spec)}`);
   }
-  const s = spec as Record<string, unknown>;
-  const kindName = requireOneOf(op, `${prefix}kind`, s.kind, NODE_KINDS);
-  const known = KEYS[kindName]!;
-  for (const key of Object.keys(s)) {
-    if (!known.includes(key) && !extraKeys.includes(key)) {
-      throw new InvalidArgumentError(op, `${prefix}${key}`, `${prefix}${key} is not a field of a '${kindName}' node (known: ${known.join(', ')})`);
+  try {
+    return appendChecked(store, op, spec as Record<string, unknown>, extraKey);
+  } catch (e) {
+    // Field names are prefixed only on failure: building `nodes[i].grid` strings for every field
+    // of every node would dominate the cost of reading a large document.
+    if (e instanceof InvalidArgumentError) {
+      throw new InvalidArgumentError(op, prefix + e.parameter, prefix + e.message.slice(op.length + 2));
+    }
+    throw e;
+  }
+}
+
+function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>, extraKey: string | null): number {
+  const kindName = requireOneOf(op, 'kind', s.kind, NODE_KINDS);
+  const known = KEY_SETS.get(kindName)!;
+  for (const key in s) {
+    if (!known.has(key) && key !== extraKey) {
+      throw new InvalidArgumentError(op, key, `${key} is not a field of a '${kindName}' node (known: ${KEYS[kindName]!.join(', ')})`);
     }
   }
-  const stream = s.stream === undefined || s.stream === null ? null : requireU32(op, `${prefix}stream`, s.stream);
-  const cost = s.cost === undefined ? 1 : requireNonNegativeFinite(op, `${prefix}cost`, s.cost);
+  const stream = s.stream === undefined || s.stream === null ? null : requireU32(op, 'stream', s.stream);
+  const cost = s.cost === undefined ? 1 : requireNonNegativeFinite(op, 'cost', s.cost);
   const p = scratch.params;
   p.fill(0);
   let kind: number;
@@ -102,48 +119,48 @@ export function appendNodeSpec(
   switch (kindName) {
     case 'kernel': {
       kind = KIND_KERNEL;
-      text = requireName(op, `${prefix}functionName`, s.functionName);
+      text = requireName(op, 'functionName', s.functionName);
       defaultName = text;
-      readDim(op, `${prefix}grid`, s.grid, [GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX], p, 0);
-      readDim(op, `${prefix}block`, s.block, [BLOCK_XY_MAX, BLOCK_XY_MAX, BLOCK_Z_MAX], p, 3);
-      checkBlockThreads(op, `${prefix}block`, p[3]!, p[4]!, p[5]!);
-      p[6] = s.sharedMem === undefined ? 0 : requireU32(op, `${prefix}sharedMem`, s.sharedMem);
+      readDim(op, 'grid', s.grid, GRID_MAX, p, 0);
+      readDim(op, 'block', s.block, BLOCK_MAX, p, 3);
+      checkBlockThreads(op, 'block', p[3]!, p[4]!, p[5]!);
+      p[6] = s.sharedMem === undefined ? 0 : requireU32(op, 'sharedMem', s.sharedMem);
       break;
     }
     case 'memcpy': {
       kind = KIND_MEMCPY;
-      p[0] = encodeMemcpyDir(op, `${prefix}dir`, s.dir, scratch.dir);
+      p[0] = encodeMemcpyDir(op, 'dir', s.dir, scratch.dir);
       p[1] = scratch.dir[0]!;
       p[2] = scratch.dir[1]!;
-      size = requireSize(op, `${prefix}sizeBytes`, s.sizeBytes);
+      size = requireSize(op, 'sizeBytes', s.sizeBytes);
       break;
     }
     case 'memset': {
       kind = KIND_MEMSET;
-      const elementSize = s.elementSize === undefined ? 1 : requireOneOfNumber(op, `${prefix}elementSize`, s.elementSize, [1, 2, 4]);
-      size = requireSize(op, `${prefix}sizeBytes`, s.sizeBytes);
+      const elementSize = s.elementSize === undefined ? 1 : requireOneOfNumber(op, 'elementSize', s.elementSize, [1, 2, 4]);
+      size = requireSize(op, 'sizeBytes', s.sizeBytes);
       if (size % elementSize !== 0) {
-        throw new InvalidArgumentError(op, `${prefix}sizeBytes`, `${prefix}sizeBytes (${size}) must be a multiple of elementSize (${elementSize})`);
+        throw new InvalidArgumentError(op, 'sizeBytes', `sizeBytes (${size}) must be a multiple of elementSize (${elementSize})`);
       }
-      p[0] = requireInt(op, `${prefix}value`, s.value, 0, 2 ** (8 * elementSize) - 1);
+      p[0] = requireInt(op, 'value', s.value, 0, 2 ** (8 * elementSize) - 1);
       p[1] = elementSize;
       break;
     }
     case 'hostCallback': {
       kind = KIND_HOST;
-      text = requireName(op, `${prefix}label`, s.label);
+      text = requireName(op, 'label', s.label);
       defaultName = text;
       break;
     }
     default:
       kind = KIND_EMPTY;
   }
-  const name = s.name === undefined ? defaultName : requireName(op, `${prefix}name`, s.name);
+  const name = s.name === undefined ? defaultName : requireName(op, 'name', s.name);
 
   // Everything is checked: from here on nothing throws.
   const id = store.appendNode(kind, stream === null ? -1 : store.streamSlot(stream), store.intern(name));
   store.param.set(p, id * PARAM_STRIDE);
-  store.size[id] = size;
+  if (kind === KIND_MEMCPY || kind === KIND_MEMSET) store.setSize(id, size);
   store.text[id] = text === null ? 0 : store.intern(text);
   store.setCost(id, cost);
   return id;

@@ -22,6 +22,7 @@
  * between a's and b's can be on a path from a to b).
  */
 import type { GraphStore } from './graph-store.js';
+import { nodesByOrd } from './schedule.js';
 
 const UNREACHED = 0xffff_ffff;
 const MAX_ENTRIES = 1 << 24;
@@ -30,7 +31,8 @@ const ALWAYS_OK_CHAINS = 32;
 export class ReachabilityIndex {
   /** Number of chains in the cover. */
   readonly chains: number;
-  private readonly ord: Uint32Array;
+  /** The store's numbering when built (null: ord[i] = i). */
+  private readonly ord: Uint32Array | null;
   private readonly chainOf: Uint32Array | null;
   private readonly posOf: Uint32Array | null;
   private readonly reach: Uint32Array | null;
@@ -56,10 +58,7 @@ export class ReachabilityIndex {
   /** Builds the index for `store` as it is now (the caller rebuilds after any change). */
   static build(store: GraphStore): ReachabilityIndex {
     const n = store.n;
-    const ord = store.ord;
-    // byOrd: nodes in topological order.
-    const byOrd = new Uint32Array(n);
-    for (let v = 0; v < n; v++) byOrd[ord[v]!] = v;
+    const byOrd = nodesByOrd(store);
 
     const chainOf = new Uint32Array(n);
     const posOf = new Uint32Array(n);
@@ -74,7 +73,7 @@ export class ReachabilityIndex {
         const sc = streamChain[s]!;
         if (sc >= 0 && store.hasEdge(chainTail[sc]!, v)) c = sc;
       } else {
-        for (let e = store.firstIn[v]!; e >= 0; e = store.nextIn[e]!) {
+        for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn[e]!) {
           const p = store.from[e]!;
           const pc = chainOf[p]!;
           if (chainStreamless[pc] && chainTail[pc] === p) {
@@ -102,7 +101,7 @@ export class ReachabilityIndex {
     for (let i = n - 1; i >= 0; i--) {
       const v = byOrd[i]!;
       const row = v * k;
-      for (let e = store.firstOut[v]!; e >= 0; e = store.nextOut[e]!) {
+      for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) {
         const srow = store.to[e]! * k;
         for (let c = 0; c < k; c++) {
           const r = reach[srow + c]!;
@@ -117,7 +116,8 @@ export class ReachabilityIndex {
   /** True if there is a path a → b (a === b included). Ids must exist. */
   reachable(a: number, b: number): boolean {
     if (a === b) return true;
-    if (this.ord[a]! > this.ord[b]!) return false;
+    const ord = this.ord;
+    if (ord === null ? a > b : ord[a]! > ord[b]!) return false;
     if (this.reach !== null) return this.reach[a * this.chains + this.chainOf![b]!]! <= this.posOf![b]!;
     return this.search(a, b);
   }
@@ -125,21 +125,21 @@ export class ReachabilityIndex {
   private search(a: number, b: number): boolean {
     const store = this.store;
     const ord = this.ord;
+    const limit = ord === null ? b : ord[b]!;
     if (this.mark === null || this.stamp === 0xffff_ffff) {
       this.mark = new Uint32Array(store.n);
       this.stamp = 0;
     }
     const mark = this.mark;
     const stamp = ++this.stamp;
-    const limit = ord[b]!;
     const stack = [a];
     mark[a] = stamp;
     while (stack.length > 0) {
       const w = stack.pop()!;
-      for (let e = store.firstOut[w]!; e >= 0; e = store.nextOut[e]!) {
+      for (let e = store.firstOut[w]!; e !== 0; e = store.nextOut[e]!) {
         const x = store.to[e]!;
         if (x === b) return true;
-        if (mark[x] !== stamp && ord[x]! < limit) {
+        if (mark[x] !== stamp && (ord === null ? x : ord[x]!) < limit) {
           mark[x] = stamp;
           stack.push(x);
         }

@@ -7,7 +7,9 @@ import type { GraphStore } from './graph-store.js';
 /** Nodes in `ord` order: some topological order, cheap to get (the store keeps `ord` valid). */
 export function nodesByOrd(store: GraphStore): Uint32Array {
   const byOrd = new Uint32Array(store.n);
-  for (let v = 0; v < store.n; v++) byOrd[store.ord[v]!] = v;
+  const ord = store.ord;
+  if (ord === null) for (let v = 0; v < store.n; v++) byOrd[v] = v;
+  else for (let v = 0; v < store.n; v++) byOrd[ord[v]!] = v;
   return byOrd;
 }
 
@@ -19,7 +21,7 @@ export function nodesByOrd(store: GraphStore): Uint32Array {
 export function kahnOrder(store: GraphStore): Uint32Array {
   const n = store.n;
   const indeg = new Uint32Array(n);
-  for (let e = 0; e < store.m; e++) indeg[store.to[e]!]!++;
+  for (let e = 1; e <= store.m; e++) indeg[store.to[e]!]!++;
   const queue = new Uint32Array(n);
   let tail = 0;
   for (let v = 0; v < n; v++) if (indeg[v] === 0) queue[tail++] = v;
@@ -27,15 +29,17 @@ export function kahnOrder(store: GraphStore): Uint32Array {
   for (let head = 0; head < tail; head++) {
     const u = queue[head]!;
     scratch.length = 0;
-    let sorted = true;
+    let descending = true;
     let prev = -1;
-    for (let e = store.firstOut[u]!; e >= 0; e = store.nextOut[e]!) {
+    // Out-lists prepend, so a capture's lists come newest first: read them backwards.
+    for (let e = store.firstOut[u]!; e !== 0; e = store.nextOut[e]!) {
       const x = store.to[e]!;
-      if (x < prev) sorted = false;
+      if (prev >= 0 && x > prev) descending = false;
       prev = x;
       scratch.push(x);
     }
-    if (!sorted) scratch.sort((a, b) => a - b);
+    if (descending) scratch.reverse();
+    else scratch.sort((a, b) => a - b);
     for (let i = 0; i < scratch.length; i++) {
       const x = scratch[i]!;
       if (--indeg[x]! === 0) queue[tail++] = x;
@@ -50,7 +54,7 @@ export function nodeLevels(store: GraphStore, byOrd: Uint32Array): Uint32Array {
   for (let i = 0; i < byOrd.length; i++) {
     const v = byOrd[i]!;
     const next = level[v]! + 1;
-    for (let e = store.firstOut[v]!; e >= 0; e = store.nextOut[e]!) {
+    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) {
       const x = store.to[e]!;
       if (level[x]! < next) level[x] = next;
     }
@@ -82,7 +86,7 @@ export function longestPath(store: GraphStore, byOrd: Uint32Array, cost: Float64
     const v = byOrd[i]!;
     let d = 0;
     let from = -1;
-    for (let e = store.firstIn[v]!; e >= 0; e = store.nextIn[e]!) {
+    for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn[e]!) {
       const p = store.from[e]!;
       const dp = dist[p]!;
       if (from < 0 || dp > d || (dp === d && p < from)) {

@@ -79,8 +79,8 @@ export class StreamCapture {
   status(stream: StreamId): CaptureStatus {
     const OP = 'StreamCapture.status';
     this.#open(OP);
-    const slot = this.#store.slotOf.get(requireU32(OP, 'stream', stream));
-    return STATUS_NAMES[slot === undefined ? NONE : (this.#status[slot] as 0 | 1 | 2)];
+    const slot = this.#store.findSlot(requireU32(OP, 'stream', stream));
+    return STATUS_NAMES[slot < 0 ? NONE : (this.#status[slot] as 0 | 1 | 2)];
   }
 
   /** True while any stream of the session is `Active`. @throws GraphError `CAPTURE_SESSION_ENDED`. */
@@ -104,8 +104,8 @@ export class StreamCapture {
     const OP = 'StreamCapture.beginCapture';
     this.#open(OP);
     const s = requireU32(OP, 'stream', stream);
-    const known = this.#store.slotOf.get(s);
-    if (known !== undefined && this.#status[known] === ACTIVE) {
+    const known = this.#store.findSlot(s);
+    if (known >= 0 && this.#status[known] === ACTIVE) {
       throw new GraphError('Internal', GraphErrorCode.CaptureAlreadyActive, `${OP}: stream ${s} is already capturing`);
     }
     const slot = this.#store.streamSlot(s);
@@ -166,7 +166,7 @@ export class StreamCapture {
     store.param[p] = code;
     store.param[p + 1] = devices[0]!;
     store.param[p + 2] = devices[1]!;
-    store.size[id] = sizeBytes;
+    store.setSize(id, sizeBytes);
     this.#wire(slot, id);
     return id as NodeId;
   }
@@ -187,7 +187,7 @@ export class StreamCapture {
     const p = id * PARAM_STRIDE;
     store.param[p] = value;
     store.param[p + 1] = 1;
-    store.size[id] = sizeBytes;
+    store.setSize(id, sizeBytes);
     this.#wire(slot, id);
     return id as NodeId;
   }
@@ -261,8 +261,8 @@ export class StreamCapture {
     const OP = 'StreamCapture.unjoinedStreams';
     this.#open(OP);
     const o = requireU32(OP, 'stream', origin);
-    const slot = this.#store.slotOf.get(o);
-    if (slot === undefined || this.#status[slot] === NONE) {
+    const slot = this.#store.findSlot(o);
+    if (slot < 0 || this.#status[slot] === NONE) {
       throw new GraphError('Internal', GraphErrorCode.CaptureNotActive, `${OP}: stream ${o} is not capturing`);
     }
     return this.#unjoined(slot);
@@ -282,8 +282,8 @@ export class StreamCapture {
     const s = requireU32(OP, 'stream', stream);
     const o = requireOptions<EndCaptureOptions>(OP, options, ['requireJoined']);
     const requireJoined = o.requireJoined === undefined ? false : requireBoolean(OP, 'requireJoined', o.requireJoined);
-    const slot = this.#store.slotOf.get(s);
-    if (slot === undefined || this.#status[slot] === NONE) {
+    const slot = this.#store.findSlot(s);
+    if (slot < 0 || this.#status[slot] === NONE) {
       throw new GraphError('Internal', GraphErrorCode.CaptureNotActive, `${OP}: stream ${s} is not capturing`);
     }
     if (this.#poisonedBy !== null) {
@@ -340,9 +340,9 @@ export class StreamCapture {
   #active(op: string, stream: unknown): number {
     this.#open(op);
     requireU32(op, 'stream', stream);
-    const slot = this.#store.slotOf.get(stream as number);
-    const status = slot === undefined ? NONE : this.#status[slot]!;
-    if (status === ACTIVE) return slot!;
+    const slot = this.#store.findSlot(stream as number);
+    const status = slot < 0 ? NONE : this.#status[slot]!;
+    if (status === ACTIVE) return slot;
     if (status === INVALIDATED) {
       throw new GraphError(
         'Internal',
@@ -378,7 +378,7 @@ export class StreamCapture {
     for (const v of stack) seen[v] = 1;
     while (stack.length > 0) {
       const v = stack.pop()!;
-      for (let e = store.firstIn[v]!; e >= 0; e = store.nextIn[e]!) {
+      for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn[e]!) {
         const p = store.from[e]!;
         if (!seen[p]) {
           seen[p] = 1;
