@@ -303,7 +303,7 @@ export class ComputeGraph {
   /**
    * The longest path by cost: the least time the graph needs with unlimited parallelism. Costs
    * are the nodes' `cost` (default 1, so by default the path with the most nodes), or what
-   * `costOf(node)` returns. Ties go to smaller ids.
+   * `costOf(node)` returns. The path runs from a source to a sink; ties go to smaller ids.
    * @throws GraphError `EmptyGraph` when the graph has no nodes; InvalidArgumentError when
    *   `costOf` returns anything but a finite number ≥ 0.
    * @example

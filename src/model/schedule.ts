@@ -74,7 +74,8 @@ export function groupLevels(level: Uint32Array): number[][] {
 }
 
 /**
- * The longest path by cost: dist[v] = cost[v] + max over predecessors of dist[p]. Ties go to the
+ * The longest path by cost: dist[v] = cost[v] + max over predecessors of dist[p]. The path runs
+ * from a source to a sink (costs are ≥ 0, so any longest path extends to one); ties go to the
  * smaller id, so the answer is deterministic.
  */
 export function longestPath(store: GraphStore, byOrd: Uint32Array, cost: Float64Array): { cost: number; nodes: number[] } {
@@ -96,7 +97,7 @@ export function longestPath(store: GraphStore, byOrd: Uint32Array, cost: Float64
     }
     dist[v] = d + cost[v]!;
     via[v] = from;
-    if (best < 0 || dist[v]! > dist[best]! || (dist[v] === dist[best] && v < best)) best = v;
+    if (store.firstOut[v] === 0 && (best < 0 || dist[v]! > dist[best]! || (dist[v] === dist[best] && v < best))) best = v;
   }
   const nodes: number[] = [];
   for (let v = best; v >= 0; v = via[v]!) nodes.push(v);
