@@ -28,9 +28,9 @@ const STREAM_COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '
 const HIGHLIGHT = '#d62728';
 
 /**
- * Quotes `s` as a DOT string. Backslash and quote are escaped; so is a backslash sequence such
- * as `\N` that Graphviz would otherwise expand inside a label. Line breaks become `\n`; other
- * control characters become spaces.
+ * Quotes `s` as a DOT label string. Quotes are escaped; every backslash is doubled, so a name
+ * such as `C:\N` is drawn as written instead of Graphviz expanding `\N` to the node's id. Line
+ * breaks become `\n`; other control characters become spaces.
  */
 export function dotString(s: string): string {
   let out = '"';

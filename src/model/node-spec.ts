@@ -105,7 +105,7 @@ function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>
   const known = KEY_SETS.get(kindName)!;
   for (const key in s) {
     if (!known.has(key) && key !== extraKey) {
-      throw new InvalidArgumentError(op, key, `${key} is not a field of a '${kindName}' node (known: ${KEYS[kindName]!.join(', ')})`);
+      throw new InvalidArgumentError(op, key, `${key} is not a field of '${kindName}' nodes (known: ${KEYS[kindName]!.join(', ')})`);
     }
   }
   const stream = s.stream === undefined || s.stream === null ? null : requireU32(op, 'stream', s.stream);
