@@ -85,7 +85,7 @@ export function describeWork(node: GraphNode): string {
 
 export function renderDot(store: GraphStore, options: DotOptions): string {
   const lines: string[] = ['digraph ComputeGraph {'];
-  lines.push('  graph [rankdir=TB, fontname="Helvetica", fontsize=12, labeljust=l];');
+  lines.push('  graph [rankdir=TB, fontname="Helvetica", fontsize=12];');
   lines.push('  node [fontname="Helvetica", fontsize=10, style=filled, penwidth=1.2];');
   lines.push('  edge [color="#555555", arrowsize=0.7];');
   if (options.title !== undefined) lines.push(`  label=${dotString(options.title)}; labelloc=t;`);
@@ -123,7 +123,7 @@ export function renderDot(store: GraphStore, options: DotOptions): string {
     const colour = STREAM_COLOURS[colourIndex++ % STREAM_COLOURS.length]!;
     const id = store.streamIds[s]!;
     lines.push(`  subgraph cluster_s${id} {`);
-    lines.push(`    label=${dotString(`stream ${id}`)}; style="rounded,dashed"; color="${colour}"; fontcolor="${colour}";`);
+    lines.push(`    label=${dotString(`stream ${id}`)}; labeljust=l; style="rounded,dashed"; color="${colour}"; fontcolor="${colour}";`);
     for (const v of members) lines.push(nodeLine(v, '    ', colour));
     lines.push('  }');
   }
