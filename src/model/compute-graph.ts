@@ -10,7 +10,7 @@ import { GraphErrorCode } from './error-codes.js';
 import { GraphStore } from './graph-store.js';
 import { DynamicOrder } from './dynamic-order.js';
 import { ReachabilityIndex } from './reachability.js';
-import { groupLevels, kahnOrder, longestPath, nodeLevels, nodesByOrd } from './schedule.js';
+import { groupLevels, kahnOrder, longestPath, nodeLevels, nodesByOrd, toIdArray } from './schedule.js';
 import { renderDot, type DotOptions } from './dot.js';
 import { appendNodeSpec } from './node-spec.js';
 import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
@@ -271,7 +271,7 @@ export class ComputeGraph {
   topologicalOrder(): NodeId[] {
     const cache = this.#nonEmpty('ComputeGraph.topologicalOrder');
     cache.order ??= kahnOrder(this.#store);
-    return Array.from(cache.order) as NodeId[];
+    return toIdArray(cache.order) as NodeId[];
   }
 
   /**

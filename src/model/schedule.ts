@@ -20,22 +20,29 @@ export function nodesByOrd(store: GraphStore): Uint32Array {
  */
 export function kahnOrder(store: GraphStore): Uint32Array {
   const n = store.n;
+  const { firstOut, nextOut, to } = store;
   const indeg = new Uint32Array(n);
-  for (let e = 1; e <= store.m; e++) indeg[store.to[e]!]!++;
+  for (let e = 1; e <= store.m; e++) indeg[to[e]!]!++;
   const queue = new Uint32Array(n);
   let tail = 0;
   for (let v = 0; v < n; v++) if (indeg[v] === 0) queue[tail++] = v;
   const scratch: number[] = [];
   for (let head = 0; head < tail; head++) {
     const u = queue[head]!;
+    const first = firstOut[u]!;
+    if (first === 0) continue;
+    if (nextOut[first] === 0) {
+      // One successor: the common case in a capture, no sorting needed.
+      const x = to[first]!;
+      if (--indeg[x]! === 0) queue[tail++] = x;
+      continue;
+    }
+    // Out-lists prepend, so a capture's lists come newest first: read them backwards.
     scratch.length = 0;
     let descending = true;
-    let prev = -1;
-    // Out-lists prepend, so a capture's lists come newest first: read them backwards.
-    for (let e = store.firstOut[u]!; e !== 0; e = store.nextOut[e]!) {
-      const x = store.to[e]!;
-      if (prev >= 0 && x > prev) descending = false;
-      prev = x;
+    for (let e = first; e !== 0; e = nextOut[e]!) {
+      const x = to[e]!;
+      if (scratch.length > 0 && x > scratch[scratch.length - 1]!) descending = false;
       scratch.push(x);
     }
     if (descending) scratch.reverse();
@@ -46,6 +53,13 @@ export function kahnOrder(store: GraphStore): Uint32Array {
     }
   }
   return queue;
+}
+
+/** A plain array copy of `ids` (faster than Array.from for large typed arrays). */
+export function toIdArray(ids: Uint32Array): number[] {
+  const out: number[] = new Array<number>(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = ids[i]!;
+  return out;
 }
 
 /** level[v]: the number of edges on the longest path from any source to v (sources are level 0). */
