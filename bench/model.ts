@@ -7,8 +7,8 @@
  * `topologicalOrder`, `toJSON` and `fromJSON`.
  *
  * The floor: a loop over the same program that writes the same fields (kind, stream, name index,
- * launch parameters, size, the same-stream and event edges) into preallocated typed arrays, with no
- * checks, no interning and no adjacency lists. Every figure is reported as a ratio to it.
+ * numBlocks/threadsPerBlock/sharedMem, direction, size, value, the same-stream and event edges)
+ * into preallocated typed arrays, with no checks, no interning and no adjacency lists. Every figure is reported as a ratio to it.
  *
  * The program is generated before timing (a seeded PRNG), so the timings measure only the model.
  * Each timed step runs REPS times (record and floor interleaved) and the median is reported; the
@@ -100,7 +100,7 @@ function record(): ComputeGraph {
 const fKind = new Uint8Array(N);
 const fStream = new Uint32Array(N);
 const fName = new Uint32Array(N);
-const fParam = new Uint32Array(N * 7);
+const fParam = new Uint32Array(N * 4);
 const fSize = new Float64Array(N);
 const fFrom = new Uint32Array(2 * N);
 const fTo = new Uint32Array(2 * N);
@@ -124,20 +124,16 @@ function floor(): number {
     fKind[i] = k;
     fStream[i] = s;
     fName[i] = opName[i]!;
-    const p = i * 7;
+    const p = i * 4;
     if (k === 0) {
-      fParam[p] = 128;
-      fParam[p + 1] = 1;
-      fParam[p + 2] = 1;
-      fParam[p + 3] = 256;
-      fParam[p + 4] = 1;
-      fParam[p + 5] = 1;
-      fParam[p + 6] = 0;
+      fParam[p] = 128; // numBlocks
+      fParam[p + 1] = 256; // threadsPerBlock
+      fParam[p + 2] = 0; // sharedMem
     } else if (k === 1) {
-      fParam[p] = 2;
+      fParam[p] = 2; // direction
       fSize[i] = 1 << 20;
     } else if (k === 2) {
-      fParam[p + 1] = 1;
+      fParam[p] = 0; // value
       fSize[i] = 4096;
     }
     const parked = fParked[s]!;

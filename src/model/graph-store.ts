@@ -28,16 +28,24 @@ import {
   type Dim3,
   type GraphNode,
 } from './node.js';
-import { decodeMemcpyDir } from './memcpy-dir.js';
+import { decodeMemcpyDir, DIR_P2P, type MemcpyDir } from './memcpy-dir.js';
 import type { NodeId, StreamId } from './ids.js';
 
 /**
- * Number of uint32 parameter slots per node: a kernel's grid xyz, block xyz, sharedMem; a memcpy's
- * dir, srcDevice, dstDevice, size (low, high words); a memset's value, elementSize, size (low, high).
+ * Number of uint32 parameter slots per node, written by the `set*` methods:
+ *
+ * - kernel: grid x, block x, sharedMem, function name (interned);
+ * - memcpy: direction code, size (low word, high word);
+ * - memset: value, size (low word, high word), elementSize;
+ * - hostCallback: –, –, –, label (interned).
+ *
+ * Four slots, not the nine a full launch configuration takes: nearly every kernel is
+ * one-dimensional and nearly every copy is not peer-to-peer, so the rare y/z dimensions and peer
+ * devices live in small side maps, and a node costs 16 bytes of parameters instead of 36.
  */
-export const PARAM_STRIDE = 7;
-/** Where a memcpy/memset keeps its byte count (two uint32 words: a size may exceed 2^32). */
-export const SIZE_LO = 5;
+const PARAM_STRIDE = 4;
+const SIZE_LO = 1;
+const TEXT = 3;
 
 const INITIAL_NODES = 64;
 const INITIAL_EDGES = 64;
@@ -63,10 +71,12 @@ export class GraphStore {
   slot = new Int32Array(INITIAL_NODES);
   /** Interned display name. */
   name = new Uint32Array(INITIAL_NODES);
-  /** Interned kernel function name or host-callback label (unused for other kinds). */
-  text = new Uint32Array(INITIAL_NODES);
   /** PARAM_STRIDE slots per node (see PARAM_STRIDE). */
   param = new Uint32Array(INITIAL_NODES * PARAM_STRIDE);
+  /** A kernel's [grid y, grid z, block y, block z], for the kernels where one is not 1. */
+  dims = new Map<number, readonly number[]>();
+  /** A peer-to-peer copy's [srcDevice, dstDevice]. */
+  peers = new Map<number, readonly number[]>();
   /** Per-node cost; null while every cost is the default 1 (most graphs never set one). */
   cost: Float64Array | null = null;
   /** First edge of the out-list, 0 if none. */
@@ -129,7 +139,6 @@ export class GraphStore {
     this.kind = grown(this.kind, cap);
     this.slot = grown(this.slot, cap);
     this.name = grown(this.name, cap);
-    this.text = grown(this.text, cap);
     this.param = grown(this.param, cap * PARAM_STRIDE);
     if (this.cost) this.cost = grown(this.cost, cap).fill(1, this.n);
     this.firstOut = grown(this.firstOut, cap);
@@ -146,8 +155,8 @@ export class GraphStore {
   }
 
   /**
-   * Appends a node with no edges and returns its id. The caller then fills the kind's parameters
-   * (`param`, `text`) at index `id` (the arrays have room for it, and hold zeros there).
+   * Appends a node with no edges and returns its id. The caller then sets the kind's parameters
+   * with the matching `set*` method (the arrays have room for it, and hold zeros there).
    */
   appendNode(kind: number, slot: number, nameIndex: number): number {
     const id = this.n;
@@ -176,15 +185,49 @@ export class GraphStore {
     return this.cost === null ? 1 : this.cost[id]!;
   }
 
-  /** Stores the byte count of memcpy/memset node `id`. */
-  setSize(id: number, size: number): void {
+  /** Sets kernel `id`'s parameters for a one-dimensional launch (the capture's hot path). */
+  setKernel1D(id: number, functionName: number, gridX: number, blockX: number, sharedMem: number): void {
+    const p = id * PARAM_STRIDE;
+    const q = this.param;
+    q[p] = gridX;
+    q[p + 1] = blockX;
+    q[p + 2] = sharedMem;
+    q[p + TEXT] = functionName;
+  }
+
+  /** Sets kernel `id`'s parameters; grid and block are [x, y, z]. */
+  setKernel(id: number, functionName: number, grid: ArrayLike<number>, block: ArrayLike<number>, sharedMem: number): void {
+    this.setKernel1D(id, functionName, grid[0]!, block[0]!, sharedMem);
+    if (grid[1] !== 1 || grid[2] !== 1 || block[1] !== 1 || block[2] !== 1) this.dims.set(id, [grid[1]!, grid[2]!, block[1]!, block[2]!]);
+  }
+
+  /** Sets copy `id`'s parameters (`dir`: a storage code from memcpy-dir.ts). */
+  setMemcpy(id: number, dir: number, sizeBytes: number, srcDevice: number, dstDevice: number): void {
+    this.param[id * PARAM_STRIDE] = dir;
+    this.setSize(id, sizeBytes);
+    if (dir === DIR_P2P) this.peers.set(id, [srcDevice, dstDevice]);
+  }
+
+  /** Sets fill `id`'s parameters. */
+  setMemset(id: number, sizeBytes: number, value: number, elementSize: number): void {
+    const p = id * PARAM_STRIDE;
+    this.param[p] = value;
+    this.setSize(id, sizeBytes);
+    this.param[p + 3] = elementSize;
+  }
+
+  /** Sets host callback `id`'s label (interned). */
+  setHost(id: number, label: number): void {
+    this.param[id * PARAM_STRIDE + TEXT] = label;
+  }
+
+  private setSize(id: number, size: number): void {
     const p = id * PARAM_STRIDE + SIZE_LO;
     this.param[p] = size % TWO_32;
     this.param[p + 1] = Math.floor(size / TWO_32);
   }
 
-  /** The byte count of memcpy/memset node `id`. */
-  sizeOf(id: number): number {
+  private sizeOf(id: number): number {
     const p = id * PARAM_STRIDE + SIZE_LO;
     return this.param[p + 1]! * TWO_32 + this.param[p]!;
   }
@@ -268,28 +311,37 @@ export class GraphStore {
     const stream = this.streamOf(id);
     const cost = this.cost === null ? 1 : this.cost[id]!;
     switch (this.kind[id]) {
-      case KIND_KERNEL:
+      case KIND_KERNEL: {
+        const d = this.dims.get(id);
         return {
           id: nid,
           kind: 'kernel',
           name,
           stream,
           cost,
-          functionName: this.strings[this.text[id]!]!,
-          grid: [q[p]!, q[p + 1]!, q[p + 2]!] as Dim3,
-          block: [q[p + 3]!, q[p + 4]!, q[p + 5]!] as Dim3,
-          sharedMem: q[p + 6]!,
+          functionName: this.strings[q[p + TEXT]!]!,
+          grid: (d ? [q[p]!, d[0]!, d[1]!] : [q[p]!, 1, 1]) as Dim3,
+          block: (d ? [q[p + 1]!, d[2]!, d[3]!] : [q[p + 1]!, 1, 1]) as Dim3,
+          sharedMem: q[p + 2]!,
         };
+      }
       case KIND_MEMCPY:
-        return { id: nid, kind: 'memcpy', name, stream, cost, dir: decodeMemcpyDir(q[p]!, q[p + 1]!, q[p + 2]!), sizeBytes: this.sizeOf(id) };
+        return { id: nid, kind: 'memcpy', name, stream, cost, dir: this.dirOf(id), sizeBytes: this.sizeOf(id) };
       case KIND_MEMSET:
-        return { id: nid, kind: 'memset', name, stream, cost, sizeBytes: this.sizeOf(id), value: q[p]!, elementSize: q[p + 1]! as 1 | 2 | 4 };
+        return { id: nid, kind: 'memset', name, stream, cost, sizeBytes: this.sizeOf(id), value: q[p]!, elementSize: q[p + 3]! as 1 | 2 | 4 };
       case KIND_HOST:
-        return { id: nid, kind: 'hostCallback', name, stream, cost, label: this.strings[this.text[id]!]! };
+        return { id: nid, kind: 'hostCallback', name, stream, cost, label: this.strings[q[p + TEXT]!]! };
       case KIND_EMPTY:
       default:
         return { id: nid, kind: 'empty', name, stream, cost };
     }
+  }
+
+  private dirOf(id: number): MemcpyDir {
+    const code = this.param[id * PARAM_STRIDE]!;
+    if (code !== DIR_P2P) return decodeMemcpyDir(code, 0, 0);
+    const d = this.peers.get(id)!;
+    return decodeMemcpyDir(code, d[0]!, d[1]!);
   }
 
   /**
@@ -303,7 +355,6 @@ export class GraphStore {
       this.kind = this.kind.slice(0, n);
       this.slot = this.slot.slice(0, n);
       this.name = this.name.slice(0, n);
-      this.text = this.text.slice(0, n);
       this.param = this.param.slice(0, n * PARAM_STRIDE);
       if (this.cost) this.cost = this.cost.slice(0, n);
       this.firstOut = this.firstOut.slice(0, n);

@@ -26,7 +26,7 @@ import {
   KIND_MEMSET,
   NODE_KINDS,
 } from './node.js';
-import { PARAM_STRIDE, type GraphStore } from './graph-store.js';
+import type { GraphStore } from './graph-store.js';
 
 const COMMON = ['kind', 'name', 'stream', 'cost'];
 const KEYS: Record<string, readonly string[]> = {
@@ -70,7 +70,7 @@ export function checkBlockThreads(op: string, name: string, x: number, y: number
 }
 
 // Scratch space for a checked spec, so checking allocates nothing per node (fromJSON reads millions).
-const scratch = { params: [0, 0, 0, 0, 0, 0, 0], dir: [0, 0] };
+const scratch = { params: [0, 0, 0, 0, 0, 0], dir: [0, 0] };
 
 /**
  * Checks `spec` completely, then appends it to `store` and returns the new id. On a refusal it
@@ -111,10 +111,13 @@ function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>
   const stream = s.stream === undefined || s.stream === null ? null : requireU32(op, 'stream', s.stream);
   const cost = s.cost === undefined ? 1 : requireNonNegativeFinite(op, 'cost', s.cost);
   const p = scratch.params;
-  p.fill(0);
   let kind: number;
   let text: string | null = null;
   let size = 0;
+  let dir = 0;
+  let value = 0;
+  let elementSize = 1;
+  let sharedMem = 0;
   let defaultName: string = kindName;
   switch (kindName) {
     case 'kernel': {
@@ -124,26 +127,23 @@ function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>
       readDim(op, 'grid', s.grid, GRID_MAX, p, 0);
       readDim(op, 'block', s.block, BLOCK_MAX, p, 3);
       checkBlockThreads(op, 'block', p[3]!, p[4]!, p[5]!);
-      p[6] = s.sharedMem === undefined ? 0 : requireU32(op, 'sharedMem', s.sharedMem);
+      sharedMem = s.sharedMem === undefined ? 0 : requireU32(op, 'sharedMem', s.sharedMem);
       break;
     }
     case 'memcpy': {
       kind = KIND_MEMCPY;
-      p[0] = encodeMemcpyDir(op, 'dir', s.dir, scratch.dir);
-      p[1] = scratch.dir[0]!;
-      p[2] = scratch.dir[1]!;
+      dir = encodeMemcpyDir(op, 'dir', s.dir, scratch.dir);
       size = requireSize(op, 'sizeBytes', s.sizeBytes);
       break;
     }
     case 'memset': {
       kind = KIND_MEMSET;
-      const elementSize = s.elementSize === undefined ? 1 : requireOneOfNumber(op, 'elementSize', s.elementSize, [1, 2, 4]);
+      elementSize = s.elementSize === undefined ? 1 : requireOneOfNumber(op, 'elementSize', s.elementSize, [1, 2, 4]);
       size = requireSize(op, 'sizeBytes', s.sizeBytes);
       if (size % elementSize !== 0) {
         throw new InvalidArgumentError(op, 'sizeBytes', `sizeBytes (${size}) must be a multiple of elementSize (${elementSize})`);
       }
-      p[0] = requireInt(op, 'value', s.value, 0, 2 ** (8 * elementSize) - 1);
-      p[1] = elementSize;
+      value = requireInt(op, 'value', s.value, 0, 2 ** (8 * elementSize) - 1);
       break;
     }
     case 'hostCallback': {
@@ -159,9 +159,20 @@ function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>
 
   // Everything is checked: from here on nothing throws.
   const id = store.appendNode(kind, stream === null ? -1 : store.streamSlot(stream), store.intern(name));
-  store.param.set(p, id * PARAM_STRIDE);
-  if (kind === KIND_MEMCPY || kind === KIND_MEMSET) store.setSize(id, size);
-  store.text[id] = text === null ? 0 : store.intern(text);
+  switch (kind) {
+    case KIND_KERNEL:
+      store.setKernel(id, store.intern(text!), p.slice(0, 3), p.slice(3, 6), sharedMem);
+      break;
+    case KIND_MEMCPY:
+      store.setMemcpy(id, dir, size, scratch.dir[0]!, scratch.dir[1]!);
+      break;
+    case KIND_MEMSET:
+      store.setMemset(id, size, value, elementSize);
+      break;
+    case KIND_HOST:
+      store.setHost(id, store.intern(text!));
+      break;
+  }
   store.setCost(id, cost);
   return id;
 }

@@ -18,7 +18,7 @@ import { GraphError } from '../errors/graph-error.js';
 import { requireBoolean, requireInt, requireName, requireOptions, requireSize, requireU32 } from '../util/validate.js';
 import { CaptureStatus } from './capture-status.js';
 import { GraphErrorCode } from './error-codes.js';
-import { GraphStore, PARAM_STRIDE } from './graph-store.js';
+import { GraphStore } from './graph-store.js';
 import { graphFromStore, type ComputeGraph } from './compute-graph.js';
 import { encodeMemcpyDir, type MemcpyDir } from './memcpy-dir.js';
 import { BLOCK_THREADS_MAX, GRID_X_MAX, KIND_HOST, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET } from './node.js';
@@ -134,16 +134,7 @@ export class StreamCapture {
     const store = this.#store;
     const name = store.intern(functionName);
     const id = store.appendNode(KIND_KERNEL, slot, name);
-    store.text[id] = name;
-    const q = store.param;
-    const p = id * PARAM_STRIDE;
-    q[p] = numBlocks;
-    q[p + 1] = 1;
-    q[p + 2] = 1;
-    q[p + 3] = threadsPerBlock;
-    q[p + 4] = 1;
-    q[p + 5] = 1;
-    q[p + 6] = sharedMem;
+    store.setKernel1D(id, name, numBlocks, threadsPerBlock, sharedMem);
     this.#wire(slot, id);
     return id as NodeId;
   }
@@ -162,11 +153,7 @@ export class StreamCapture {
     requireSize(OP, 'sizeBytes', sizeBytes);
     const store = this.#store;
     const id = store.appendNode(KIND_MEMCPY, slot, store.intern(name));
-    const p = id * PARAM_STRIDE;
-    store.param[p] = code;
-    store.param[p + 1] = devices[0]!;
-    store.param[p + 2] = devices[1]!;
-    store.setSize(id, sizeBytes);
+    store.setMemcpy(id, code, sizeBytes, devices[0]!, devices[1]!);
     this.#wire(slot, id);
     return id as NodeId;
   }
@@ -184,10 +171,7 @@ export class StreamCapture {
     requireInt(OP, 'value', value, 0, 255);
     const store = this.#store;
     const id = store.appendNode(KIND_MEMSET, slot, store.intern(name));
-    const p = id * PARAM_STRIDE;
-    store.param[p] = value;
-    store.param[p + 1] = 1;
-    store.setSize(id, sizeBytes);
+    store.setMemset(id, sizeBytes, value, 1);
     this.#wire(slot, id);
     return id as NodeId;
   }
@@ -203,7 +187,7 @@ export class StreamCapture {
     const store = this.#store;
     const name = store.intern(label);
     const id = store.appendNode(KIND_HOST, slot, name);
-    store.text[id] = name;
+    store.setHost(id, name);
     this.#wire(slot, id);
     return id as NodeId;
   }
