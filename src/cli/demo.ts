@@ -10,6 +10,7 @@ import { DEMO_STREAMS, MLP, recordMlpForward } from './workload.js';
 import { formatSummary, summarize } from './summary.js';
 import { UsageError } from './usage-error.js';
 
+/** Options of `cudagraph demo`. */
 export interface DemoOptions {
   /** Folder for demo.dot and demo.json (created if missing). */
   out: string;
@@ -17,13 +18,19 @@ export interface DemoOptions {
   json: boolean;
 }
 
+/** Where the CLI writes: stdout and stderr, or a test's buffers. */
 export interface Output {
   out(text: string): void;
   err(text: string): void;
 }
 
+/** Why the demo runs on the CPU model (its first line says so). */
 export const CPU_MODE_REASON = 'this build has no GPU support yet (the driver layer comes with a later release)';
 
+/**
+ * Runs `cudagraph demo`: records the workload, writes demo.dot and demo.json under `options.out`,
+ * prints the summary. @throws UsageError when the files cannot be written.
+ */
 export function demo(options: DemoOptions, io: Output): void {
   const cap = new StreamCapture();
   recordMlpForward(cap);

@@ -18,6 +18,7 @@ export interface GraphSummary {
   criticalPath: { cost: number; nodes: { id: number; name: string }[] };
 }
 
+/** Counts, levels and the critical path of `graph` (zeros for an empty graph). */
 export function summarize(graph: ComputeGraph): GraphSummary {
   const nodes = graph.nodes();
   const byKind = Object.fromEntries(NODE_KINDS.map((k) => [k, 0])) as Record<NodeKind, number>;

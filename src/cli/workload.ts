@@ -16,6 +16,7 @@ import { CaptureEvent, StreamId, type NodeId } from '../model/ids.js';
 import { MemcpyDir } from '../model/memcpy-dir.js';
 import type { StreamCapture } from '../model/stream-capture.js';
 
+/** The MLP's shape: batch size and layer widths. */
 export const MLP = { batch: 64, inputs: 784, hidden: 256, outputs: 10 } as const;
 
 /** The streams the workload uses: main (the origin), A and B. */

@@ -83,6 +83,7 @@ export function describeWork(node: GraphNode): string {
   }
 }
 
+/** The DOT text of `store` (options already checked by `ComputeGraph.toDot`). */
 export function renderDot(store: GraphStore, options: DotOptions): string {
   const lines: string[] = ['digraph ComputeGraph {'];
   lines.push('  graph [rankdir=TB, fontname="Helvetica", fontsize=12];');

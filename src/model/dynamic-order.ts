@@ -15,8 +15,10 @@
  */
 import { type GraphStore } from './graph-store.js';
 
+/** What `DynamicOrder.addEdge` did: added the edge, found it already there, or refused a cycle. */
 export type AddEdgeResult = 'added' | 'duplicate' | 'cycle';
 
+/** Keeps a store's topological numbering valid as edges are added (one per `ComputeGraph`). */
 export class DynamicOrder {
   // Visit marks, allocated on the first edge that disagrees with the numbering.
   private mark: Uint32Array = new Uint32Array(0);

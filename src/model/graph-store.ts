@@ -57,6 +57,7 @@ function grown<T extends Uint8Array | Int32Array | Uint32Array | Float64Array>(a
   return b;
 }
 
+/** The columns of one graph (see the file comment). Internal: used by ComputeGraph and StreamCapture. */
 export class GraphStore {
   /** Number of nodes. */
   n = 0;

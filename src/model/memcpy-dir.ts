@@ -52,10 +52,13 @@ export function memcpyDirLabel(dir: MemcpyDir): string {
   }
 }
 
-// Storage codes: a direction is kept as a small number in the node columns (see graph-store.ts).
+/** Storage code of `HostToDevice` (a direction is a small number in the node columns, see graph-store.ts). */
 export const DIR_H2D = 0;
+/** Storage code of `DeviceToHost`. */
 export const DIR_D2H = 1;
+/** Storage code of `DeviceToDevice`. */
 export const DIR_D2D = 2;
+/** Storage code of a peer-to-peer copy (its devices are kept beside it). */
 export const DIR_P2P = 3;
 
 /**

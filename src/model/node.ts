@@ -22,11 +22,15 @@ export type NodeKind = 'kernel' | 'memcpy' | 'memset' | 'hostCallback' | 'empty'
 /** Every node kind, in the order of their storage codes. */
 export const NODE_KINDS: readonly NodeKind[] = ['kernel', 'memcpy', 'memset', 'hostCallback', 'empty'];
 
-// Storage codes (the index in NODE_KINDS), kept in a Uint8Array column.
+/** Storage code of `'kernel'` (a kind is its index in NODE_KINDS, kept in a Uint8Array column). */
 export const KIND_KERNEL = 0;
+/** Storage code of `'memcpy'`. */
 export const KIND_MEMCPY = 1;
+/** Storage code of `'memset'`. */
 export const KIND_MEMSET = 2;
+/** Storage code of `'hostCallback'`. */
 export const KIND_HOST = 3;
+/** Storage code of `'empty'`. */
 export const KIND_EMPTY = 4;
 
 /** A launch configuration dimension, [x, y, z]. */
@@ -141,9 +145,13 @@ export interface EmptyNodeSpec extends NodeSpecBase {
 /** What `ComputeGraph.addNode` takes. */
 export type NodeSpec = KernelNodeSpec | MemcpyNodeSpec | MemsetNodeSpec | HostCallbackNodeSpec | EmptyNodeSpec;
 
-// CUDA's launch limits (identical on every compute capability since 3.0).
+/** CUDA's largest grid x dimension (2^31 − 1; the launch limits are the same on every compute capability since 3.0). */
 export const GRID_X_MAX = 0x7fff_ffff;
+/** CUDA's largest grid y or z dimension. */
 export const GRID_YZ_MAX = 65535;
+/** CUDA's largest block x or y dimension. */
 export const BLOCK_XY_MAX = 1024;
+/** CUDA's largest block z dimension. */
 export const BLOCK_Z_MAX = 64;
+/** CUDA's most threads per block (x·y·z). */
 export const BLOCK_THREADS_MAX = 1024;

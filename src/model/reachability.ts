@@ -28,6 +28,7 @@ const UNREACHED = 0xffff_ffff;
 const MAX_ENTRIES = 1 << 24;
 const ALWAYS_OK_CHAINS = 32;
 
+/** Answers `isReachable` for one version of a graph (see the file comment). */
 export class ReachabilityIndex {
   /** Number of chains in the cover. */
   readonly chains: number;
