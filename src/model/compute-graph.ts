@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
-import { describe, requireOptions, requireU32 } from '../util/validate.js';
+import { describe, isU32, requireOptions, requireU32 } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
 import { GraphStore } from './graph-store.js';
 import { DynamicOrder } from './dynamic-order.js';
@@ -369,7 +369,7 @@ export class ComputeGraph {
 
   /** Checks an id argument: a u32 (else InvalidArgumentError) that names a node (else NodeNotFound). */
   #id(op: string, name: string, id: unknown): number {
-    const v = requireU32(op, name, id);
+    const v = isU32(id) ? id : requireU32(op, name, id);
     if (v >= this.#store.n) {
       const n = this.#store.n;
       throw new GraphError(

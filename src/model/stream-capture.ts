@@ -15,7 +15,7 @@
  * Every call checks its input first and throws before changing anything.
  */
 import { GraphError } from '../errors/graph-error.js';
-import { requireBoolean, requireInt, requireName, requireOptions, requireSize, requireU32 } from '../util/validate.js';
+import { isU32, requireBoolean, requireInt, requireName, requireOptions, requireSize, requireU32 } from '../util/validate.js';
 import { CaptureStatus } from './capture-status.js';
 import { GraphErrorCode } from './error-codes.js';
 import { GraphStore } from './graph-store.js';
@@ -127,10 +127,18 @@ export class StreamCapture {
   recordKernel(stream: StreamId, functionName: string, numBlocks: number, threadsPerBlock: number, sharedMem: number): NodeId {
     const OP = 'StreamCapture.recordKernel';
     const slot = this.#active(OP, stream);
-    requireName(OP, 'functionName', functionName);
-    requireInt(OP, 'numBlocks', numBlocks, 1, GRID_X_MAX);
-    requireInt(OP, 'threadsPerBlock', threadsPerBlock, 1, BLOCK_THREADS_MAX);
-    requireU32(OP, 'sharedMem', sharedMem);
+    // The common case in one cheap test; the require* calls only run to throw the right message.
+    if (
+      !(typeof functionName === 'string' && functionName.length > 0) ||
+      !(isU32(numBlocks) && numBlocks >= 1 && numBlocks <= GRID_X_MAX) ||
+      !(isU32(threadsPerBlock) && threadsPerBlock >= 1 && threadsPerBlock <= BLOCK_THREADS_MAX) ||
+      !isU32(sharedMem)
+    ) {
+      requireName(OP, 'functionName', functionName);
+      requireInt(OP, 'numBlocks', numBlocks, 1, GRID_X_MAX);
+      requireInt(OP, 'threadsPerBlock', threadsPerBlock, 1, BLOCK_THREADS_MAX);
+      requireU32(OP, 'sharedMem', sharedMem);
+    }
     const store = this.#store;
     const name = store.intern(functionName);
     const id = store.appendNode(KIND_KERNEL, slot, name);
@@ -147,7 +155,7 @@ export class StreamCapture {
   recordMemcpy(stream: StreamId, name: string, dir: MemcpyDir, sizeBytes: number): NodeId {
     const OP = 'StreamCapture.recordMemcpy';
     const slot = this.#active(OP, stream);
-    requireName(OP, 'name', name);
+    if (!(typeof name === 'string' && name.length > 0)) requireName(OP, 'name', name);
     const devices = [0, 0];
     const code = encodeMemcpyDir(OP, 'dir', dir, devices);
     requireSize(OP, 'sizeBytes', sizeBytes);
@@ -166,9 +174,9 @@ export class StreamCapture {
   recordMemset(stream: StreamId, name: string, sizeBytes: number, value: number): NodeId {
     const OP = 'StreamCapture.recordMemset';
     const slot = this.#active(OP, stream);
-    requireName(OP, 'name', name);
+    if (!(typeof name === 'string' && name.length > 0)) requireName(OP, 'name', name);
     requireSize(OP, 'sizeBytes', sizeBytes);
-    requireInt(OP, 'value', value, 0, 255);
+    if (!(isU32(value) && value <= 255)) requireInt(OP, 'value', value, 0, 255);
     const store = this.#store;
     const id = store.appendNode(KIND_MEMSET, slot, store.intern(name));
     store.setMemset(id, sizeBytes, value, 1);
@@ -183,7 +191,7 @@ export class StreamCapture {
   recordHostCallback(stream: StreamId, label: string): NodeId {
     const OP = 'StreamCapture.recordHostCallback';
     const slot = this.#active(OP, stream);
-    requireName(OP, 'label', label);
+    if (!(typeof label === 'string' && label.length > 0)) requireName(OP, 'label', label);
     const store = this.#store;
     const name = store.intern(label);
     const id = store.appendNode(KIND_HOST, slot, name);
@@ -201,7 +209,7 @@ export class StreamCapture {
   recordEvent(stream: StreamId, event: CaptureEvent): void {
     const OP = 'StreamCapture.recordEvent';
     const slot = this.#active(OP, stream);
-    const e = requireU32(OP, 'event', event);
+    const e = isU32(event) ? event : requireU32(OP, 'event', event);
     const head = this.#head[slot]!;
     if (head >= 0) this.#events.set(e, head);
   }
@@ -215,7 +223,7 @@ export class StreamCapture {
   waitEvent(stream: StreamId, event: CaptureEvent): void {
     const OP = 'StreamCapture.waitEvent';
     const slot = this.#active(OP, stream);
-    const e = requireU32(OP, 'event', event);
+    const e = isU32(event) ? event : requireU32(OP, 'event', event);
     const source = this.#events.get(e);
     if (source === undefined) return;
     const parked = this.#parked[slot]!;
@@ -322,8 +330,8 @@ export class StreamCapture {
 
   /** Checks that the session is open and `stream` is `Active`; returns its slot. */
   #active(op: string, stream: unknown): number {
-    this.#open(op);
-    requireU32(op, 'stream', stream);
+    if (this.#ended) this.#open(op);
+    if (!isU32(stream)) requireU32(op, 'stream', stream);
     const slot = this.#store.findSlot(stream as number);
     const status = slot < 0 ? NONE : this.#status[slot]!;
     if (status === ACTIVE) return slot;

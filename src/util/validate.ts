@@ -107,3 +107,11 @@ export function requireNonNegativeFinite(op: string, name: string, value: unknow
   }
   return value;
 }
+
+/**
+ * True for an integer in 0..2^32−1 (`x >>> 0 === x` holds for exactly those numbers). A cheap test
+ * for hot paths, which call the matching `require*` only to throw with the right message.
+ */
+export function isU32(value: unknown): value is number {
+  return typeof value === 'number' && value >>> 0 === value;
+}

@@ -153,7 +153,7 @@ test('every method that takes an id throws NodeNotFound for an unknown one, and 
   ];
   for (const [method, call] of calls) {
     assert.throws(() => call(nine), isGraphError('NodeNotFound', 'GRAPH_NODE_NOT_FOUND', `ComputeGraph.${method}: node 9 not found`));
-    for (const bad of [-1, 0.5, NaN, '0', null]) {
+    for (const bad of [-1, 0.5, NaN, '0', null, 0n, { valueOf: () => 0 }]) {
       assert.throws(
         () => call(bad as NodeId),
         (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith(`ComputeGraph.${method}: `),
