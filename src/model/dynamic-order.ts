@@ -12,11 +12,24 @@
  * - otherwise only the nodes with ord between ord[v] and ord[u] can lie on a cycle: search forward
  *   from v inside that window (finding u means a cycle), backward from u inside it, and renumber
  *   just those nodes so that u's ancestors come before v's descendants.
+ *
+ * Pearce–Kelly is fast when most edges agree with the numbering, but edges added in a random
+ * order can make each search cover much of the graph (100,000 random edges: over a minute). So
+ * many edges at once (`ComputeGraph.addEdges`, `fromJSON`) go through `addEdges`: append them all,
+ * then one Kahn pass (O(n + m)) either finds a cycle — and the batch is undone — or gives the new
+ * numbering.
  */
 import { type GraphStore } from './graph-store.js';
 
 /** What `DynamicOrder.addEdge` did: added the edge, found it already there, or refused a cycle. */
 export type AddEdgeResult = 'added' | 'duplicate' | 'cycle';
+
+/**
+ * What `DynamicOrder.addEdges` did: `added[i]` tells whether pair i was new (false: a duplicate);
+ * or the batch closed a cycle — `index` is the last pair of the batch on it, `cycle` its nodes in order
+ * (cycle[0] → cycle[1] → … → cycle[0]) — and nothing was added.
+ */
+export type AddEdgesResult = { ok: true; added: boolean[] } | { ok: false; index: number; cycle: number[] };
 
 /** Keeps a store's topological numbering valid as edges are added (one per `ComputeGraph`). */
 export class DynamicOrder {
@@ -84,5 +97,70 @@ export class DynamicOrder {
     for (let i = 0; i < nodes.length; i++) ord[nodes[i]!] = pool[i]!;
     store.appendEdge(u, v);
     return 'added';
+  }
+
+  /**
+   * Adds the edges `from[i] → to[i]` (ids already checked), skipping duplicates, or none of them
+   * if they would close a cycle. O(k) when every new edge agrees with the numbering, else
+   * O(n + m) for one Kahn pass.
+   */
+  addEdges(store: GraphStore, from: readonly number[], to: readonly number[]): AddEdgesResult {
+    for (let i = 0; i < from.length; i++) if (from[i] === to[i]) return { ok: false, index: i, cycle: [from[i]!] };
+    const before = store.m;
+    const added: boolean[] = new Array<boolean>(from.length);
+    let agrees = true;
+    for (let i = 0; i < from.length; i++) {
+      const u = from[i]!;
+      const v = to[i]!;
+      added[i] = !store.hasEdge(u, v);
+      if (!added[i]) continue;
+      if (store.ordOf(u) > store.ordOf(v)) agrees = false;
+      store.appendEdge(u, v);
+    }
+    if (agrees) return { ok: true, added };
+
+    // Kahn over the whole graph: it either orders every node or leaves a cycle behind.
+    const n = store.n;
+    const indeg = new Uint32Array(n);
+    for (let e = 1; e <= store.m; e++) indeg[store.to[e]!]!++;
+    const queue = new Uint32Array(n);
+    let tail = 0;
+    for (let v = 0; v < n; v++) if (indeg[v] === 0) queue[tail++] = v;
+    for (let head = 0; head < tail; head++) {
+      for (let e = store.firstOut[queue[head]!]!; e !== 0; e = store.nextOut[e]!) {
+        const x = store.to[e]!;
+        if (--indeg[x]! === 0) queue[tail++] = x;
+      }
+    }
+    if (tail === n) {
+      const ord = store.materializeOrd();
+      for (let i = 0; i < n; i++) ord[queue[i]!] = i;
+      store.version++;
+      return { ok: true, added };
+    }
+
+    // A node Kahn never reached has a predecessor it never reached either: walking back along
+    // those must revisit a node, and the walk between the two visits is a cycle.
+    const step = new Map<number, number>();
+    let x = 0;
+    while (indeg[x] === 0) x++;
+    while (!step.has(x)) {
+      let p = -1;
+      for (let e = store.firstIn[x]!; e !== 0 && p < 0; e = store.nextIn[e]!) if (indeg[store.from[e]!]! > 0) p = store.from[e]!;
+      step.set(x, p);
+      x = p;
+    }
+    const cycle: number[] = [x];
+    for (let y = step.get(x)!; y !== x; y = step.get(y)!) cycle.push(y);
+    cycle.reverse(); // the walk went backwards
+    // The graph was acyclic before the batch, so one of the cycle's edges is new: report the last
+    // one in the batch, the edge that closes the cycle when the batch is read in order.
+    const onCycle = new Set(cycle.map((c, i) => `${c}>${cycle[(i + 1) % cycle.length]}`));
+    let index = -1;
+    for (let i = from.length - 1; i >= 0 && index < 0; i--) if (added[i] && onCycle.has(`${from[i]}>${to[i]}`)) index = i;
+    while (store.m > before) store.popEdge();
+    // Rotate so the cycle starts at the reported edge.
+    const start = cycle.indexOf(from[index]!);
+    return { ok: false, index, cycle: cycle.slice(start).concat(cycle.slice(0, start)) };
   }
 }

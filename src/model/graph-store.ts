@@ -266,6 +266,18 @@ export class GraphStore {
   }
 
   /**
+   * Removes the newest edge. Only valid in reverse order of `appendEdge` calls (each list
+   * prepends, so the newest edge is at the head of both its lists): used to undo a refused batch.
+   */
+  popEdge(): void {
+    const e = this.m;
+    this.firstOut[this.from[e]!] = this.nextOut[e]!;
+    this.firstIn[this.to[e]!] = this.nextIn[e]!;
+    this.m = e - 1;
+    this.version++;
+  }
+
+  /**
    * True if the edge u → v exists. Walks u's out-list and v's in-list in step and stops when
    * either ends, so the cost is the smaller degree without keeping degree counts.
    */

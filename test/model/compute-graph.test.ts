@@ -135,6 +135,30 @@ test('edges added from newer to older nodes work (the numbering is repaired) and
   assert.equal(g.edgeCount(), 6);
 });
 
+test('addEdges: many edges in any order, duplicates ignored; a cycle adds nothing and is named', () => {
+  const g = build(5, [[0, 1]]);
+  // 4 → 3 → 2 → 1, listed backwards, plus a duplicate of [0, 1] and one within the batch.
+  assert.equal(g.addEdges([[2, 1], [3, 2], [0, 1], [4, 3], [3, 2]].map(([u, v]) => [NodeId(u!), NodeId(v!)] as const)), 3);
+  assert.equal(g.edgeCount(), 4);
+  assert.deepEqual(g.topologicalOrder(), [0, 4, 3, 2, 1]);
+  assert.ok(g.isReachable(NodeId(4), NodeId(1)));
+  const before = g.edges();
+  assert.throws(
+    () => g.addEdges([[NodeId(0), NodeId(4)], [NodeId(1), NodeId(4)]]),
+    (e: unknown) =>
+      isGraphError('CycleDetected', 'GRAPH_CYCLE', 'ComputeGraph.addEdges: ')(e) &&
+      /edges\[1\] 1 → 4 closes a cycle \(1 → 4 → 3 → 2 → 1\); no edge was added/.test((e as Error).message),
+  );
+  assert.throws(() => g.addEdges([[NodeId(2), NodeId(2)]]), isGraphError('CycleDetected', 'GRAPH_CYCLE', 'ComputeGraph.addEdges: edges[0] 2 → 2'));
+  assert.deepEqual(g.edges(), before);
+  assert.deepEqual(g.topologicalOrder(), [0, 4, 3, 2, 1]);
+  assert.throws(() => g.addEdges([[NodeId(0), 9 as NodeId]]), isGraphError('NodeNotFound', 'GRAPH_NODE_NOT_FOUND', 'ComputeGraph.addEdges: node 9 not found (edges[0][1]'));
+  assert.throws(() => g.addEdges([[NodeId(0)]] as never), (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith('ComputeGraph.addEdges: edges[0] must be a pair'));
+  assert.throws(() => g.addEdges(5 as never), (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith('ComputeGraph.addEdges: edges must be an iterable'));
+  assert.deepEqual(g.edges(), before);
+  assert.equal(g.addEdges([]), 0);
+});
+
 test('every method that takes an id throws NodeNotFound for an unknown one, and InvalidArgumentError for a non-id', () => {
   const g = build(2, [[0, 1]]);
   const nine = 9 as NodeId;
@@ -148,6 +172,7 @@ test('every method that takes an id throws NodeNotFound for an unknown one, and 
     ['hasEdge', (id) => g.hasEdge(zero, id)],
     ['addEdge', (id) => g.addEdge(id, zero)],
     ['addEdge', (id) => g.addEdge(zero, id)],
+    ['addEdges', (id) => g.addEdges([[zero, id]])],
     ['levelOf', (id) => g.levelOf(id)],
     ['toDot', (id) => g.toDot({ highlight: [zero, id] })],
   ];

@@ -119,8 +119,10 @@ test('fromJSON refuses bad documents with GRAPH_JSON_INVALID naming the bad fiel
     [mutate((d) => d.edges.push([0, 99])), /edges\[\d+\] \[0, 99\] names node 99, but the document has 6 node/],
     [mutate((d) => d.edges.push([0, -1])), /edges\[\d+\]\[1\] must be an integer/],
     [mutate((d) => d.edges.push([0, 1])), /edges\[\d+\] \[0, 1\] repeats an earlier edge/],
-    [mutate((d) => d.edges.push([5, 0])), /edges\[\d+\] \[5, 0\] would close a cycle/],
-    [mutate((d) => d.edges.push([2, 2])), /edges\[\d+\] \[2, 2\] would close a cycle/],
+    [mutate((d) => d.edges.push([5, 0])), /edges\[6\] \[5, 0\] closes a cycle \(5 → 0 → 1 → 2 → 3 → 4 → 5\)/],
+    [mutate((d) => d.edges.push([2, 2])), /edges\[6\] \[2, 2\] closes a cycle \(2 → 2\)/],
+    // The cycle is found whatever the order of the edges.
+    [mutate((d) => d.edges.unshift([3, 0])), /edges\[4\] \[2, 3\] closes a cycle \(2 → 3 → 0 → 1 → 2\)/],
   ];
   for (const [doc, field] of cases) {
     assert.throws(() => ComputeGraph.fromJSON(doc), invalid(field), String(field));

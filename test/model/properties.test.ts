@@ -310,7 +310,7 @@ test('random multi-stream programs: StreamCapture agrees with the reference at e
 test('random hand-built graphs: addEdge refuses exactly the cycles; reachability and order agree with the reference', () => {
   const edgeList = fc.array(fc.tuple(fc.nat(29), fc.nat(29)), { maxLength: 120, size: 'max' });
   fc.assert(
-    fc.property(fc.integer({ min: 1, max: 30 }), edgeList, (n, pairs) => {
+    fc.property(fc.integer({ min: 1, max: 30 }), edgeList, fc.nat(), (n, pairs, split) => {
       const g = new ComputeGraph();
       const ref = { nodes: [] as Expected[], preds: [] as Set<number>[] };
       for (let i = 0; i < n; i++) {
@@ -318,7 +318,21 @@ test('random hand-built graphs: addEdge refuses exactly the cycles; reachability
         ref.nodes.push({ kind: 'empty', name: `v${i}`, stream: (i % 3) as StreamId, cost: 1 });
         ref.preds.push(new Set());
       }
-      for (const [u0, v0] of pairs) {
+      // A prefix of the pairs goes in as one addEdges batch: all or nothing.
+      const batch = pairs.slice(0, split % (pairs.length + 1)).map(([u0, v0]) => [u0 % n, v0 % n] as [number, number]);
+      const trial = ref.preds.map((p) => new Set(p));
+      for (const [u, v] of batch) trial[v]!.add(u);
+      // A cycle: a self-loop, or an edge p → a where a already reaches p.
+      const reachTrial = closure(trial);
+      const batchCycles = batch.some(([u, v]) => u === v) || trial.some((ps, a) => [...ps].some((p) => reachTrial[a]!.has(p)));
+      if (batchCycles) {
+        assert.throws(() => g.addEdges(batch.map(([u, v]) => [NodeId(u), NodeId(v)] as const)), (e: unknown) => e instanceof GraphError && e.kind === 'CycleDetected');
+      } else {
+        const fresh = new Set(batch.filter(([u, v]) => !ref.preds[v]!.has(u)).map(([u, v]) => `${u}>${v}`));
+        assert.equal(g.addEdges(batch.map(([u, v]) => [NodeId(u), NodeId(v)] as const)), fresh.size);
+        ref.preds = trial;
+      }
+      for (const [u0, v0] of pairs.slice(batch.length)) {
         const u = u0 % n;
         const v = v0 % n;
         const cyclic = u === v || closure(ref.preds)[v]!.has(u);
