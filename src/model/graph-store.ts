@@ -25,7 +25,7 @@ import {
   KIND_KERNEL,
   KIND_MEMCPY,
   KIND_MEMSET,
-  type Dim3,
+  type Dim3Tuple,
   type GraphNode,
 } from './node.js';
 import { decodeMemcpyDir, DIR_P2P, type MemcpyDir } from './memcpy-dir.js';
@@ -333,8 +333,8 @@ export class GraphStore {
           stream,
           cost,
           functionName: this.strings[q[p + TEXT]!]!,
-          grid: (d ? [q[p]!, d[0]!, d[1]!] : [q[p]!, 1, 1]) as Dim3,
-          block: (d ? [q[p + 1]!, d[2]!, d[3]!] : [q[p + 1]!, 1, 1]) as Dim3,
+          grid: (d ? [q[p]!, d[0]!, d[1]!] : [q[p]!, 1, 1]) as Dim3Tuple,
+          block: (d ? [q[p + 1]!, d[2]!, d[3]!] : [q[p + 1]!, 1, 1]) as Dim3Tuple,
           sharedMem: q[p + 2]!,
         };
       }

@@ -4,7 +4,7 @@ export { MemcpyDir, type PeerToPeerDir } from './memcpy-dir.js';
 export { GraphErrorCode } from './error-codes.js';
 export type {
   NodeKind,
-  Dim3,
+  Dim3Tuple,
   DimInput,
   NodeBase,
   KernelNode,

@@ -33,8 +33,11 @@ export const KIND_HOST = 3;
 /** Storage code of `'empty'`. */
 export const KIND_EMPTY = 4;
 
-/** A launch configuration dimension, [x, y, z]. */
-export type Dim3 = readonly [x: number, y: number, z: number];
+/**
+ * A launch dimension as a node record holds it: always [x, y, z]. (Named apart from the object
+ * layer's `Dim3`, the input form `n | [x] | [x, y] | [x, y, z]`, which `DimInput` matches.)
+ */
+export type Dim3Tuple = readonly [x: number, y: number, z: number];
 
 /** What a spec may give for a dimension: `n` (meaning [n, 1, 1]), [x], [x, y] or [x, y, z]. */
 export type DimInput = number | readonly [number] | readonly [number, number] | readonly [number, number, number];
@@ -55,8 +58,8 @@ export interface KernelNode extends NodeBase {
   readonly kind: 'kernel';
   /** The kernel function to launch (the name a module exports). */
   readonly functionName: string;
-  readonly grid: Dim3;
-  readonly block: Dim3;
+  readonly grid: Dim3Tuple;
+  readonly block: Dim3Tuple;
   /** Dynamic shared memory per block, in bytes. */
   readonly sharedMem: number;
 }
