@@ -1,21 +1,24 @@
 /**
- * The `cudagraph` command (bin/cudagraph.js calls `run`). Commands: `demo`.
+ * The `cudagraph` command (bin/cudagraph.js calls `run`). Commands: `demo`, `doctor`, `bench`,
+ * `render`, `inspect`.
  *
- * Conventions: `--help` on every command; results on stdout, errors on stderr; a user's mistake
- * (unknown command or option, a path that cannot be written) is one line without a stack trace
- * and exit status 1.
+ * Conventions: `--help` on every command; `--json` where the output is data; results on stdout,
+ * errors on stderr; a user's mistake (unknown command or option, a bad path, a malformed graph
+ * file, an unknown picture extension, no GPU for `bench`) is one line without a stack trace and
+ * exit status 1.
  */
-import { Command, CommanderError } from 'commander';
-import { CudagraphError } from '../errors/base.js';
-import { demo, type Output } from './demo.js';
+import { Command, CommanderError, Option } from 'commander';
+import { CudagraphError } from '../index.js';
+import { BENCH_DEFAULTS, bench } from './bench.js';
+import { demo, type DemoMode } from './demo.js';
+import { doctor } from './doctor.js';
+import { inspect } from './inspect.js';
+import { intOption } from './options.js';
+import { processOutput, type Output } from './output.js';
+import { render } from './render.js';
 import { UsageError } from './usage-error.js';
 
-const processOutput: Output = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
-};
-
-function program(io: Output): Command {
+function program(io: Output, exit: { code: number }): Command {
   const cli = new Command('cudagraph')
     .description('CUDA graphs for Node.js: record GPU work once, replay it with one launch.')
     .exitOverride()
@@ -26,34 +29,94 @@ function program(io: Output): Command {
       outputError: (text, write) => write(`cudagraph: ${text.replace(/^error: /, '')}`),
     })
     .showHelpAfterError('(run cudagraph --help for usage)')
-    .allowExcessArguments(false);
+    .allowExcessArguments(false)
+    .addHelpText(
+      'after',
+      '\nStart with `cudagraph demo` (GPU if present, else the CPU model), or `cudagraph doctor` to see what this machine supports.',
+    );
+
   cli
     .command('demo')
-    .description('record a small multi-stream workload (an MLP forward pass) and report its graph: nodes, streams, levels, critical path; writes demo.dot and demo.json')
-    .option('-o, --out <dir>', 'folder for demo.dot and demo.json', 'cudagraph-out')
-    .option('--json', 'print the summary as JSON', false)
-    .allowExcessArguments(false)
-    .action((opts: { out: string; json: boolean }) => demo(opts, io));
+    .description(
+      'run the main job on a tiny MLP forward pass (34 kernels over 3 streams with fork/join): on a GPU, compile it, run it eagerly, capture it into a CUDA graph, replay it, check the results and time both; without one, record it in the CPU model. Writes demo.json, demo.dot and demo.svg',
+    )
+    .option('-o, --out <dir>', 'folder for demo.json, demo.dot and demo.svg', 'cudagraph-out')
+    .addOption(new Option('--mode <mode>', 'gpu: require a GPU; cpu: use the CPU model even with one').choices(['auto', 'gpu', 'cpu']).default('auto'))
+    .option('--rounds <n>', 'GPU: timing rounds (eager and graph alternate)', '5')
+    .option('--iterations <n>', 'GPU: forward passes per round, each way', '200')
+    .option('--json', 'print the report as JSON', false)
+    .action(async (o: { out: string; mode: DemoMode; rounds: string; iterations: string; json: boolean }) => {
+      const rounds = intOption('--rounds', o.rounds, 1, 1000);
+      const iterations = intOption('--iterations', o.iterations, 1, 1_000_000);
+      exit.code = await demo({ out: o.out, json: o.json, mode: o.mode, rounds, iterations }, io);
+    });
+
+  cli
+    .command('doctor')
+    .description('check what this machine supports: the CUDA driver (where, version), the GPUs, NVRTC, and a real capture and replay; says what to do about each failure (exit status 1 if any check fails)')
+    .option('--json', 'print the checks as JSON', false)
+    .action((o: { json: boolean }) => {
+      exit.code = doctor(o, io);
+    });
+
+  cli
+    .command('bench')
+    .description(
+      `measure this GPU's launch overhead: N empty kernels launched eagerly vs captured into one graph, at several graph sizes (default ${BENCH_DEFAULTS.sizes.join(', ')}); a progress bar on stderr when it is a terminal`,
+    )
+    .option('--sizes <list>', 'graph sizes, comma-separated', BENCH_DEFAULTS.sizes.join(','))
+    .option('--rounds <n>', `rounds (default ${BENCH_DEFAULTS.rounds}; --quick ${BENCH_DEFAULTS.quickRounds})`)
+    .option('--reps <n>', `repetitions per round (default ${BENCH_DEFAULTS.reps}; --quick ${BENCH_DEFAULTS.quickReps})`)
+    .option('--quick', 'fewer rounds and repetitions', false)
+    .option('--json', 'print the table as JSON', false)
+    .action((o: { sizes: string; rounds?: string; reps?: string; quick: boolean; json: boolean }) => bench(o, io));
+
+  cli
+    .command('render')
+    .description('draw a saved graph (JSON from graph.toJSON() or `cudagraph demo`): one lane and colour per stream, a shape per kind, the critical path thick and red; the format follows the extension of -o: .svg, .png, .dot or .mmd (Mermaid)')
+    .argument('<graph.json>', 'the graph file')
+    .requiredOption('-o, --output <file>', 'the picture to write: .svg, .png, .dot or .mmd')
+    .option('--title <text>', "the picture's title (default: the file name and counts; '' for none)")
+    .option('--no-critical-path', 'do not highlight the critical path')
+    .option('--font <file>', 'PNG: a .ttf/.otf font for the text (default: a sans-serif font found on the system, or $CUDAGRAPH_FONT)')
+    .option('--scale <n>', 'PNG: pixels per point (default 1.5)')
+    .action((file: string, o: { output: string; title?: string; criticalPath: boolean; font?: string; scale?: string }) => render(file, o, io));
+
+  cli
+    .command('inspect')
+    .description('describe a saved graph: nodes by kind, streams, depth, width, critical path, cross-stream joins')
+    .argument('<graph.json>', 'the graph file')
+    .option('--json', 'print the description as JSON', false)
+    .action((file: string, o: { json: boolean }) => inspect(file, o, io));
+
+  for (const c of cli.commands) c.allowExcessArguments(false);
   return cli;
 }
 
 /**
  * Runs the command line `argv` (the arguments after the program name) and returns the exit
- * status: 0 on success, 1 on any error. Output goes to `io` (default: stdout and stderr).
+ * status: 0 on success, 1 on any error (or a failed check). Output goes to `io` (default: stdout
+ * and stderr).
  */
 export async function run(argv: string[], io: Output = processOutput): Promise<number> {
+  const exit = { code: 0 };
   try {
     if (argv.length === 0) {
-      io.err(program(io).helpInformation());
+      io.err(program(io, exit).helpInformation());
       return 1;
     }
-    await program(io).parseAsync(argv, { from: 'user' });
-    return 0;
+    await program(io, exit).parseAsync(argv, { from: 'user' });
+    return exit.code;
   } catch (e) {
     // Commander has already printed its message (or the help, or the version).
     if (e instanceof CommanderError) return e.exitCode;
-    if (e instanceof UsageError || e instanceof CudagraphError) {
+    if (e instanceof UsageError) {
       io.err(`cudagraph: ${e.message}\n`);
+      return 1;
+    }
+    if (e instanceof CudagraphError) {
+      // A driver or NVRTC failure: its message already names the operation and what to check.
+      io.err(`cudagraph: ${e.message}\n(run \`cudagraph doctor\` to check this machine)\n`);
       return 1;
     }
     // Anything else is a bug in cudagraph: keep the stack so it can be reported.

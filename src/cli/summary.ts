@@ -1,8 +1,17 @@
 /**
- * What the CLI prints about a graph: counts by kind and stream, levels, the critical path.
+ * What the CLI prints about a graph: counts by kind and stream, depth and width (levels), the
+ * critical path, and the cross-stream joins.
  */
-import type { ComputeGraph } from '../model/compute-graph.js';
-import { NODE_KINDS, type NodeKind } from '../model/node.js';
+import { type ComputeGraph, type NodeKind } from '../index.js';
+
+const NODE_KINDS: readonly NodeKind[] = ['kernel', 'memcpy', 'memset', 'hostCallback', 'empty'];
+
+/** A node as the summary names it. */
+export interface NodeRef {
+  readonly id: number;
+  readonly name: string;
+  readonly stream: number | null;
+}
 
 /** A graph's summary, as `--json` prints it. */
 export interface GraphSummary {
@@ -12,8 +21,9 @@ export interface GraphSummary {
   crossStreamEdges: number;
   byKind: Record<NodeKind, number>;
   streams: { stream: number | null; nodes: number }[];
-  /** Number of levels (wavefronts). */
+  /** Number of levels (wavefronts): the longest chain of dependent nodes. */
   levels: number;
+  /** The widest level: the most nodes that can run at once, level by level. */
   widestLevel: { level: number; width: number };
   criticalPath: { cost: number; nodes: { id: number; name: string }[] };
 }
@@ -27,13 +37,12 @@ export function summarize(graph: ComputeGraph): GraphSummary {
     byKind[n.kind]++;
     perStream.set(n.stream, (perStream.get(n.stream) ?? 0) + 1);
   }
-  const crossStreamEdges = graph.edges().filter(([u, v]) => nodes[u]!.stream !== nodes[v]!.stream).length;
   const empty = nodes.length === 0;
   const path = empty ? { cost: 0, nodes: [] } : graph.criticalPath();
   return {
     nodes: nodes.length,
     edges: graph.edgeCount(),
-    crossStreamEdges,
+    crossStreamEdges: crossStreamJoins(graph).length,
     byKind,
     streams: [...perStream.entries()]
       .sort(([a], [b]) => (a ?? -1) - (b ?? -1))
@@ -44,16 +53,32 @@ export function summarize(graph: ComputeGraph): GraphSummary {
   };
 }
 
+/** The edges whose ends lie on different streams: the fork/joins made through events. */
+export function crossStreamJoins(graph: ComputeGraph): { from: NodeRef; to: NodeRef }[] {
+  const nodes = graph.nodes();
+  const ref = (id: number): NodeRef => ({ id, name: nodes[id]!.name, stream: nodes[id]!.stream });
+  return graph
+    .edges()
+    .filter(([u, v]) => nodes[u]!.stream !== nodes[v]!.stream)
+    .map(([u, v]) => ({ from: ref(u), to: ref(v) }));
+}
+
+/** `stream 2`, or `no stream`. */
+export function streamLabel(s: number | null): string {
+  return s === null ? 'no stream' : `stream ${s}`;
+}
+
 /** The summary as aligned text lines. */
 export function formatSummary(s: GraphSummary): string[] {
   const kinds = NODE_KINDS.filter((k) => s.byKind[k] > 0).map((k) => `${k} ${s.byKind[k]}`);
-  const streams = s.streams.map((x) => `${x.stream === null ? 'no stream' : `stream ${x.stream}`}: ${x.nodes}`);
+  const streams = s.streams.map((x) => `${streamLabel(x.stream)}: ${x.nodes}`);
   const cp = s.criticalPath;
   return [
     `nodes:          ${s.nodes}${kinds.length ? ` (${kinds.join(', ')})` : ''}`,
     `edges:          ${s.edges} (${s.crossStreamEdges} across streams: the fork/joins)`,
     `streams:        ${s.streams.length}${streams.length ? ` (${streams.join(', ')})` : ''}`,
     `levels:         ${s.levels} (widest: level ${s.widestLevel.level}, ${s.widestLevel.width} nodes can run at once)`,
-    `critical path:  ${cp.nodes.length} nodes, cost ${cp.cost}: ${cp.nodes.map((n) => n.name).join(' → ')}`,
+    `critical path:  ${cp.nodes.length} nodes, cost ${cp.cost}${cp.nodes.length ? `: ${cp.nodes.map((n) => n.name).join(' → ')}` : ''}`,
   ];
 }
+

@@ -1,0 +1,38 @@
+/**
+ * `cudagraph inspect <graph.json>`: what a saved graph holds: nodes by kind, streams, depth (levels),
+ * width (the widest level), the critical path, and the cross-stream joins.
+ */
+import { readGraphFile } from './graph-file.js';
+import type { Output } from './output.js';
+import { crossStreamJoins, formatSummary, streamLabel, summarize } from './summary.js';
+
+/** Options of `cudagraph inspect`. */
+export interface InspectOptions {
+  readonly json: boolean;
+}
+
+/** Runs `cudagraph inspect`. @throws UsageError for a file that cannot be read or is not a graph. */
+export function inspect(file: string, options: InspectOptions, io: Output): void {
+  const graph = readGraphFile(file);
+  const summary = summarize(graph);
+  const joins = crossStreamJoins(graph);
+  const empty = graph.nodeCount() === 0;
+  const sources = empty ? [] : graph.sources().map(Number);
+  const sinks = empty ? [] : graph.sinks().map(Number);
+  if (options.json) {
+    io.out(JSON.stringify({ file, ...summary, depth: summary.levels, width: summary.widestLevel.width, sources, sinks, joins }, null, 2) + '\n');
+    return;
+  }
+  const name = (id: number): string => graph.node(id as never).name;
+  const lines = [
+    `${file}: ${summary.nodes} nodes, ${summary.edges} edges`,
+    ...formatSummary(summary),
+    `depth:          ${summary.levels} (levels: the longest chain of dependent nodes)`,
+    `width:          ${summary.widestLevel.width} (the most nodes that can run at once, level by level)`,
+    `sources:        ${sources.map(name).join(', ') || '(none)'}`,
+    `sinks:          ${sinks.map(name).join(', ') || '(none)'}`,
+    `cross-stream joins (${joins.length}):`,
+    ...joins.map((j) => `  ${streamLabel(j.from.stream)} → ${streamLabel(j.to.stream)}: ${j.from.name} → ${j.to.name}`),
+  ];
+  io.out(lines.join('\n') + '\n');
+}

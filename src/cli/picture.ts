@@ -1,0 +1,135 @@
+/**
+ * Pictures of a `ComputeGraph`: Graphviz DOT (the model's `toDot`: a cluster, i.e. a lane, and a
+ * colour per stream, a shape per kind, the critical path thick and red), SVG laid out by Graphviz
+ * compiled to WebAssembly (no system Graphviz needed), PNG rasterised from that SVG by resvg (also
+ * WebAssembly), and Mermaid text for Markdown viewers.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { extname } from 'node:path';
+import { Graphviz } from '@hpcc-js/wasm-graphviz';
+import type { ComputeGraph } from '../index.js';
+import { loadFont } from './fonts.js';
+import { toMermaid } from './mermaid.js';
+import { UsageError } from './usage-error.js';
+
+/** The picture formats, by file extension. */
+export const PICTURE_FORMATS = ['svg', 'png', 'dot', 'mmd'] as const;
+/** A picture format. */
+export type PictureFormat = (typeof PICTURE_FORMATS)[number];
+
+const EXTENSIONS: Record<string, PictureFormat> = { '.svg': 'svg', '.png': 'png', '.dot': 'dot', '.gv': 'dot', '.mmd': 'mmd', '.mermaid': 'mmd' };
+
+/** The format of an output path, from its extension. @throws UsageError for an unknown extension. */
+export function formatOf(path: string): PictureFormat {
+  const f = EXTENSIONS[extname(path).toLowerCase()];
+  if (f === undefined) {
+    throw new UsageError(`cannot tell the picture format from '${path}': the output must end in .svg, .png, .dot or .mmd`);
+  }
+  return f;
+}
+
+/** How to draw a graph. */
+export interface PictureOptions {
+  /** Drawn at the top. Default: none. */
+  readonly title?: string;
+  /** Highlight the critical path (default true). */
+  readonly criticalPath?: boolean;
+  /** PNG only: the font file for the text (default: found on the system). */
+  readonly font?: string;
+  /** PNG only: pixels per SVG point (default 1.5). */
+  readonly scale?: number;
+}
+
+/** The nodes to highlight: the critical path, or none (also for an empty graph). */
+export function highlightOf(graph: ComputeGraph, options: PictureOptions): number[] {
+  if (options.criticalPath === false || graph.nodeCount() === 0) return [];
+  return [...graph.criticalPath().nodes];
+}
+
+/**
+ * Graphviz's default ranking ranks each cluster on its own, so with one cluster per stream an edge
+ * between streams can point upwards (the demo graph drew `normalize x → layer1.gemm a` climbing
+ * from the bottom of the picture to its top); `newrank=true` ranks the whole graph at once and
+ * every edge points down. The model's `toDot` does not set it, and has no option for it: it is
+ * added after the header line.
+ */
+export function withGlobalRanking(dot: string): string {
+  const nl = dot.indexOf('\n');
+  if (!dot.startsWith('digraph') || nl < 0 || /\bnewrank\b/.test(dot)) return dot;
+  return `${dot.slice(0, nl + 1)}  newrank=true;\n${dot.slice(nl + 1)}`;
+}
+
+/** The graph as Graphviz DOT text (the model's `toDot`, ranked globally). */
+export function toDot(graph: ComputeGraph, options: PictureOptions = {}): string {
+  const dot = graph.toDot({ ...(options.title === undefined ? {} : { title: options.title }), highlight: highlightOf(graph, options) });
+  return withGlobalRanking(dot);
+}
+
+let graphviz: Promise<Graphviz> | null = null;
+
+/** Lays out DOT text with Graphviz (WebAssembly) and returns the SVG. */
+export async function dotToSvg(dot: string): Promise<string> {
+  graphviz ??= Graphviz.load();
+  return (await graphviz).dot(dot, 'svg');
+}
+
+type ResvgModule = typeof import('@resvg/resvg-wasm');
+let resvg: Promise<ResvgModule> | null = null;
+
+/** resvg with its WebAssembly initialised (once per process; the .wasm is read from node_modules). */
+function loadResvg(): Promise<ResvgModule> {
+  resvg ??= (async () => {
+    const mod = await import('@resvg/resvg-wasm');
+    const wasm = createRequire(import.meta.url).resolve('@resvg/resvg-wasm/index_bg.wasm');
+    await mod.initWasm(readFileSync(wasm));
+    return mod;
+  })();
+  return resvg;
+}
+
+/** A rasterised picture. */
+export interface Png {
+  readonly bytes: Uint8Array;
+  readonly width: number;
+  readonly height: number;
+  /** The font file used for the text. */
+  readonly font: string;
+}
+
+/**
+ * Rasterises SVG to PNG on a white background, `scale` pixels per point.
+ * @throws UsageError when no font can be found or read (see `loadFont`).
+ */
+export async function svgToPng(svg: string, options: { font?: string; scale?: number } = {}): Promise<Png> {
+  const font = loadFont(options.font);
+  const { Resvg } = await loadResvg();
+  const r = new Resvg(svg, {
+    font: { fontBuffers: [font.bytes] },
+    background: 'white',
+    fitTo: { mode: 'zoom', value: options.scale ?? 1.5 },
+  });
+  try {
+    const image = r.render();
+    try {
+      return { bytes: image.asPng(), width: image.width, height: image.height, font: font.path };
+    } finally {
+      image.free();
+    }
+  } finally {
+    r.free();
+  }
+}
+
+/** A drawn picture: text (SVG, DOT, Mermaid) or a PNG. */
+export type Picture = { readonly format: 'svg' | 'dot' | 'mmd'; readonly text: string } | ({ readonly format: 'png' } & Png);
+
+/** Draws `graph` in `format`. @throws UsageError for a PNG without a font. */
+export async function drawGraph(graph: ComputeGraph, format: PictureFormat, options: PictureOptions = {}): Promise<Picture> {
+  if (format === 'mmd') return { format, text: toMermaid(graph, { title: options.title, highlight: highlightOf(graph, options) }) };
+  const dot = toDot(graph, options);
+  if (format === 'dot') return { format, text: dot };
+  const svg = await dotToSvg(dot);
+  if (format === 'svg') return { format, text: svg };
+  return { format, ...(await svgToPng(svg, { font: options.font, scale: options.scale })) };
+}

@@ -1,0 +1,41 @@
+/**
+ * A progress bar on stderr, drawn only when stderr is a terminal (never into a log file or a pipe,
+ * where it would be noise), and erased when done.
+ */
+import type { Output } from './output.js';
+
+/** A progress bar over `total` units. */
+export class ProgressBar {
+  readonly #io: Output;
+  readonly #total: number;
+  readonly #width: number;
+  #done = 0;
+  #drawn = false;
+
+  constructor(io: Output, total: number, width = 30) {
+    this.#io = io;
+    this.#total = Math.max(1, total);
+    this.#width = width;
+  }
+
+  /** True when the bar is drawn at all (stderr is a terminal). */
+  get visible(): boolean {
+    return this.#io.errIsTTY === true;
+  }
+
+  /** Advances by `units` and redraws with `label`. */
+  tick(label: string, units = 1): void {
+    this.#done = Math.min(this.#total, this.#done + units);
+    if (!this.visible) return;
+    const filled = Math.round((this.#done / this.#total) * this.#width);
+    const pct = Math.round((this.#done / this.#total) * 100);
+    this.#io.err(`\r\x1b[K[${'#'.repeat(filled)}${'-'.repeat(this.#width - filled)}] ${String(pct).padStart(3)}% ${label}`);
+    this.#drawn = true;
+  }
+
+  /** Erases the bar. */
+  done(): void {
+    if (this.#drawn) this.#io.err('\r\x1b[K');
+    this.#drawn = false;
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * `cudagraph render <graph.json> -o out.svg|.png|.dot|.mmd`: draws a saved `ComputeGraph`, one lane
+ * and colour per stream, a shape per kind, the critical path thick and red.
+ */
+import { basename } from 'node:path';
+import { readGraphFile, writeOutputFile } from './graph-file.js';
+import type { Output } from './output.js';
+import { drawGraph, formatOf } from './picture.js';
+import { UsageError } from './usage-error.js';
+
+/** Options of `cudagraph render`. */
+export interface RenderOptions {
+  readonly output: string;
+  /** The title; default: the file name with the graph's counts. `''` for none. */
+  readonly title?: string;
+  /** Highlight the critical path (default true). */
+  readonly criticalPath: boolean;
+  readonly font?: string;
+  readonly scale?: string;
+}
+
+/** Parses `--scale`: a number in 0.1..10. @throws UsageError otherwise. */
+export function parseScale(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0.1 || n > 10) throw new UsageError(`--scale must be a number from 0.1 to 10, got '${value}'`);
+  return n;
+}
+
+/** Runs `cudagraph render`. @throws UsageError for a bad input file, output path, extension or font. */
+export async function render(file: string, options: RenderOptions, io: Output): Promise<void> {
+  const format = formatOf(options.output);
+  const scale = parseScale(options.scale);
+  const graph = readGraphFile(file);
+  const highlight = options.criticalPath && graph.nodeCount() > 0;
+  const title =
+    options.title ??
+    `${basename(file)}: ${graph.nodeCount()} nodes on ${graph.streams().length} streams${highlight ? '; critical path thick and red' : ''}`;
+  const picture = await drawGraph(graph, format, {
+    ...(title === '' ? {} : { title }),
+    criticalPath: options.criticalPath,
+    ...(options.font === undefined ? {} : { font: options.font }),
+    ...(scale === undefined ? {} : { scale }),
+  });
+  const path = highlight ? graph.criticalPath().nodes.length : 0;
+  const what = `${graph.nodeCount()} nodes, ${graph.edgeCount()} edges, ${graph.streams().length} streams${highlight ? `, critical path of ${path} nodes highlighted` : ''}`;
+  if (picture.format === 'png') {
+    writeOutputFile(options.output, picture.bytes);
+    io.out(`wrote ${options.output} (PNG, ${picture.width}×${picture.height} px, ${what}; font ${picture.font})\n`);
+  } else {
+    writeOutputFile(options.output, picture.text);
+    io.out(`wrote ${options.output} (${picture.format.toUpperCase()}, ${what})\n`);
+  }
+}
