@@ -155,6 +155,7 @@ function checkCapture(devices: Check): Check {
     const m = keep(Module.load(d, PROBE_PTX));
     const buf = keep(DeviceBuffer.alloc(d, 4 * N));
     buf.copyFromHost(new Uint32Array(N));
+    d.synchronize(); // the zeros went up on the legacy stream, which non-blocking streams do not wait for
     const add = m.function('add_u32');
     const args = [buf, arg.u32(5), arg.i32(N)];
 

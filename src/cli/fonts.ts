@@ -73,12 +73,16 @@ export function findFont(folders: readonly string[] = fontFolders()): string | n
 
 /**
  * The bytes of the font for PNG text: `explicit` (the `--font` option) or `$CUDAGRAPH_FONT` when
- * given, else the best one found.
+ * given, else the best one found in `folders`.
  * @throws UsageError when the given file cannot be read, or no font is found.
  */
-export function loadFont(explicit?: string, env: NodeJS.ProcessEnv = process.env): { path: string; bytes: Uint8Array } {
+export function loadFont(
+  explicit?: string,
+  env: NodeJS.ProcessEnv = process.env,
+  folders: readonly string[] = fontFolders(env),
+): { path: string; bytes: Uint8Array } {
   const given = explicit ?? env['CUDAGRAPH_FONT'];
-  const path = given ?? findFont(fontFolders(env));
+  const path = given ?? findFont(folders);
   if (path === null) {
     throw new UsageError(
       'a PNG needs a font for its text and none was found in the usual font folders; pass --font <file.ttf> ' +

@@ -45,7 +45,7 @@ export class GpuWorkload {
   private constructor(device: Device, program: Program, data: WorkloadData) {
     this.device = device;
     const t0 = performance.now();
-    this.#module = Module.compile(device, KERNEL_SOURCE, { name: 'mlp.cu', options: ['-O3'] });
+    this.#module = Module.compile(device, KERNEL_SOURCE, { name: 'mlp.cu' });
     this.compileMs = performance.now() - t0;
     const lanes = 1 + Math.max(...program.steps.flatMap((s) => (s.op === 'join' ? s.edges.flat() : [s.stream])));
     this.streams = Array.from({ length: lanes }, () => device.createStream());
@@ -61,6 +61,9 @@ export class GpuWorkload {
         this.#host.set(spec.name, host);
       }
     }
+    // The weights went up on the legacy stream, which the (non-blocking) work streams do not
+    // wait for: finish them before any work can read them.
+    device.synchronize();
     for (const step of program.steps) this.#ops.push(this.#compile(step));
   }
 

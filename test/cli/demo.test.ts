@@ -1,130 +1,131 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Graphviz } from '@hpcc-js/wasm-graphviz';
-import { ComputeGraph, NodeId } from '../../src/index.js';
+import { ComputeGraph, driverAvailable } from '../../src/index.js';
+import { MLP_PROGRAM } from '../../src/cli/workload.js';
+import { modelGraph, sameDag } from '../../src/cli/workload-model.js';
+import { referenceForward, workloadData } from '../../src/cli/workload-data.js';
+import { assertUserError, cudagraph, svgCounts, tempDir, upwardEdges } from './helpers.js';
 
-// dist/test/cli/ → the package root, where bin/cudagraph.js lives.
-const root = fileURLToPath(new URL('../../../', import.meta.url));
-const bin = join(root, 'bin', 'cudagraph.js');
+const noDriver = !driverAvailable().ok;
 
-function cudagraph(args: string[], cwd = root): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd, encoding: 'utf8' });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'cudagraph-cli-'));
-}
-
-test('cudagraph demo: says it ran on the CPU model and why, prints the summary, writes DOT and JSON', async () => {
+test('demo --mode cpu: says so on its first line, reports the recorded MLP, writes JSON, DOT and SVG', async () => {
   const out = tempDir();
   try {
-    const r = cudagraph(['demo', '--out', out]);
+    const r = cudagraph(['demo', '--mode', 'cpu', '--out', out]);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stderr, '');
     const lines = r.stdout.trimEnd().split('\n');
-    assert.match(lines[0]!, /^cudagraph demo: ran on the CPU model: this build has no GPU support yet/);
+    assert.equal(lines[0], 'cudagraph demo: CPU model mode: --mode cpu was given; the same workload was recorded with StreamCapture instead of captured on a GPU.');
     const field = (name: string): string => lines.find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim() ?? '';
-    assert.match(field('nodes'), /^29 \(kernel 14, memcpy 11, memset 3, hostCallback 1\)$/);
-    assert.match(field('streams'), /^3 \(stream 0: 13, stream 1: 8, stream 2: 8\)$/);
-    assert.match(field('levels'), /^\d+ \(widest: level \d+, \d+ nodes can run at once\)$/);
-    assert.match(field('critical path'), /^\d+ nodes, cost \d+: upload .* → report accuracy$/);
-    const dotPath = join(out, 'demo.dot');
-    assert.ok(lines.some((l) => l.startsWith('DOT written to: ') && l.includes(dotPath)));
+    assert.match(field('workload'), /^MLP forward \+ loss \(batch 64, 784 → 256 → 256 → 256 → 128 → 10\): 34 kernels and 5 copies on 3 streams with fork\/join$/);
+    assert.equal(field('nodes'), '39 (kernel 34, memcpy 5)');
+    assert.equal(field('streams'), '3 (stream 0: 9, stream 1: 15, stream 2: 15)');
+    const ref = referenceForward(workloadData(MLP_PROGRAM));
+    assert.equal(field('the maths'), `float64 on the CPU: loss ${ref.loss.toFixed(4)}, accuracy ${(ref.accuracy * 100).toFixed(1)} % (random weights)`);
 
-    // The JSON is a loadable graph that matches the printed summary.
+    // The saved graph is the model's recording of the program, and the report matches it.
     const graph = ComputeGraph.fromJSON(readFileSync(join(out, 'demo.json'), 'utf8'));
-    assert.equal(graph.nodeCount(), 29);
-    assert.deepEqual(graph.streams(), [0, 1, 2]);
-    assert.equal(field('levels').split(' ')[0], String(graph.levels().length));
+    assert.ok(sameDag(graph, modelGraph(MLP_PROGRAM)));
+    assert.equal(field('edges'), `${graph.edgeCount()} (14 across streams: the fork/joins)`);
+    const levels = graph.levels();
+    assert.match(field('levels'), new RegExp(`^${levels.length} \\(widest: level \\d+, 2 nodes can run at once\\)$`));
+    // One line per level, listing its nodes.
+    const names = graph.nodes().map((n) => n.name);
+    levels.forEach((ids, l) => assert.ok(lines.includes(`  ${String(l).padStart(2)}  ${ids.map((id) => names[id]).join(' | ')}`), `level ${l}`));
     const path = graph.criticalPath().nodes;
-    assert.match(field('critical path'), new RegExp(`: ${path.map((id) => graph.node(id).name).join(' → ')}$`));
-    // Forked work is joined back: the loss depends on both side streams.
-    const loss = graph.nodes().find((n) => n.name === 'mean loss')!.id;
-    for (const name of ['layer1.relu a', 'layer1.relu b', 'argmax rows 0-31', 'argmax rows 32-63']) {
-      assert.ok(graph.isReachable(graph.nodes().find((n) => n.name === name)!.id, loss), name);
-    }
+    assert.equal(field('critical path'), `${path.length} nodes, cost ${path.length}: ${path.map((id) => names[id]).join(' → ')}`);
+    assert.ok(field('picture').startsWith(join(out, 'demo.svg')));
 
-    // The DOT is valid Graphviz with every node, one cluster per stream, the critical path in red.
-    const graphviz = await Graphviz.load();
-    const parsed = JSON.parse(graphviz.dot(readFileSync(dotPath, 'utf8'), 'json')) as { objects: { name: string; color?: string }[] };
-    const nodes = parsed.objects.filter((o) => /^n\d+$/.test(o.name));
-    assert.equal(nodes.length, 29);
-    assert.deepEqual(parsed.objects.filter((o) => o.name.startsWith('cluster_')).map((o) => o.name).sort(), ['cluster_s0', 'cluster_s1', 'cluster_s2']);
-    const red = nodes.filter((o) => o.color === '#d62728').map((o) => Number(o.name.slice(1))).sort((a, b) => a - b);
-    assert.deepEqual(red, [...path].sort((a, b) => a - b));
-    assert.ok(graph.isReachable(NodeId(path[0]!), NodeId(path.at(-1)!)));
+    // The SVG: every node and edge, a lane per stream, the critical path thick and red.
+    const svgText = readFileSync(join(out, 'demo.svg'), 'utf8');
+    assert.deepEqual(svgCounts(svgText), { nodes: 39, edges: graph.edgeCount(), clusters: 3, highlighted: [...path].sort((a, b) => a - b) });
+    assert.deepEqual(upwardEdges(svgText, graph.edges()), [], 'every edge points down');
+    // The DOT is valid Graphviz with the same nodes.
+    const parsed = JSON.parse((await Graphviz.load()).dot(readFileSync(join(out, 'demo.dot'), 'utf8'), 'json')) as { objects: { name: string }[] };
+    assert.equal(parsed.objects.filter((o) => /^n\d+$/.test(o.name)).length, 39);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
 });
 
-test('cudagraph demo --json prints the summary as data', () => {
+test('demo picks its mode itself and says why on the first line; without a driver, the loader reason', () => {
   const out = tempDir();
   try {
-    const r = cudagraph(['demo', '--json', '-o', out]);
+    const r = cudagraph(['demo', '--out', out, '--rounds', '1', '--iterations', '2']);
     assert.equal(r.status, 0, r.stderr);
-    const s = JSON.parse(r.stdout) as { mode: string; reason: string; nodes: number; edges: number; streams: unknown[]; files: { dot: string } };
-    assert.equal(s.mode, 'cpu-model');
-    assert.match(s.reason, /no GPU support/);
-    assert.equal(s.nodes, 29);
-    assert.equal(s.streams.length, 3);
-    assert.ok(existsSync(s.files.dot));
+    const first = r.stdout.split('\n')[0]!;
+    assert.doesNotMatch(r.stdout, /no GPU support/);
+    if (noDriver) {
+      assert.match(first, /^cudagraph demo: CPU model mode: no CUDA driver: the CUDA driver library \(libcuda\) is not available.* \(tried libcuda\.so\.1 and \d+ other places\); the same workload was recorded/);
+    } else {
+      assert.match(first, /^cudagraph demo: (GPU mode: found .+|CPU model mode: .+)$/);
+    }
+    assert.ok(existsSync(join(out, 'demo.svg')));
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
 });
 
-test('cudagraph demo writes to ./cudagraph-out by default', () => {
+test('demo --json prints the report as data', () => {
+  const out = tempDir();
+  try {
+    const r = cudagraph(['demo', '--json', '--mode', 'cpu', '-o', out]);
+    assert.equal(r.status, 0, r.stderr);
+    const s = JSON.parse(r.stdout) as {
+      mode: string;
+      reason: string;
+      workload: { kernels: number; copies: number; streams: number };
+      reference: { loss: number; accuracy: number };
+      nodes: number;
+      edges: number;
+      streams: unknown[];
+      files: { json: string; dot: string; svg: string };
+    };
+    assert.equal(s.mode, 'cpu-model');
+    assert.equal(s.reason, '--mode cpu was given');
+    assert.deepEqual(s.workload, { name: 'mlp-forward', batch: 64, widths: [784, 256, 256, 256, 128, 10], kernels: 34, copies: 5, streams: 3 } as never);
+    assert.equal(s.reference.loss, referenceForward(workloadData(MLP_PROGRAM)).loss);
+    assert.equal(s.nodes, 39);
+    assert.equal(s.streams.length, 3);
+    for (const f of Object.values(s.files)) assert.ok(existsSync(f), f);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test('demo writes to ./cudagraph-out by default', () => {
   const cwd = tempDir();
   try {
-    const r = cudagraph(['demo'], cwd);
+    const r = cudagraph(['demo', '--mode', 'cpu'], { cwd });
     assert.equal(r.status, 0, r.stderr);
-    assert.ok(existsSync(join(cwd, 'cudagraph-out', 'demo.dot')));
-    assert.ok(existsSync(join(cwd, 'cudagraph-out', 'demo.json')));
+    for (const f of ['demo.json', 'demo.dot', 'demo.svg']) assert.ok(existsSync(join(cwd, 'cudagraph-out', f)), f);
   } finally {
     rmSync(cwd, { recursive: true, force: true });
   }
 });
 
-test('--help works for the program and for demo', () => {
-  const top = cudagraph(['--help']);
-  assert.equal(top.status, 0);
-  assert.match(top.stdout, /Usage: cudagraph/);
-  assert.match(top.stdout, /demo \[options\]/);
-  const demo = cudagraph(['demo', '--help']);
-  assert.equal(demo.status, 0);
-  assert.match(demo.stdout, /--out <dir>/);
-  assert.match(demo.stdout, /--json/);
+test('demo --mode gpu without a GPU: one line saying why, status 1', { skip: noDriver ? false : 'a CUDA driver loads here' }, () => {
+  const r = cudagraph(['demo', '--mode', 'gpu', '-o', tempDir()]);
+  assertUserError(r, /^cudagraph: demo --mode gpu: no CUDA driver: the CUDA driver library \(libcuda\) is not available/, 'demo --mode gpu');
 });
 
-test('user mistakes: one line on stderr, no stack trace, exit status 1', () => {
+test('demo: user mistakes are one line on stderr, no stack trace, status 1', () => {
   const dir = tempDir();
   try {
     const file = join(dir, 'a-file');
     writeFileSync(file, 'x');
     const cases: [string[], RegExp][] = [
       [['demo', '--bogus'], /^cudagraph: unknown option '--bogus'/],
-      [['frobnicate'], /^cudagraph: unknown command 'frobnicate'/],
       [['demo', 'extra'], /^cudagraph: too many arguments/],
-      [['demo', '--out', join(file, 'sub')], /^cudagraph: cannot write the demo's files to .*a-file.sub \(ENOTDIR\)/],
+      [['demo', '--mode', 'fast'], /^cudagraph: option '--mode <mode>' argument 'fast' is invalid\. Allowed choices are auto, gpu, cpu/],
+      [['demo', '--rounds', '0'], /^cudagraph: --rounds must be an integer from 1 to 1000, got '0'/],
+      [['demo', '--iterations', '2.5'], /^cudagraph: --iterations must be an integer from 1 to 1000000, got '2\.5'/],
+      [['demo', '--mode', 'cpu', '--out', join(file, 'sub')], /^cudagraph: cannot write .*a-file.sub.demo\.json: a part of the path is not a folder/],
     ];
-    for (const [args, message] of cases) {
-      const r = cudagraph(args);
-      assert.equal(r.status, 1, args.join(' '));
-      assert.equal(r.stdout, '', args.join(' '));
-      assert.match(r.stderr, message, args.join(' '));
-      assert.doesNotMatch(r.stderr, /^\s+at /m, `no stack trace for ${args.join(' ')}`);
-    }
-    // No command at all: the usage, on stderr.
-    const none = cudagraph([]);
-    assert.equal(none.status, 1);
-    assert.match(none.stderr, /Usage: cudagraph/);
+    for (const [args, message] of cases) assertUserError(cudagraph(args), message, args.join(' '));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

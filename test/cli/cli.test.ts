@@ -1,0 +1,46 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { run } from '../../src/cli/main.js';
+import { cudagraph } from './helpers.js';
+
+const COMMANDS = ['demo', 'doctor', 'bench', 'render', 'inspect'];
+
+test('--help works for the program and for every command, on stdout, status 0', () => {
+  const top = cudagraph(['--help']);
+  assert.equal(top.status, 0);
+  assert.match(top.stdout, /Usage: cudagraph/);
+  for (const c of COMMANDS) assert.match(top.stdout, new RegExp(`^  ${c}\\b`, 'm'), c);
+  const expected: Record<string, RegExp[]> = {
+    demo: [/--out <dir>/, /--mode <mode>/, /--json/, /--rounds <n>/, /--iterations <n>/],
+    doctor: [/--json/],
+    bench: [/--sizes <list>/, /--quick/, /--json/, /--rounds <n>/, /--reps <n>/],
+    render: [/<graph\.json>/, /-o, --output <file>/, /\.svg, \.png, \.dot or \.mmd/, /--no-critical-path/, /--font <file>/, /--scale <n>/],
+    inspect: [/<graph\.json>/, /--json/],
+  };
+  for (const c of COMMANDS) {
+    const r = cudagraph([c, '--help']);
+    assert.equal(r.status, 0, c);
+    assert.match(r.stdout, new RegExp(`Usage: cudagraph ${c}`), c);
+    for (const m of expected[c]!) assert.match(r.stdout, m, `${c} --help: ${m}`);
+  }
+});
+
+test('no command: the usage on stderr, status 1; an unknown command: one line, status 1', () => {
+  const none = cudagraph([]);
+  assert.equal(none.status, 1);
+  assert.equal(none.stdout, '');
+  assert.match(none.stderr, /Usage: cudagraph/);
+  const bad = cudagraph(['frobnicate']);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /^cudagraph: unknown command 'frobnicate'/);
+});
+
+test('run() in-process: returns the status and writes to the output it is given', async () => {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io = { out: (t: string) => void out.push(t), err: (t: string) => void err.push(t) };
+  assert.equal(await run(['inspect', '--nope'], io), 1);
+  assert.match(err.join(''), /^cudagraph: unknown option '--nope'/);
+  assert.equal(await run(['--help'], io), 0);
+  assert.match(out.join(''), /Usage: cudagraph/);
+});

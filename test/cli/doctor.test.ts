@@ -1,0 +1,50 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { driverAvailable } from '../../src/index.js';
+import { cudagraph } from './helpers.js';
+
+const noDriver = !driverAvailable().ok;
+const skip = noDriver ? false : 'a CUDA driver loads here (the GPU tests cover doctor there)';
+
+test('doctor without a driver: the driver check fails with what to do, GPU checks are skipped, status 1', { skip }, () => {
+  const r = cudagraph(['doctor']);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, '');
+  const lines = r.stdout.trimEnd().split('\n');
+  assert.equal(lines[0], 'cudagraph doctor');
+  assert.match(lines[1]!, /^ {2}\[FAIL\] CUDA driver {2}the CUDA driver library \(libcuda\) is not available.* \(tried libcuda\.so\.1 and \d+ other places\)$/);
+  // The loader's advice, one line each.
+  assert.match(r.stdout, /- an NVIDIA driver is installed and working \(`nvidia-smi` lists the GPU\)/);
+  assert.match(r.stdout, /- or set CUDA_DRIVER_PATH to the full path of libcuda\.so\.1/);
+  assert.match(r.stdout, /^ {2}\[skip\] GPUs {9}needs the CUDA driver$/m);
+  assert.match(r.stdout, /^ {2}\[(ok {2}|FAIL)\] NVRTC {8}/m);
+  assert.match(r.stdout, /^ {2}\[skip\] capture {6}needs a GPU$/m);
+  assert.match(lines.at(-1)!, /problems?: `cudagraph demo` will use the CPU model/);
+});
+
+test('doctor --json: the four checks as data, with the same verdict', { skip }, () => {
+  const r = cudagraph(['doctor', '--json']);
+  assert.equal(r.status, 1);
+  const doc = JSON.parse(r.stdout) as { ok: boolean; verdict: string; checks: { name: string; status: string; detail: string; fix: string[]; facts: Record<string, unknown> }[] };
+  assert.equal(doc.ok, false);
+  assert.deepEqual(doc.checks.map((c) => c.name), ['CUDA driver', 'GPUs', 'NVRTC', 'capture']);
+  const [driver, gpus, nvrtc, capture] = doc.checks;
+  assert.equal(driver!.status, 'failed');
+  assert.ok(driver!.fix.length >= 3);
+  assert.match(String(driver!.facts['tried']), /^libcuda\.so\.1, libcuda\.so, /);
+  assert.equal(gpus!.status, 'skipped');
+  assert.equal(capture!.status, 'skipped');
+  // NVRTC does not need the driver: checked either way; a failure says where it looked and what to do.
+  if (nvrtc!.status === 'failed') {
+    assert.match(nvrtc!.detail, /\(tried libnvrtc\.so\.\d+ and \d+ other places\)/);
+    assert.ok(nvrtc!.fix.some((f) => /NVRTC_PATH/.test(f)));
+  } else {
+    assert.equal(nvrtc!.status, 'ok');
+  }
+});
+
+test('doctor: extra arguments are a user mistake', () => {
+  const r = cudagraph(['doctor', 'now']);
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /^cudagraph: too many arguments/);
+});
