@@ -6,7 +6,8 @@
 #   scripts/build-native.sh           # build (gcc, or $CC)
 #   scripts/build-native.sh --check   # build into a temporary file and fail if it differs from the committed one
 #
-# No node-gyp: one compiler call against Node's own headers (Node-API version 8, ABI-stable across
+# Beside the addon, <file>.source-sha256 records the hash of the source it was built from (a CPU
+# test checks it). No node-gyp: one compiler call against Node's own headers (Node-API version 8, ABI-stable across
 # Node >= 20). Reproducible: no build id, no paths or dates in the output, symbols stripped; the
 # same compiler version gives the same bytes. Linked against nothing but libc; Node-API symbols are
 # resolved from the node process when it loads the addon. It does not link libcuda.
@@ -58,5 +59,7 @@ if [ "$check" = 1 ]; then
     exit 1
   fi
 else
+  # What the CPU tests compare with the source, so that an edit without a rebuild is caught.
+  sha256sum native/cudagraph_hot.c | cut -d' ' -f1 >"$out.source-sha256"
   echo "build-native: wrote $out ($(wc -c <"$out") bytes, sha256 $(sha256sum "$out" | cut -d' ' -f1)) with $("$CC" --version | head -1)"
 fi

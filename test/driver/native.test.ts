@@ -8,7 +8,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +45,17 @@ test('the prebuilt addon loads on linux-x64 without libcuda, and names no CUDA l
   assert.equal(bytes.includes('libcuda'), false);
   assert.equal(bytes.includes('dlopen'), false);
   if (process.env['CUDAGRAPH_NATIVE'] === undefined) assert.equal(nativeStatus().active, true);
+});
+
+test('every prebuilt addon was built from the current source (scripts/build-native.sh)', () => {
+  const root = join(prebuiltAddonPath(), '..', '..');
+  const source = createHash('sha256').update(readFileSync(join(root, '..', 'cudagraph_hot.c'))).digest('hex');
+  const builds = readdirSync(root).filter((d) => existsSync(join(root, d, 'cudagraph_hot.node')));
+  assert.ok(builds.includes('linux-x64'), `prebuilt folders: ${builds.join(', ')}`);
+  for (const d of builds) {
+    const recorded = readFileSync(join(root, d, 'cudagraph_hot.node.source-sha256'), 'utf8').trim();
+    assert.equal(recorded, source, `native/prebuilt/${d} is stale: run scripts/build-native.sh`);
+  }
 });
 
 test('CUDAGRAPH_NATIVE=0, a platform without a prebuilt, a broken file or another ABI: koffi, silently', () => {
