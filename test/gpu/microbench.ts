@@ -10,7 +10,8 @@
  * same calls with the addon switched off in-process: prepared launches made on koffi; the call
  * sites then see both kinds, which may cost either a few ns), `koffi-raw`, `addon-raw` (a launch
  * registered in the addon, launched by id), `addon-args` (the addon's ten-argument launchKernel,
- * eager rows only: the alternative to registering), `C`.
+ * eager rows only: the alternative to registering), `C`. The single graph launch rows add
+ * `addon-raw-sync` (the wait before the launch through the addon too) and `timer` (an empty span).
  *
  *   node dist/test/gpu/microbench.js --c ./microbench --ptx test/gpu/fixtures/kernels.ptx [--out file.json]
  */
@@ -49,6 +50,7 @@ const buf = DeviceBuffer.alloc(d, 1024);
 const prep0 = empty.prepare({ grid: 1, block: 32, args: [] });
 const prep2 = two.prepare({ grid: 1, block: 32, args: [buf, arg.i32(1)] });
 // The library's binding as the environment chose it, and koffi forced in-process.
+const binding = nativeStatus();
 const libraryHot = setNativeAddonForTesting(null);
 const prep0k = empty.prepare({ grid: 1, block: 32, args: [] });
 const prep2k = two.prepare({ grid: 1, block: 32, args: [buf, arg.i32(1)] });
@@ -83,6 +85,15 @@ if (loadedHot.addon === null) throw new Error(`microbench: the addon does not lo
 const hot = loadedHot.addon;
 bindNativeSymbol('bench', hot, 'cuLaunchKernel');
 bindNativeSymbol('bench', hot, 'cuGraphLaunch');
+bindNativeSymbol('bench', hot, 'cuStreamSynchronize');
+const rawSync = driverSymbol('bench', 'cuStreamSynchronize');
+const syncKoffi = (): void => {
+  if (rawSync(sh) !== 0) throw new Error('koffi synchronize failed');
+};
+const syncAddon = (): void => {
+  if (hot.streamSynchronize(sh) !== 0) throw new Error('addon synchronize failed');
+};
+const syncLibrary = (): void => s.synchronize();
 const id0 = hot.register(fEmpty, 1, 1, 1, 32, 1, 1, 0, 0n);
 const id2 = hot.register(fTwo, 1, 1, 1, 32, 1, 1, 0, rawArgs);
 const hotLaunch = (id: number): void => {
@@ -175,32 +186,38 @@ for (const size of [10, 1000, 10000]) {
   execs.set(size, { exec, raw: out64[0]! });
 }
 
-/** The graph launch call of each Node column, for the exec of `size` nodes. */
-function graphLaunchers(size: number): Array<[string, () => void, () => void]> {
+type Launcher = [impl: string, call: () => void, setup: () => void, sync: () => void];
+
+/**
+ * The graph launch call of each Node column, for the exec of `size` nodes, and the wait before it.
+ * `addon-raw` waits through koffi (as the library did before the addon took cuStreamSynchronize),
+ * `addon-raw-sync` through the addon (the wait runs on the same thread stack as the launch, as in
+ * C); `timer` times an empty span after a wait (the clock's own cost).
+ */
+function graphLaunchers(size: number): Launcher[] {
   const e = execs.get(size)!;
+  const addonLaunch = (): void => {
+    if (hot.graphLaunch(e.raw, sh) !== 0) throw new Error('addon graph launch failed');
+  };
   return [
-    ['cudagraph', () => e.exec.launch(s), onLibrary],
-    ['cudagraph-koffi', () => e.exec.launch(s), onKoffi],
-    ['koffi-raw', () => rawGraphLaunch(e.raw, sh), onLibrary],
-    [
-      'addon-raw',
-      () => {
-        if (hot.graphLaunch(e.raw, sh) !== 0) throw new Error('addon graph launch failed');
-      },
-      onLibrary,
-    ],
+    ['cudagraph', () => e.exec.launch(s), onLibrary, syncLibrary],
+    ['cudagraph-koffi', () => e.exec.launch(s), onKoffi, syncLibrary],
+    ['koffi-raw', () => rawGraphLaunch(e.raw, sh), onLibrary, syncKoffi],
+    ['addon-raw', addonLaunch, onLibrary, syncKoffi],
+    ['addon-raw-sync', addonLaunch, onLibrary, syncAddon],
+    ['timer', () => {}, onLibrary, syncKoffi],
   ];
 }
 
 /** One graph launch call timed between synchronizes, as C does. */
-function graphLaunchOnce(size: number, impl: string, call: () => void, setup: () => void): () => void {
+function graphLaunchOnce(size: number, [impl, call, setup, sync]: Launcher): () => void {
   return () => {
     setup();
-    s.synchronize();
+    sync();
     const t0 = now();
     call();
     add(`graph_launch_${size}/${impl}`, now() - t0);
-    s.synchronize();
+    sync();
   };
 }
 
@@ -217,7 +234,7 @@ function graphLaunchLoop(impl: string, call: () => void, setup: () => void): () 
 
 // Warm the JS paths up (the JIT optimises a function after many calls; an application that
 // replays a graph does so often), then time single calls as C does.
-for (const [, call, setup] of graphLaunchers(10)) {
+for (const [, call, setup] of graphLaunchers(10).slice(0, 4)) {
   setup();
   for (let i = 0; i < 5000; i++) call();
 }
@@ -240,12 +257,12 @@ for (let round = 0; round < ROUNDS; round++) {
   for (let rep = 0; rep < REPS; rep++) eager2OneOff();
   for (let rep = 0; rep < REPS; rep++) rotate(rep, ...captures);
   for (const size of [10, 1000, 10000]) {
-    const timed = graphLaunchers(size).map(([impl, call, setup]) => graphLaunchOnce(size, impl, call, setup));
+    const timed = graphLaunchers(size).map((l) => graphLaunchOnce(size, l));
     for (const t of timed) t(); // warm-up, as in C
     for (const [impl] of graphLaunchers(size)) js[`graph_launch_${size}/${impl}`]!.pop();
     for (let rep = 0; rep < REPS; rep++) rotate(rep, ...timed);
   }
-  const loops = graphLaunchers(10).map(([impl, call, setup]) => graphLaunchLoop(impl, call, setup));
+  const loops = graphLaunchers(10).slice(0, 4).map(([impl, call, setup]) => graphLaunchLoop(impl, call, setup));
   for (let rep = 0; rep < REPS; rep++) rotate(rep, ...loops);
   onLibrary();
   s.synchronize();
@@ -261,7 +278,7 @@ const rows = [...new Set(Object.keys(all).map((k) => k.split('/')[0]!))];
 const table: Array<Record<string, string | number>> = [];
 for (const row of rows) {
   const cMed = all[`${row}/C`] ? stat(all[`${row}/C`]!).median : NaN;
-  for (const impl of ['C', 'koffi-raw', 'addon-raw', 'addon-args', 'cudagraph', 'cudagraph-koffi', 'cudagraph-oneoff']) {
+  for (const impl of ['C', 'koffi-raw', 'addon-raw', 'addon-raw-sync', 'addon-args', 'cudagraph', 'cudagraph-koffi', 'cudagraph-oneoff', 'timer']) {
     const v = all[`${row}/${impl}`];
     if (!v) continue;
     const st = stat(v);
@@ -279,7 +296,7 @@ const probe = (mode: string) => {
 };
 const hostfunc = argv.includes('--no-hostfunc') ? [] : [probe('async'), probe('sync')];
 
-const result = { device: d.toString(), driverVersion: Device.driverVersion(), node: process.version, binding: nativeStatus(), reps: REPS, rounds: ROUNDS, table, hostfunc, samples: all };
+const result = { device: d.toString(), driverVersion: Device.driverVersion(), node: process.version, binding, reps: REPS, rounds: ROUNDS, table, hostfunc, samples: all };
 const outFile = opt('--out');
 if (outFile) writeFileSync(outFile, JSON.stringify(result, null, 1));
 console.log(JSON.stringify({ hostfunc }, null, 1));
