@@ -1,13 +1,11 @@
 /*
- * cudagraph_hot: the CUDA driver calls on cudagraph's hot path, called from Node-API instead
+ * cudagraph_hot: the two CUDA driver calls on cudagraph's hot path, called from Node-API instead
  * of koffi (docs/ffi-decision.md has the numbers that justify it).
  *
  *   - a prepared kernel launch: cuLaunchKernel with a launch registered once (function, grid,
  *     block, shared memory, the address of the argument block packed once), launched by a small
  *     integer id and a stream handle;
- *   - cuGraphLaunch(exec, stream);
- *   - cuStreamSynchronize(stream), so that the wait before a launch runs on the same thread stack
- *     as the launch, as in C (koffi runs its calls on a stack of its own).
+ *   - cuGraphLaunch(exec, stream).
  *
  * Everything else stays on koffi, which also remains the whole binding where this addon is absent.
  *
@@ -41,7 +39,6 @@ typedef int (*cu_launch_kernel_fn)(void *f, unsigned gx, unsigned gy, unsigned g
                                    unsigned by, unsigned bz, unsigned shared_mem, void *stream,
                                    void **params, void **extra);
 typedef int (*cu_graph_launch_fn)(void *exec, void *stream);
-typedef int (*cu_stream_synchronize_fn)(void *stream);
 
 typedef struct {
   void *fn;
@@ -55,7 +52,6 @@ typedef struct {
 typedef struct {
   cu_launch_kernel_fn cu_launch_kernel;
   cu_graph_launch_fn cu_graph_launch;
-  cu_stream_synchronize_fn cu_stream_synchronize;
   prepared *slots;
   uint32_t capacity;
   uint32_t used;       /* slots handed out at least once: [0, used) */
@@ -134,18 +130,6 @@ static napi_value hot_graph_launch(napi_env env, napi_callback_info info) {
   }
   if (st->cu_graph_launch == NULL) return int_result(env, HOT_NOT_BOUND);
   return int_result(env, st->cu_graph_launch((void *)(uintptr_t)exec, (void *)(uintptr_t)stream));
-}
-
-/* streamSynchronize(stream: bigint): number -- cuStreamSynchronize (blocks the calling thread). */
-static napi_value hot_stream_synchronize(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  hot_state *st;
-  napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
-  uint64_t stream;
-  if (!get_u64(env, argv[0], &stream)) return throw_type(env, "streamSynchronize(stream: bigint)");
-  if (st->cu_stream_synchronize == NULL) return int_result(env, HOT_NOT_BOUND);
-  return int_result(env, st->cu_stream_synchronize((void *)(uintptr_t)stream));
 }
 
 /*
@@ -229,8 +213,7 @@ static napi_value hot_registered(napi_env env, napi_callback_info info) {
 
 /*
  * bind(name: string, address: bigint): boolean -- sets the driver function `name`
- * ("cuLaunchKernel", "cuGraphLaunch" or "cuStreamSynchronize") to `address` (0n unbinds); false
- * for an unknown name.
+ * ("cuLaunchKernel" or "cuGraphLaunch") to `address` (0n unbinds); false for an unknown name.
  */
 static napi_value hot_bind(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -246,7 +229,6 @@ static napi_value hot_bind(napi_env env, napi_callback_info info) {
   bool known = true;
   if (strcmp(name, "cuLaunchKernel") == 0) st->cu_launch_kernel = (cu_launch_kernel_fn)(uintptr_t)address;
   else if (strcmp(name, "cuGraphLaunch") == 0) st->cu_graph_launch = (cu_graph_launch_fn)(uintptr_t)address;
-  else if (strcmp(name, "cuStreamSynchronize") == 0) st->cu_stream_synchronize = (cu_stream_synchronize_fn)(uintptr_t)address;
   else known = false;
   napi_value out;
   napi_get_boolean(env, known, &out);
@@ -279,7 +261,7 @@ NAPI_MODULE_INIT() {
   } fns[] = {
       {"launch", hot_launch},         {"launchKernel", hot_launch_kernel}, {"graphLaunch", hot_graph_launch},
       {"register", hot_register},     {"release", hot_release},            {"registered", hot_registered},
-      {"bind", hot_bind},             {"streamSynchronize", hot_stream_synchronize},
+      {"bind", hot_bind},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value fn;

@@ -1,8 +1,7 @@
 /**
- * The optional Node-API addon for the hot driver calls (`native/cudagraph_hot.c`): the prepared
- * kernel launch (`cuLaunchKernel` of a launch registered once, by a small integer id),
- * `cuGraphLaunch`, and `cuStreamSynchronize` (the wait that precedes a timed launch: on the addon it
- * runs on the same thread stack as the launch, as in C). koffi stays the binding for everything else, and for these two calls too where
+ * The optional Node-API addon for the two hot driver calls (`native/cudagraph_hot.c`): the prepared
+ * kernel launch (`cuLaunchKernel` of a launch registered once, by a small integer id) and
+ * `cuGraphLaunch`. koffi stays the binding for everything else, and for these two calls too where
  * the addon is absent: docs/ffi-decision.md has the measurements.
  *
  * The addon ships prebuilt (`native/prebuilt/<platform>-<arch>/cudagraph_hot.node`, built by
@@ -23,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 export const NATIVE_ABI = 1;
 
 /** The driver functions the addon calls. */
-export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch' | 'cuStreamSynchronize';
+export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch';
 
 /**
  * The addon's functions (the C file documents each). Results are CUresult values (0 = success),
@@ -51,8 +50,6 @@ export interface HotAddon {
   ): number;
   /** `cuGraphLaunch(exec, stream)`. */
   graphLaunch(exec: bigint, stream: bigint): number;
-  /** `cuStreamSynchronize(stream)`: blocks the calling thread. */
-  streamSynchronize(stream: bigint): number;
   /** Keeps a launch (the argument block at `params` must stay put until release); returns its id. */
   register(
     fn: bigint,

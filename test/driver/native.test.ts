@@ -25,7 +25,7 @@ import {
 } from '../../src/driver/native.js';
 import { resetLibrariesForTesting } from '../../src/driver/sys.js';
 import { setCaptureErrorListener } from '../../src/driver/check.js';
-import { launch as ln, graph as gr, stream as st } from '../../src/driver/result/index.js';
+import { launch as ln, graph as gr } from '../../src/driver/result/index.js';
 import type { KoffiLibrary } from '../../src/driver/koffi.js';
 
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
@@ -37,7 +37,7 @@ test('the prebuilt addon loads on linux-x64 without libcuda, and names no CUDA l
   assert.deepEqual(status, { active: true, path: prebuiltAddonPath(), reason: 'loaded' });
   assert.ok(addon !== null);
   assert.equal(addon.abi, NATIVE_ABI);
-  for (const f of ['launch', 'launchKernel', 'graphLaunch', 'streamSynchronize', 'register', 'release', 'registered', 'bind'] as const) {
+  for (const f of ['launch', 'launchKernel', 'graphLaunch', 'register', 'release', 'registered', 'bind'] as const) {
     assert.equal(typeof addon[f], 'function', f);
   }
   // The driver's addresses come from the loader: the file must not link or dlopen libcuda itself.
@@ -90,7 +90,6 @@ test('registered launches: ids are reused after release; unbound functions, unkn
   const hot = loadNativeAddon({}).addon!;
   hot.bind('cuLaunchKernel', 0n);
   hot.bind('cuGraphLaunch', 0n);
-  hot.bind('cuStreamSynchronize', 0n);
   const before = hot.registered();
   const a = hot.register(1n, 1, 1, 1, 32, 1, 1, 0, 0n);
   const b = hot.register(2n, 1, 1, 1, 32, 1, 1, 0, 0n);
@@ -98,7 +97,6 @@ test('registered launches: ids are reused after release; unbound functions, unkn
   assert.equal(hot.registered(), before + 2);
   assert.equal(hot.launch(a, 0n), hot.NOT_BOUND);
   assert.equal(hot.graphLaunch(1n, 0n), hot.NOT_BOUND);
-  assert.equal(hot.streamSynchronize(0n), hot.NOT_BOUND);
   assert.equal(hot.launchKernel(1n, 1, 1, 1, 32, 1, 1, 0, 0n, 0n), hot.NOT_BOUND);
   assert.equal(hot.release(a), true);
   assert.equal(hot.release(a), false);
@@ -118,15 +116,14 @@ test('registered launches: ids are reused after release; unbound functions, unkn
   assert.throws(() => hot.launch(0, 5 as unknown as bigint), TypeError);
   assert.throws(() => hot.launch(0, -1n), TypeError, 'a negative handle is refused');
   assert.throws(() => hot.graphLaunch(1 as unknown as bigint, 0n), TypeError);
-  assert.throws(() => hot.streamSynchronize(null as unknown as bigint), TypeError);
   assert.throws(() => hot.register(1n, 1, 1, 1, 32, 1, 1, 0, 'x' as unknown as bigint), TypeError);
 });
 
 const RECORDER = `
 #include <stdint.h>
 /* rec[0] launches, [1] f, [2..8] grid, block, shared memory, [9] stream, [10] params, [11] extra,
-   [12] graph launches, [13] exec, [14] stream, [15] synchronizes, [16] stream */
-uint64_t rec[20];
+   [12] graph launches, [13] exec, [14] stream */
+uint64_t rec[16];
 int next_rc;
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shm, void *stream, void **params, void **extra) {
@@ -137,10 +134,6 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 }
 int cuGraphLaunch(void *exec, void *stream) {
   rec[12]++; rec[13] = (uintptr_t)exec; rec[14] = (uintptr_t)stream;
-  return next_rc;
-}
-int cuStreamSynchronize(void *stream) {
-  rec[15]++; rec[16] = (uintptr_t)stream;
   return next_rc;
 }
 `;
@@ -158,7 +151,7 @@ function withRecorder(
     const cc = spawnSync('gcc', ['-O1', '-fPIC', '-shared', '-o', so, join(dir, 'recorder.c')], { encoding: 'utf8' });
     assert.equal(cc.status, 0, cc.stderr);
     const lib = koffi.load(so);
-    const rec = new BigUint64Array(koffi.view(lib.symbol('rec') as bigint, 20 * 8));
+    const rec = new BigUint64Array(koffi.view(lib.symbol('rec') as bigint, 16 * 8));
     const rcAt = lib.symbol('next_rc') as bigint;
     resetLibrariesForTesting((p) => wrap(koffi.load(p)));
     process.env['CUDA_DRIVER_PATH'] = so;
@@ -177,7 +170,7 @@ function bindings(): Array<[string, HotAddon | null]> {
   return hot === null ? [['koffi', null]] : [['addon', hot], ['koffi', null]];
 }
 
-test('both bindings pass every argument of cuLaunchKernel, cuGraphLaunch and cuStreamSynchronize through unchanged', { skip: !gcc && 'gcc is absent' }, () => {
+test('both bindings pass every argument of cuLaunchKernel and cuGraphLaunch through unchanged', { skip: !gcc && 'gcc is absent' }, () => {
   for (const [name, hot] of bindings()) {
     withRecorder((rec) => {
       setNativeAddonForTesting(hot);
@@ -195,9 +188,6 @@ test('both bindings pass every argument of cuLaunchKernel, cuGraphLaunch and cuS
       gr.graphLaunch('GraphExec.launch', 0xe0e0e0e0e0n, stream);
       gr.graphLaunch('GraphExec.launch', 0xe0e0e0e0e8n, 0n);
       assert.deepEqual([...rec.subarray(12, 15)], [2n, 0xe0e0e0e0e8n, 0n], name);
-      st.streamSynchronize('Stream.synchronize', stream);
-      st.streamSynchronize('Stream.synchronize', stream + 8n);
-      assert.deepEqual([...rec.subarray(15, 17)], [2n, stream + 8n], name);
     });
   }
 });
@@ -226,19 +216,10 @@ test('a failed launch is the same CudaError on both bindings, and capture errors
           (e: unknown) => e instanceof CudaError && e.code === 906 && e.operation === 'GraphExec.launch' && e.driverCall === 'cuGraphLaunch',
           name,
         );
-        assert.throws(
-          () => st.streamSynchronize('Stream.synchronize', 0n),
-          (e: unknown) => e instanceof CudaError && e.code === 906 && e.operation === 'Stream.synchronize' && e.driverCall === 'cuStreamSynchronize',
-          name,
-        );
-        assert.deepEqual(
-          heard.map((e) => [e.operation, e.code]),
-          [['PreparedLaunch.launch', 906], ['GraphExec.launch', 906], ['Stream.synchronize', 906]],
-          name,
-        );
+        assert.deepEqual(heard.map((e) => [e.operation, e.code]), [['PreparedLaunch.launch', 906], ['GraphExec.launch', 906]], name);
         setRc(1);
         assert.throws(() => ln.launchKernel('Kernel.launch', 1n, 1, 1, 1, 1, 1, 1, 0, 0n, 0n), (e: unknown) => e instanceof CudaError && e.code === 1, name);
-        assert.equal(heard.length, 3, 'only 900–908 are capture errors');
+        assert.equal(heard.length, 2, 'only 900–908 are capture errors');
         call.release();
       } finally {
         setCaptureErrorListener(null);
@@ -258,8 +239,7 @@ test('with the addon, a library that gives no symbol addresses still launches, t
     call.launch('PreparedLaunch.launch', 9n);
     ln.launchKernel('Kernel.launch', 6n, 1, 1, 1, 64, 1, 1, 0, 9n, 0n);
     gr.graphLaunch('GraphExec.launch', 3n, 9n);
-    st.streamSynchronize('Stream.synchronize', 9n);
-    assert.deepEqual([rec[0], rec[1], rec[5], rec[9], rec[12], rec[13], rec[15], rec[16]], [3n, 6n, 64n, 9n, 1n, 3n, 1n, 9n]);
+    assert.deepEqual([rec[0], rec[1], rec[5], rec[9], rec[12], rec[13]], [3n, 6n, 64n, 9n, 1n, 3n]);
     call.release();
   }, noAddresses);
 });
@@ -275,7 +255,6 @@ test('with the addon, a driver that lacks the symbol fails the launch with the s
       for (const [sym, run] of [
         ['cuLaunchKernel', () => call.launch('PreparedLaunch.launch', 0n)],
         ['cuGraphLaunch', () => gr.graphLaunch('GraphExec.launch', 1n, 0n)],
-        ['cuStreamSynchronize', () => st.streamSynchronize('Stream.synchronize', 0n)],
       ] as const) {
         assert.throws(run, (e: unknown) => e instanceof CudaError && e.code === 801 && e.driverCall === sym && e.message.includes(`The symbol ${sym} is missing`), `${name} ${sym}`);
       }

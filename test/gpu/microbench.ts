@@ -10,8 +10,8 @@
  * same calls with the addon switched off in-process: prepared launches made on koffi; the call
  * sites then see both kinds, which may cost either a few ns), `koffi-raw`, `addon-raw` (a launch
  * registered in the addon, launched by id), `addon-args` (the addon's ten-argument launchKernel,
- * eager rows only: the alternative to registering), `C`. The single graph launch rows add
- * `addon-raw-sync` (the wait before the launch through the addon too) and `timer` (an empty span).
+ * eager rows only: the alternative to registering), `C`. The single graph launch rows add `timer`
+ * (an empty span after the same wait).
  *
  *   node dist/test/gpu/microbench.js --c ./microbench --ptx test/gpu/fixtures/kernels.ptx [--out file.json]
  */
@@ -85,13 +85,9 @@ if (loadedHot.addon === null) throw new Error(`microbench: the addon does not lo
 const hot = loadedHot.addon;
 bindNativeSymbol('bench', hot, 'cuLaunchKernel');
 bindNativeSymbol('bench', hot, 'cuGraphLaunch');
-bindNativeSymbol('bench', hot, 'cuStreamSynchronize');
 const rawSync = driverSymbol('bench', 'cuStreamSynchronize');
 const syncKoffi = (): void => {
   if (rawSync(sh) !== 0) throw new Error('koffi synchronize failed');
-};
-const syncAddon = (): void => {
-  if (hot.streamSynchronize(sh) !== 0) throw new Error('addon synchronize failed');
 };
 const syncLibrary = (): void => s.synchronize();
 const id0 = hot.register(fEmpty, 1, 1, 1, 32, 1, 1, 0, 0n);
@@ -190,9 +186,9 @@ type Launcher = [impl: string, call: () => void, setup: () => void, sync: () => 
 
 /**
  * The graph launch call of each Node column, for the exec of `size` nodes, and the wait before it.
- * `addon-raw` waits through koffi (as the library did before the addon took cuStreamSynchronize),
- * `addon-raw-sync` through the addon (the wait runs on the same thread stack as the launch, as in
- * C); `timer` times an empty span after a wait (the clock's own cost).
+ * `timer` times an empty span after a wait: the clock's own cost, and whatever a wait leaves behind
+ * (it grows with the wait). The second device run also had `addon-raw-sync` (the wait through the
+ * addon too): no difference, so the wait stays on koffi (docs/ffi-decision.md).
  */
 function graphLaunchers(size: number): Launcher[] {
   const e = execs.get(size)!;
@@ -204,7 +200,6 @@ function graphLaunchers(size: number): Launcher[] {
     ['cudagraph-koffi', () => e.exec.launch(s), onKoffi, syncLibrary],
     ['koffi-raw', () => rawGraphLaunch(e.raw, sh), onLibrary, syncKoffi],
     ['addon-raw', addonLaunch, onLibrary, syncKoffi],
-    ['addon-raw-sync', addonLaunch, onLibrary, syncAddon],
     ['timer', () => {}, onLibrary, syncKoffi],
   ];
 }
@@ -278,7 +273,7 @@ const rows = [...new Set(Object.keys(all).map((k) => k.split('/')[0]!))];
 const table: Array<Record<string, string | number>> = [];
 for (const row of rows) {
   const cMed = all[`${row}/C`] ? stat(all[`${row}/C`]!).median : NaN;
-  for (const impl of ['C', 'koffi-raw', 'addon-raw', 'addon-raw-sync', 'addon-args', 'cudagraph', 'cudagraph-koffi', 'cudagraph-oneoff', 'timer']) {
+  for (const impl of ['C', 'koffi-raw', 'addon-raw', 'addon-args', 'cudagraph', 'cudagraph-koffi', 'cudagraph-oneoff', 'timer']) {
     const v = all[`${row}/${impl}`];
     if (!v) continue;
     const st = stat(v);

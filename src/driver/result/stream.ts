@@ -1,6 +1,5 @@
 /** Streams (`cuStream*`). */
-import { driverSymbol, driverSymbolAsync, bindNativeSymbol } from '../sys.js';
-import { nativeAddon } from '../native.js';
+import { driverSymbol, driverSymbolAsync } from '../sys.js';
 import { check, cudaError } from '../check.js';
 import { u64, takeHandle } from './scratch.js';
 
@@ -18,16 +17,9 @@ export function streamDestroy(op: string, stream: bigint): number {
   return driverSymbol(op, 'cuStreamDestroy_v2')(stream);
 }
 
-/**
- * Blocks the calling thread until the stream's work is done (`cuStreamSynchronize`), through the
- * Node-API addon when it is loaded (`../native.ts`), else through koffi.
- */
+/** Blocks the calling thread until the stream's work is done (`cuStreamSynchronize`). */
 export function streamSynchronize(op: string, stream: bigint): void {
-  const hot = nativeAddon();
-  let rc = hot !== null ? hot.streamSynchronize(stream) : -1;
-  if (hot !== null && rc === hot.NOT_BOUND && bindNativeSymbol(op, hot, 'cuStreamSynchronize')) rc = hot.streamSynchronize(stream);
-  if (hot === null || rc === hot.NOT_BOUND) rc = driverSymbol(op, 'cuStreamSynchronize')(stream);
-  check(rc, op, 'cuStreamSynchronize');
+  check(driverSymbol(op, 'cuStreamSynchronize')(stream), op, 'cuStreamSynchronize');
 }
 
 /** True when all the stream's work is done, false while some is pending (`cuStreamQuery`). */
