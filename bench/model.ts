@@ -20,6 +20,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import os from 'node:os';
 import { StreamCapture, ComputeGraph, MemcpyDir, StreamId, CaptureEvent, type NodeId } from '../src/index.js';
+import { mulberry32 } from '../src/util/random.js';
 
 const N = 1_000_000;
 const STREAMS = 8;
@@ -30,17 +31,6 @@ const EVENTS = 1024;
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // ── the program ─────────────────────────────────────────────────────────────────────────────
 const rand = mulberry32(2026);

@@ -3,6 +3,7 @@
  * same MLP forward pass in float64, written straight from the maths, not from the program's steps,
  * so it checks the GPU's results independently.
  */
+import { mulberry32 } from '../util/random.js';
 import { MLP, PIXEL_SCALE, PIXEL_SHIFT, type Program } from './workload.js';
 
 /** Host arrays by buffer name: the inputs and the weights. */
@@ -20,24 +21,12 @@ export interface ForwardResult {
   readonly accuracy: number;
 }
 
-/** A small, fast, seedable PRNG (mulberry32): the same data on every machine. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * The batch (integer pixels 0..255), the labels (0..9) and weights scaled as Glorot's uniform
  * initialisation does, so activations stay in a sensible range through every layer.
  */
 export function workloadData(program: Program, seed = 42): WorkloadData {
-  const next = random(seed);
+  const next = mulberry32(seed);
   const { widths } = MLP;
   const classes = widths[widths.length - 1]!;
   const out = new Map<string, Float32Array | Int32Array>();
