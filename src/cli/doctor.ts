@@ -52,12 +52,15 @@ function checkDriver(): Check {
   }
   try {
     const version = Device.driverVersion();
+    // The loader may have asked the dynamic loader for a bare name (libcuda.so.1): say which file that was.
+    const file = loadedLibraryPath('libcuda.so') ?? d.path;
+    const asked = file === d.path ? '' : ` (found as ${d.path})`;
     return {
       name,
       status: 'ok',
-      detail: `libcuda loaded from ${d.path}; the driver supports CUDA ${cudaVersionText(version)}`,
+      detail: `libcuda loaded from ${file}${asked}; the driver supports CUDA ${cudaVersionText(version)}`,
       fix: [],
-      facts: { path: d.path, driverVersion: version },
+      facts: { path: file, requested: d.path, driverVersion: version },
     };
   } catch (e) {
     return {
