@@ -37,6 +37,7 @@ function program(io: Output, exit: { code: number }): Command {
 
   cli
     .command('demo')
+    .summary('the main job: a tiny MLP run eagerly and as one CUDA graph (or recorded in the CPU model)')
     .description(
       'run the main job on a tiny MLP forward pass (34 kernels over 3 streams with fork/join): on a GPU, compile it, run it eagerly, capture it into a CUDA graph, replay it, check the results and time both; without one, record it in the CPU model. Writes demo.json, demo.dot and demo.svg',
     )
@@ -53,6 +54,7 @@ function program(io: Output, exit: { code: number }): Command {
 
   cli
     .command('doctor')
+    .summary('what this machine supports, and what to do about what fails')
     .description('check what this machine supports: the CUDA driver (where, version), the GPUs, NVRTC, and a real capture and replay; says what to do about each failure (exit status 1 if any check fails)')
     .option('--json', 'print the checks as JSON', false)
     .action((o: { json: boolean }) => {
@@ -61,6 +63,7 @@ function program(io: Output, exit: { code: number }): Command {
 
   cli
     .command('bench')
+    .summary("this GPU's launch overhead: eager vs graph at several graph sizes")
     .description(
       `measure this GPU's launch overhead: N empty kernels launched eagerly vs captured into one graph, at several graph sizes (default ${BENCH_DEFAULTS.sizes.join(', ')}); a progress bar on stderr when it is a terminal`,
     )
@@ -73,6 +76,7 @@ function program(io: Output, exit: { code: number }): Command {
 
   cli
     .command('render')
+    .summary('draw a saved graph as .svg, .png, .dot or .mmd')
     .description('draw a saved graph (JSON from graph.toJSON() or `cudagraph demo`): one lane and colour per stream, a shape per kind, the critical path thick and red; the format follows the extension of -o: .svg, .png, .dot or .mmd (Mermaid)')
     .argument('<graph.json>', 'the graph file')
     .requiredOption('-o, --output <file>', 'the picture to write: .svg, .png, .dot or .mmd')
@@ -84,6 +88,7 @@ function program(io: Output, exit: { code: number }): Command {
 
   cli
     .command('inspect')
+    .summary('describe a saved graph: kinds, streams, depth, width, critical path, joins')
     .description('describe a saved graph: nodes by kind, streams, depth, width, critical path, cross-stream joins')
     .argument('<graph.json>', 'the graph file')
     .option('--json', 'print the description as JSON', false)
