@@ -3,6 +3,9 @@ import { describe, requireInt, requireOptions } from '../util/validate.js';
 import { Stream } from '../cuda/stream.js';
 import { GraphCaptureGuard, ASYNC_CAPTURE_RULE, isAsyncFunction, isThenable, type CaptureBody, type CaptureOptions } from './guard.js';
 import { CaptureStateError } from './guard-errors.js';
+import { CapturePool } from './capture-pool.js';
+import { requireCaptureMode } from './capture-mode.js';
+import { checkInstantiateFlags } from './instantiate-flags.js';
 import type { CapturedGraph } from './captured-graph.js';
 
 /** Options of `makeGraphed`. */
@@ -27,11 +30,17 @@ export interface MakeGraphedOptions extends CaptureOptions {
  */
 export function makeGraphed(stream: Stream, fn: CaptureBody, options?: MakeGraphedOptions): CapturedGraph {
   const op = 'makeGraphed';
-  if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
   if (typeof fn !== 'function') throw new InvalidArgumentError(op, 'fn', `fn must be a function, got ${describe(fn)}`);
   if (isAsyncFunction(fn)) throw new InvalidArgumentError(op, 'fn', `fn is an async function: ${ASYNC_CAPTURE_RULE}`);
   const o = requireOptions<MakeGraphedOptions>(op, options, ['warmup', 'mode', 'pool', 'flags']);
   const warmup = o.warmup === undefined ? 3 : requireInt(op, 'warmup', o.warmup, 0, 1_000_000);
+  // Everything the capture will check, checked before the warm-up runs.
+  if (o.mode !== undefined) requireCaptureMode(op, o.mode);
+  if (o.pool !== undefined && !(o.pool instanceof CapturePool)) {
+    throw new InvalidArgumentError(op, 'pool', `pool must be a CapturePool, got ${describe(o.pool)}`);
+  }
+  checkInstantiateFlags(op, o.flags);
+  if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
   stream.handleFor(op);
   if (stream.isCapturing) {
     throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing: warm-up work would be recorded into that capture');
