@@ -172,8 +172,16 @@ export class PoolMemory {
     this.#destroyed = true;
     try {
       makeCurrent(op, this.#ctx);
-      // The frees queued on the pool's stream complete before it is destroyed; a pool with
-      // pending frees is released by the driver once they are done.
+      // Wait for the pending frees (and the graph work they are fenced behind) and give the
+      // memory back now, so the device has it when the pool is gone: destroying a pool with
+      // pending frees would release its memory only whenever the driver gets to it. This runs
+      // from a cleanup, which never runs during a capture, so the wait is legal.
+      try {
+        st.streamSynchronize(op, this.#stream);
+        mp.memPoolTrimTo(op, this.#pool, 0);
+      } catch (e) {
+        keepCleanupError(e);
+      }
       keepFailure(mp.memPoolDestroy(op, this.#pool), op, 'cuMemPoolDestroy');
       keepFailure(ev.eventDestroy(op, this.#event), op, 'cuEventDestroy_v2');
       keepFailure(st.streamDestroy(op, this.#stream), op, 'cuStreamDestroy_v2');

@@ -216,6 +216,12 @@ export class StreamGraphCapture implements CaptureSink {
       }
       throw this.#endError(op, code);
     }
+    if (graph === 0n) {
+      // Never seen from a driver; a Graph wrapping no handle would fail later and less clearly.
+      this.#close();
+      this.#releaseGraphAllocations();
+      throw cudaError(999, op, 'cuStreamEndCapture', 'ending the capture succeeded but returned no graph');
+    }
     const held = [...this.#held];
     this.#held.clear(); // ownership passes to the graph
     this.#graphAllocations.length = 0; // they live on with the graph (freed in it, or by their buffers)

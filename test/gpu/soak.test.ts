@@ -1,0 +1,172 @@
+/**
+ * Soak: 10,000 begin/finish/launch/dispose cycles, then 1,000 failed captures of four kinds,
+ * must leave device memory (cuMemGetInfo) and the process's memory flat. Prints its figures
+ * (and writes them as JSON to $CUDAGRAPH_SOAK_OUT when set). SOAK_CYCLES / SOAK_FAILED shorten it.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import {
+  Device,
+  Module,
+  DeviceBuffer,
+  GraphCaptureGuard,
+  CapturePool,
+  captureGraph,
+  CudaError,
+  CaptureStateError,
+  type Stream,
+} from '../../src/index.js';
+import { activeCaptureCount } from '../../src/cuda/capture-hooks.js';
+import { deferredCleanupCount } from '../../src/cuda/lifetime.js';
+import { gpuSuite, fixturePtx } from './gpu.js';
+import { zeroed, u32, collectGarbage, MiB } from './guard-helpers.js';
+
+const CYCLES = Number(process.env['SOAK_CYCLES'] ?? 10_000);
+const FAILED = Number(process.env['SOAK_FAILED'] ?? 1_000);
+
+interface Snapshot {
+  readonly freeMiB: number;
+  readonly rssMiB: number;
+  readonly heapMiB: number;
+}
+
+gpuSuite('Soak', () => {
+  test(`${CYCLES} begin/finish/launch/dispose cycles and ${FAILED} failed captures leave device memory and RSS flat`, async () => {
+    const d = Device.get(0);
+    const s = d.stream();
+    using m = Module.load(d, fixturePtx());
+    using counter = zeroed(s, 1);
+    using buf = zeroed(s, 256);
+    using inc = m.function('add_one').prepare({ grid: 1, block: 32, args: [counter] });
+    using pool = new CapturePool();
+
+    const cycle = (i: number): void => {
+      using guard = GraphCaptureGuard.begin(s);
+      buf.memsetAsync(s, i & 0xff);
+      inc.launch(s);
+      const graph = guard.finish();
+      graph.launch();
+      graph.dispose();
+    };
+
+    const failure = new Error('soak: failed mid-capture');
+    const failedCapture = (i: number, st: Stream): void => {
+      switch (i % 4) {
+        case 0: // a JS exception leaves a `using` scope mid-capture
+          try {
+            using guard = GraphCaptureGuard.begin(st);
+            inc.launch(st);
+            void guard;
+            throw failure;
+          } catch (e) {
+            if (e !== failure) throw e;
+          }
+          return;
+        case 1: // invalidated by a synchronization; finish() throws 901
+          try {
+            using guard = GraphCaptureGuard.begin(st);
+            inc.launch(st);
+            try {
+              st.synchronize();
+            } catch {
+              // 900: expected, it invalidates the capture
+            }
+            guard.finish();
+            throw new Error('soak: an invalidated capture finished');
+          } catch (e) {
+            if (!(e instanceof CudaError && e.code === 901)) throw e;
+          }
+          return;
+        case 2: // a pooled capture that allocated, then failed
+          try {
+            using guard = GraphCaptureGuard.beginWithPool(st, pool);
+            const tmp = DeviceBuffer.allocAsync(st, MiB);
+            tmp.memsetAsync(st, 1);
+            void guard;
+            throw failure;
+          } catch (e) {
+            if (e !== failure) throw e;
+          }
+          return;
+        default: // a capture body that returns a Promise
+          try {
+            captureGraph(st, (x) => {
+              inc.launch(x);
+              return Promise.resolve() as never;
+            });
+          } catch (e) {
+            if (!(e instanceof CaptureStateError && e.code === 'ERR_ASYNC_CAPTURE')) throw e;
+          }
+      }
+    };
+
+    const snapshot = async (): Promise<Snapshot> => {
+      s.synchronize();
+      pool.trim();
+      d.synchronize();
+      await collectGarbage();
+      const mem = process.memoryUsage();
+      return { freeMiB: d.memoryInfo().free / MiB, rssMiB: mem.rss / MiB, heapMiB: mem.heapUsed / MiB };
+    };
+
+    // Warm-up: first-use costs (module, pool memory, JIT of the hot paths) happen here.
+    const WARM = Math.min(500, CYCLES);
+    for (let i = 0; i < WARM; i++) cycle(i);
+    for (let i = 0; i < 100; i++) failedCapture(i, s);
+    const base = await snapshot();
+
+    let t = performance.now();
+    let mid: Snapshot | null = null;
+    for (let i = 0; i < CYCLES; i++) {
+      cycle(i);
+      if (i % 1000 === 999) s.synchronize();
+      if (i === Math.floor(CYCLES / 2)) {
+        const before = performance.now();
+        mid = await snapshot();
+        t += performance.now() - before;
+      }
+    }
+    s.synchronize();
+    const cycleUs = ((performance.now() - t) * 1000) / CYCLES;
+    const afterCycles = await snapshot();
+
+    t = performance.now();
+    for (let i = 0; i < FAILED; i++) failedCapture(i, s);
+    s.synchronize();
+    const failedUs = ((performance.now() - t) * 1000) / FAILED;
+    const afterFailed = await snapshot();
+
+    const replays = u32(counter)[0];
+    const rows = [
+      ['after warm-up', base],
+      [`after ${CYCLES / 2} cycles`, mid ?? base],
+      [`after ${CYCLES} cycles`, afterCycles],
+      [`after ${FAILED} failed captures`, afterFailed],
+    ] as const;
+    const lines = [
+      `# soak: ${CYCLES} cycles at ${cycleUs.toFixed(1)} µs each (begin, memset, kernel, finish = end + instantiate, launch, dispose); ${FAILED} failed captures at ${failedUs.toFixed(1)} µs each`,
+      '# | point | device free (MiB) | Δ free | RSS (MiB) | Δ RSS | heap used (MiB) | Δ heap |',
+      ...rows.map(
+        ([label, x]) =>
+          `# | ${label} | ${x.freeMiB.toFixed(1)} | ${(x.freeMiB - base.freeMiB).toFixed(1)} | ${x.rssMiB.toFixed(1)} | ${(x.rssMiB - base.rssMiB).toFixed(1)} | ${x.heapMiB.toFixed(1)} | ${(x.heapMiB - base.heapMiB).toFixed(1)} |`,
+      ),
+      `# replays counted by the kernel: ${replays} (expected ${WARM + CYCLES}); captures active ${activeCaptureCount()}, frees waiting ${deferredCleanupCount()}`,
+    ];
+    console.log(lines.join('\n'));
+    const out = process.env['CUDAGRAPH_SOAK_OUT'];
+    if (out) {
+      writeFileSync(out, JSON.stringify({ cycles: CYCLES, failed: FAILED, cycleUs, failedUs, replays, base, mid, afterCycles, afterFailed }, null, 2));
+    }
+
+    assert.equal(replays, WARM + CYCLES, 'every cycle replayed its graph once; no failed capture ran anything');
+    assert.equal(activeCaptureCount(), 0);
+    assert.equal(deferredCleanupCount(), 0);
+    assert.equal(s.isCapturing, false);
+    for (const [label, x] of rows) {
+      assert.ok(Math.abs(x.freeMiB - base.freeMiB) <= 4, `device free memory ${label}: Δ ${(x.freeMiB - base.freeMiB).toFixed(1)} MiB`);
+      assert.ok(x.rssMiB - base.rssMiB <= 48, `RSS ${label}: Δ ${(x.rssMiB - base.rssMiB).toFixed(1)} MiB`);
+      assert.ok(x.heapMiB - base.heapMiB <= 8, `JS heap ${label}: Δ ${(x.heapMiB - base.heapMiB).toFixed(1)} MiB`);
+    }
+  });
+});
