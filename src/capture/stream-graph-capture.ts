@@ -8,7 +8,7 @@ import { CU, CU_STREAM_CAPTURE_STATUS } from '../driver/layouts.js';
 import { INTERNAL, CAPTURE } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
 import { captureStarted, captureEnded, type CaptureSink } from '../cuda/capture-hooks.js';
-import { surfaceCleanupErrors, type Lifetime } from '../cuda/lifetime.js';
+import { surfaceCleanupErrors, keepFailure, type Lifetime } from '../cuda/lifetime.js';
 import { Stream } from '../cuda/stream.js';
 import type { DeviceBuffer } from '../cuda/device-buffer.js';
 import { requireCaptureMode, driverCaptureMode, type CaptureMode } from './capture-mode.js';
@@ -329,7 +329,14 @@ export class StreamGraphCapture implements CaptureSink {
         keep(e);
       }
       // Raw driver calls only: a public call here would throw (and so swallow) an error kept for the program.
-      const marker = status === CU_STREAM_CAPTURE_STATUS.ACTIVE && joined.length > 0 ? ev.eventCreate(op, CU.EVENT_DISABLE_TIMING) : 0n;
+      let marker = 0n;
+      if (status === CU_STREAM_CAPTURE_STATUS.ACTIVE && joined.length > 0) {
+        try {
+          marker = ev.eventCreate(op, CU.EVENT_DISABLE_TIMING);
+        } catch {
+          marker = 0n; // No join then: ending reports the unjoined streams, and discards the capture anyway.
+        }
+      }
       try {
         if (marker !== 0n) {
           for (const side of joined) {
@@ -367,7 +374,7 @@ export class StreamGraphCapture implements CaptureSink {
           }
         }
       } finally {
-        if (marker !== 0n) ev.eventDestroy(op, marker);
+        if (marker !== 0n) keepFailure(ev.eventDestroy(op, marker), op, 'cuEventDestroy_v2');
       }
     } catch (e) {
       keep(e);

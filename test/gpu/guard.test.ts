@@ -167,6 +167,39 @@ gpuSuite('GraphCaptureGuard and CapturedGraph', () => {
     g.dispose();
   });
 
+  test('leaving the scope with a forked stream never joined back ends the capture on both streams; both are usable', () => {
+    const d = Device.get(0);
+    const s = d.stream();
+    using side = d.createStream();
+    using a = zeroed(s, N);
+    using b = zeroed(s, N);
+    // Create the fork/join marker events before capturing.
+    side.join(s);
+    s.join(side);
+    s.synchronize();
+    const failure = new Error('failed with a forked stream in the capture');
+    let guardSeen: GraphCaptureGuard | null = null;
+    assert.throws(() => {
+      using guard = GraphCaptureGuard.begin(s);
+      guardSeen = guard;
+      a.memsetAsync(s, 1, { elementSize: 4 });
+      side.join(s); // fork: side joins the capture
+      assert.equal(side.isCapturing, true);
+      b.memsetAsync(side, 2, { elementSize: 4 });
+      throw failure; // side is never joined back
+    }, (e: unknown) => e === failure);
+    assert.equal(guardSeen!.state, 'abandoned');
+    assert.equal(guardSeen!.cleanupError, null, 'the capture ended cleanly on both streams');
+    assert.equal(side.isCapturing, false);
+    assertClean(s);
+    a.memsetAsync(s, 3, { elementSize: 4 });
+    b.memsetAsync(side, 4, { elementSize: 4 });
+    s.synchronize();
+    side.synchronize();
+    assert.equal(allEqual(u32(a), 3), true);
+    assert.equal(allEqual(u32(b), 4), true, 'the forked stream runs eager work again');
+  });
+
   test('a capture invalidated by a synchronous copy: status explains it, finish() throws 901 naming that copy and its stack, the stream is usable', () => {
     const d = Device.get(0);
     // A legacy-stream synchronous copy must wait for blocking streams: with a blocking stream
