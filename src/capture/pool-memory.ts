@@ -11,6 +11,21 @@ import { keepFailure, keepCleanupError } from '../cuda/lifetime.js';
 import type { Device } from '../cuda/device.js';
 import type { Stream } from '../cuda/stream.js';
 
+/**
+ * Runs `fn` with the calling thread's capture mode relaxed (`cuThreadExchangeStreamCaptureMode`),
+ * then restores it. The CUDA 13.0 driver counts even pool queries (`cuMemPoolGetAttribute`) as
+ * unsafe during a capture (900, seen on the H200), and the pool's own calls must not invalidate a
+ * capture in progress on this thread.
+ */
+function relaxed<T>(op: string, fn: () => T): T {
+  const previous = gr.exchangeCaptureMode(op, CU_STREAM_CAPTURE_MODE.RELAXED);
+  try {
+    return fn();
+  } finally {
+    gr.exchangeCaptureMode(op, previous);
+  }
+}
+
 /** @internal The memory of one `CapturePool`. */
 export class PoolMemory {
   readonly device: Device;
@@ -31,6 +46,13 @@ export class PoolMemory {
     this.device = device;
     this.#ctx = device.context;
     makeCurrent(op, this.#ctx);
+    const { pool, stream, event } = relaxed(op, () => PoolMemory.#create(op, device, releaseThreshold));
+    this.#pool = pool;
+    this.#stream = stream;
+    this.#event = event;
+  }
+
+  static #create(op: string, device: Device, releaseThreshold: number): { pool: bigint; stream: bigint; event: bigint } {
     if (dev.deviceAttribute(op, CU.DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device.handle) === 0) {
       throw new CudaError({
         code: 801,
@@ -43,14 +65,12 @@ export class PoolMemory {
     try {
       if (releaseThreshold > 0) mp.memPoolSetAttribute(op, pool, CU_MEMPOOL_ATTR.RELEASE_THRESHOLD, BigInt(releaseThreshold));
       stream = st.streamCreate(op, CU.STREAM_NON_BLOCKING, 0);
-      this.#event = ev.eventCreate(op, CU.EVENT_DISABLE_TIMING);
+      return { pool, stream, event: ev.eventCreate(op, CU.EVENT_DISABLE_TIMING) };
     } catch (e) {
       if (stream !== 0n) st.streamDestroy(op, stream);
       mp.memPoolDestroy(op, pool);
       throw e;
     }
-    this.#pool = pool;
-    this.#stream = stream;
   }
 
   /** The `CUmemoryPool` handle. */
@@ -77,22 +97,20 @@ export class PoolMemory {
    */
   allocate(op: string, byteLength: number): bigint {
     makeCurrent(op, this.#ctx);
-    const previous = gr.exchangeCaptureMode(op, CU_STREAM_CAPTURE_MODE.RELAXED);
-    try {
-      const ptr = mp.memAllocFromPoolAsync(op, byteLength, this.#pool, this.#stream);
+    const ptr = relaxed(op, () => {
+      const p = mp.memAllocFromPoolAsync(op, byteLength, this.#pool, this.#stream);
       try {
         // The graph reads the memory at its first launch, on another stream: the allocation
         // (which may reuse memory whose free waits behind a fence) must be complete by then.
         st.streamSynchronize(op, this.#stream);
       } catch (e) {
-        mem.memFreeAsync(op, ptr, this.#stream);
+        mem.memFreeAsync(op, p, this.#stream);
         throw e;
       }
-      this.#outstanding++;
-      return ptr;
-    } finally {
-      gr.exchangeCaptureMode(op, previous);
-    }
+      return p;
+    });
+    this.#outstanding++;
+    return ptr;
   }
 
   /** A graph holding this pool was launched on `stream`: frees wait for its work there. */
@@ -137,13 +155,13 @@ export class PoolMemory {
   /** Bytes of the pool's memory in use (`CU_MEMPOOL_ATTR_USED_MEM_CURRENT`). */
   usedBytes(op: string): number {
     makeCurrent(op, this.#ctx);
-    return Number(mp.memPoolAttribute(op, this.#pool, CU_MEMPOOL_ATTR.USED_MEM_CURRENT));
+    return Number(relaxed(op, () => mp.memPoolAttribute(op, this.#pool, CU_MEMPOOL_ATTR.USED_MEM_CURRENT)));
   }
 
   /** Bytes the pool holds from the driver (`CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`). */
   reservedBytes(op: string): number {
     makeCurrent(op, this.#ctx);
-    return Number(mp.memPoolAttribute(op, this.#pool, CU_MEMPOOL_ATTR.RESERVED_MEM_CURRENT));
+    return Number(relaxed(op, () => mp.memPoolAttribute(op, this.#pool, CU_MEMPOOL_ATTR.RESERVED_MEM_CURRENT)));
   }
 
   /**
@@ -152,13 +170,10 @@ export class PoolMemory {
    */
   trim(op: string, minBytesToKeep: number): void {
     makeCurrent(op, this.#ctx);
-    const previous = gr.exchangeCaptureMode(op, CU_STREAM_CAPTURE_MODE.RELAXED);
-    try {
+    relaxed(op, () => {
       st.streamSynchronize(op, this.#stream);
       mp.memPoolTrimTo(op, this.#pool, minBytesToKeep);
-    } finally {
-      gr.exchangeCaptureMode(op, previous);
-    }
+    });
   }
 
   /** The pool's owner let go: destroy it once the last allocation is back. Never throws. */

@@ -12,6 +12,7 @@ import {
   capturePoolForHandle,
   releaseGraphPoolHandle,
   arg,
+  CaptureStatus,
   CaptureStateError,
   CudaError,
   DisposedError,
@@ -71,6 +72,8 @@ gpuSuite('CapturePool on the device', () => {
       assert.equal(pool.bufferCount, 1, 'the pool keeps what it allocated');
       tmp.memsetAsync(s, 9, { elementSize: 4 });
       out1.copyFromDeviceAsync(s, tmp, copy);
+      assert.ok(pool.usedBytes >= BIG, 'the pool can be queried during the capture');
+      assert.equal(guard.status(), CaptureStatus.Active, 'the query did not invalidate the capture (CUDA 13 counts it as unsafe; the pool relaxes the thread for it)');
       g1 = guard.finish();
     }
     assert.equal(g1.hasPool, true);
@@ -211,6 +214,26 @@ gpuSuite('CapturePool on the device', () => {
     assert.doesNotThrow(() => d.memoryInfo(), 'no failed free is reported later');
     pool.dispose();
     assert.equal(pool.released, true);
+  });
+
+  test('releaseThreshold keeps freed pool memory reserved for reuse; trim() gives it back', () => {
+    const d = Device.get(0);
+    const s = d.stream();
+    using pool = new CapturePool({ device: d, releaseThreshold: 64 * MiB });
+    const failure = new Error('discard');
+    for (let i = 0; i < 2; i++) {
+      assert.throws(() => {
+        using guard = GraphCaptureGuard.beginWithPool(s, pool);
+        DeviceBuffer.allocAsync(s, 32 * MiB);
+        void guard;
+        throw failure;
+      }, (e: unknown) => e === failure);
+    }
+    d.synchronize();
+    assert.equal(pool.usedBytes, 0, 'the failed captures gave their memory back to the pool');
+    assert.ok(pool.reservedBytes >= 32 * MiB, `the pool keeps it for reuse (reserved ${pool.reservedBytes})`);
+    pool.trim();
+    assert.equal(pool.reservedBytes, 0, 'trim() gives it back to the driver');
   });
 
   test('a sealed pool refuses captures and allocations; unseal() allows them again', () => {
