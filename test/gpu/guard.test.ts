@@ -200,6 +200,27 @@ gpuSuite('GraphCaptureGuard and CapturedGraph', () => {
     assert.equal(allEqual(u32(b), 4), true, 'the forked stream runs eager work again');
   });
 
+  test('a stream disposed during the capture: leaving the scope still ends the capture (its destroy waited for it)', () => {
+    const d = Device.get(0);
+    const t = d.createStream();
+    using buf = zeroed(t, N);
+    const failure = new Error('stream disposed, then failed');
+    let guardSeen: GraphCaptureGuard | null = null;
+    assert.throws(() => {
+      using guard = GraphCaptureGuard.begin(t);
+      guardSeen = guard;
+      buf.memsetAsync(t, 1, { elementSize: 4 });
+      t.dispose(); // its cuStreamDestroy waits for the capture to end
+      assert.throws(() => guard.status(), DisposedError);
+      throw failure;
+    }, (e: unknown) => e === failure);
+    assert.equal(guardSeen!.cleanupError, null);
+    assert.equal(activeCaptureCount(), 0);
+    assert.equal(deferredCleanupCount(), 0, 'the stream was destroyed once the capture ended');
+    assert.doesNotThrow(() => d.memoryInfo(), 'no cleanup failure is reported later');
+    assert.equal(allEqual(u32(buf), 0), true, 'the discarded work never ran');
+  });
+
   test('a capture invalidated by a synchronous copy: status explains it, finish() throws 901 naming that copy and its stack, the stream is usable', () => {
     const d = Device.get(0);
     // A legacy-stream synchronous copy must wait for blocking streams: with a blocking stream

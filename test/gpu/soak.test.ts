@@ -15,6 +15,8 @@ import {
   captureGraph,
   CudaError,
   CaptureStateError,
+  StreamGraphCapture,
+  type GraphExec,
   type Stream,
 } from '../../src/index.js';
 import { activeCaptureCount } from '../../src/cuda/capture-hooks.js';
@@ -175,5 +177,49 @@ gpuSuite('Soak', () => {
     const perCycleKiB = ((afterCycles.rssMiB - half.rssMiB) * 1024) / (CYCLES - Math.floor(CYCLES / 2));
     assert.ok(perCycleKiB < 2, `RSS grew ${perCycleKiB.toFixed(2)} KiB a cycle over the second half of the cycles`);
     assert.ok(afterFailed.rssMiB - afterCycles.rssMiB <= 4, `RSS grew ${(afterFailed.rssMiB - afterCycles.rssMiB).toFixed(1)} MiB over the failed captures`);
+  });
+
+  test('host cost of CapturedGraph.launch next to GraphExec.launch (the layer it adds), printed', () => {
+    const d = Device.get(0);
+    const s = d.stream();
+    using m = Module.load(d, fixturePtx());
+    const empty = m.function('empty_kernel');
+    using graph = captureGraph(s, (st) => empty.launch(st, { grid: 1, block: 32, args: [] }));
+    let exec: GraphExec;
+    {
+      using cap = StreamGraphCapture.begin(s, 'threadLocal');
+      empty.launch(s, { grid: 1, block: 32, args: [] });
+      exec = cap.end();
+    }
+    graph.upload();
+    exec.upload();
+    const BLOCK = 500;
+    const ROUNDS = 20;
+    const per = { captured: [] as number[], exec: [] as number[] };
+    const time = (fn: () => void): number => {
+      s.synchronize();
+      const t0 = performance.now();
+      for (let i = 0; i < BLOCK; i++) fn();
+      const us = ((performance.now() - t0) * 1000) / BLOCK;
+      s.synchronize();
+      return us;
+    };
+    for (let r = 0; r < 3; r++) {
+      time(() => graph.launch());
+      time(() => exec.launch(s));
+    }
+    for (let r = 0; r < ROUNDS; r++) {
+      per.captured.push(time(() => graph.launch()));
+      per.exec.push(time(() => exec.launch(s)));
+    }
+    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const c = median(per.captured);
+    const e = median(per.exec);
+    console.log(
+      `# launch host cost, median of ${ROUNDS} blocks of ${BLOCK} (1-kernel graph, uploaded): CapturedGraph.launch ${c.toFixed(2)} µs, GraphExec.launch ${e.toFixed(2)} µs, difference ${(c - e).toFixed(2)} µs`,
+    );
+    exec.dispose();
+    assert.equal(graph.numReplays, (3 + ROUNDS) * BLOCK);
+    assert.ok(c - e < 2, `CapturedGraph adds ${(c - e).toFixed(2)} µs a launch`);
   });
 });
