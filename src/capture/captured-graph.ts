@@ -6,7 +6,7 @@ import { makeCurrent } from '../cuda/context.js';
 import { Lifetime } from '../cuda/lifetime.js';
 import { Stream } from '../cuda/stream.js';
 import { normalizeArg, type KernelArg, type KernelArgValue } from '../cuda/arg.js';
-import { checkArgSize } from '../cuda/launch-config.js';
+import { checkArgs } from '../cuda/launch-config.js';
 import { packArgs, type PackedArgs } from '../cuda/packed-args.js';
 import type { Device } from '../cuda/device.js';
 import type { DeviceBuffer } from '../cuda/device-buffer.js';
@@ -228,17 +228,7 @@ export class CapturedGraph {
     if (!Array.isArray(args)) throw new InvalidArgumentError(op, 'args', `args must be an array, got ${describe(args)}`);
     const values: KernelArgValue[] = args.map((a, i) => normalizeArg(op, i, a));
     const entry = this.#findKernelNode(op, node);
-    const sizes = mod.functionParamSizes(op, entry.func);
-    if (sizes !== null) {
-      if (values.length !== sizes.length) {
-        throw new InvalidArgumentError(
-          op,
-          'args',
-          `kernel '${entry.name}' takes ${sizes.length} parameter(s) (sizes ${sizes.join(', ') || 'none'}), got ${values.length} argument(s)`,
-        );
-      }
-      values.forEach((a, i) => checkArgSize(op, entry.name, i, a, sizes));
-    }
+    checkArgs(op, entry.name, values, mod.functionParamSizes(op, entry.func));
     const block = packArgs(values, (b: DeviceBuffer) => b.ptrFor(op));
     try {
       makeCurrent(op, this.device.context);
