@@ -56,8 +56,11 @@ function specsFor(opts: GpuBenchOptions, paths: ReturnType<typeof benchPaths>): 
         break;
       }
       case 'cudagraph':
+      case 'cudagraph-koffi':
         if (existsSync(paths.cudagraphWorker)) {
-          specs.push({ id, label, command: process.execPath, args: [paths.cudagraphWorker, paths.ptx] });
+          // The same worker; CUDAGRAPH_NATIVE=0 puts its hot calls on koffi instead of the addon.
+          const env = id === 'cudagraph-koffi' ? { CUDAGRAPH_NATIVE: '0' } : undefined;
+          specs.push({ id, label, command: process.execPath, args: [paths.cudagraphWorker, paths.ptx], ...(env ? { env } : {}) });
         } else {
           skipped.push({
             id, label, status: 'skipped',

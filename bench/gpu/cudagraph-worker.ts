@@ -12,6 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { Device, DeviceBuffer, Module, StreamGraphCapture, arg } from '../../src/index.js';
 import type { GraphExec, PreparedLaunch, Stream } from '../../src/index.js';
+import { nativeStatus } from '../../src/driver/native.js';
 import { packageVersion, repoRoot } from './paths.js';
 import { serve, type BenchImpl, type WorkerInfo } from './worker-loop.js';
 
@@ -45,7 +46,7 @@ class CudagraphImpl implements BenchImpl<GraphExec> {
     return {
       device: this.device.name,
       driverVersion: Device.driverVersion(),
-      version: `cudagraph ${packageVersion(repoRoot(import.meta.url))}, Node ${process.version}`,
+      version: `cudagraph ${packageVersion(repoRoot(import.meta.url))}, Node ${process.version}, hot calls on ${nativeStatus().active ? 'the Node-API addon' : `koffi (${nativeStatus().reason})`}`,
     };
   }
 

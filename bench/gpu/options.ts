@@ -5,12 +5,17 @@ import { parseArgs } from 'node:util';
 import { InvalidArgumentError } from '../../src/errors/base.js';
 import { describe } from '../../src/util/validate.js';
 
-/** The implementations, in the order they take turns and appear in the table. */
+/**
+ * The implementations, in the order they take turns and appear in the table. `cudagraph-koffi` is
+ * the cudagraph worker with `CUDAGRAPH_NATIVE=0` (koffi instead of the Node-API addon for the hot
+ * calls); it runs only when `--only` names it.
+ */
 export const IMPLS = [
-  { id: 'c', label: 'C driver' },
-  { id: 'cudagraph', label: 'cudagraph' },
-  { id: 'cupy', label: 'CuPy' },
-  { id: 'torch', label: 'PyTorch' },
+  { id: 'c', label: 'C driver', byDefault: true },
+  { id: 'cudagraph', label: 'cudagraph', byDefault: true },
+  { id: 'cudagraph-koffi', label: 'cudagraph (koffi)', byDefault: false },
+  { id: 'cupy', label: 'CuPy', byDefault: true },
+  { id: 'torch', label: 'PyTorch', byDefault: true },
 ] as const;
 export type ImplId = (typeof IMPLS)[number]['id'];
 
@@ -38,7 +43,8 @@ export const USAGE = `usage: npm run bench:gpu -- [options]
   --rounds <n>     interleaved rounds (default 10; --quick 3)
   --budget <s>     start no round that would end past this many seconds (default 150; --quick 60)
   --quick          a short run: fewer repetitions and rounds
-  --only <list>    comma-separated implementations: c,cudagraph,cupy,torch (default: all)
+  --only <list>    comma-separated implementations: c,cudagraph,cudagraph-koffi,cupy,torch
+                   (default: all but cudagraph-koffi, the cudagraph worker forced onto koffi)
   --out <dir>      also write the results files there (default: $OUT when set)
   --timeout <s>    longest start-up or answer of one worker (default 180)
   --pin <cpus>     run every worker under taskset -c <cpus> (e.g. 4-7), the same cores for all
@@ -91,7 +97,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
     throw new InvalidArgumentError(OP, 'argv', (e as Error).message);
   }
   const quick = values.quick === true;
-  let only: ImplId[] = IMPLS.map((i) => i.id);
+  let only: ImplId[] = IMPLS.filter((i) => i.byDefault).map((i) => i.id);
   if (values.only !== undefined) {
     const alias: Record<string, ImplId> = { pytorch: 'torch' };
     const asked = values.only.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s.length > 0).map((s) => alias[s] ?? s);

@@ -11,6 +11,8 @@ export interface WorkerSpec {
   readonly label: string;
   readonly command: string;
   readonly args: readonly string[];
+  /** Variables added to the orchestrator's environment. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** Keeps the last `max` characters of a stream, for error messages. */
@@ -87,7 +89,8 @@ export class WorkerProcess {
    * (which may say `ready: false`, with the reason; the process is then gone).
    */
   static async start(spec: WorkerSpec, timeoutMs: number): Promise<{ worker: WorkerProcess; ready: ReadyLine }> {
-    const child = spawn(spec.command, [...spec.args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const env = spec.env === undefined ? process.env : { ...process.env, ...spec.env };
+    const child = spawn(spec.command, [...spec.args], { stdio: ['pipe', 'pipe', 'pipe'], env });
     const worker = new WorkerProcess(spec, child);
     let line: string | null;
     try {

@@ -28,9 +28,10 @@ export class PreparedLaunch {
   readonly sharedMem: number;
   /** @internal */
   readonly [LIFETIME]: Lifetime;
-  readonly #fn: bigint;
   readonly #ctx: bigint;
   readonly #packed: PackedArgs;
+  /** The launch fixed once (registered in the native addon where it is loaded). */
+  readonly #call: ln.KernelCall;
   readonly #args: KernelArgValue[];
   /** What the launch needs alive: the module, then each buffer argument (kept in step with #args). */
   readonly #held: Lifetime[];
@@ -45,11 +46,18 @@ export class PreparedLaunch {
     this.grid = c.grid;
     this.block = c.block;
     this.sharedMem = c.sharedMem;
-    this.#fn = fn;
     this.#ctx = kernel.module.device.context;
     this.#args = [...c.args];
     const packed = packArgs(this.#args, (b: DeviceBuffer) => b.ptrFor(op));
     this.#packed = packed;
+    let call: ln.KernelCall;
+    try {
+      call = ln.prepareLaunch(fn, c.grid, c.block, c.sharedMem, packed.address);
+    } catch (e) {
+      packed.free();
+      throw e;
+    }
+    this.#call = call;
     const held = [kernel.module[LIFETIME], ...this.#args.filter((a) => a.buffer !== null).map((a) => a.buffer![LIFETIME])];
     for (const l of held) l.retain();
     this.#held = held;
@@ -57,6 +65,7 @@ export class PreparedLaunch {
     // could keep this PreparedLaunch reachable.
     const heldNow = held;
     this[LIFETIME] = new Lifetime(`PreparedLaunch of ${kernel.name}`, this, () => {
+      call.release();
       packed.free();
       for (const l of heldNow.splice(0)) l.release();
     });
@@ -85,9 +94,7 @@ export class PreparedLaunch {
     for (let i = 0; i < held.length; i++) if (held[i]!.disposed) throw new DisposedError(op, held[i]!.what);
     const h = stream.handleFor(op);
     makeCurrent(op, this.#ctx);
-    const g = this.grid;
-    const b = this.block;
-    ln.launchKernel(op, this.#fn, g[0], g[1], g[2], b[0], b[1], b[2], this.sharedMem, h, this.#packed.address);
+    this.#call.launch(op, h);
     const sink = stream[CAPTURE];
     // Register once per capture: a capture loop launches the same prepared launch many times.
     if (sink !== null && sink !== this.#registeredWith) {

@@ -29,6 +29,7 @@ import {
   type LoadedLibrary,
   type LibraryCandidate,
 } from './loader.js';
+import { nativeAddon, type HotAddon, type HotSymbol } from './native.js';
 
 /** An opaque driver handle (`CUstream`, `CUevent`, `CUgraph`, …): a bigint address, or null. */
 export type Handle = bigint | null;
@@ -436,6 +437,33 @@ export function driverSymbol<K extends DriverSymbol>(op: string, name: K): Drive
   return fn as unknown as DriverApi[K];
 }
 
+/** Driver functions bound into the addon from the loaded library: true bound, false no address. */
+const nativeBindings = new Map<HotSymbol, boolean>();
+
+/**
+ * Binds driver function `name` into the Node-API addon with the address the loaded library
+ * resolved (the same function koffi calls). Resolves the symbol as `driverSymbol` does, so a missing
+ * driver or symbol throws the same errors. Returns false when the library gives no address (koffi
+ * must make the call); the outcome is remembered.
+ * @throws CudaError 3 when no driver library loads; CudaError 801 when this driver lacks `name`.
+ */
+export function bindNativeSymbol(op: string, addon: HotAddon, name: HotSymbol): boolean {
+  const known = nativeBindings.get(name);
+  if (known !== undefined) return known;
+  const lib = driver(op);
+  const fn = lib.resolve(name);
+  if (typeof fn === 'string') throw missingSymbol(op, lib, name, fn);
+  let address: unknown = null;
+  try {
+    address = (lib.lib as { symbol?: (n: string) => unknown }).symbol?.(name);
+  } catch {
+    address = null;
+  }
+  const bound = typeof address === 'bigint' && address !== 0n && addon.bind(name, address);
+  nativeBindings.set(name, bound);
+  return bound;
+}
+
 /** The asynchronous form of a driver function: the call runs on one of koffi's worker threads. */
 export function driverSymbolAsync(op: string, name: DriverSymbol): AsyncCall {
   const lib = driver(op);
@@ -484,6 +512,16 @@ export function nvrtcSymbol<K extends NvrtcSymbol>(op: string, name: K): NvrtcAp
   return fn as unknown as NvrtcApi[K];
 }
 
+const resetListeners: Array<() => void> = [];
+
+/**
+ * Registers `forget`, called when the test hook below forgets the loaded libraries: modules that
+ * keep a resolved function for their hot path drop it there. @internal
+ */
+export function onLibrariesReset(forget: () => void): void {
+  resetListeners.push(forget);
+}
+
 /**
  * Test hook: forget the loaded libraries and load through `load` instead of koffi (null restores
  * koffi). Lets CPU tests drive the loader's failure path and the lazy-symbol path without a GPU.
@@ -493,6 +531,11 @@ export function resetLibrariesForTesting(load: ((path: string) => KoffiLibrary) 
   driverSlot.reset();
   nvrtcSlot.reset();
   loadOverride = load;
+  // Addresses bound into the addon belong to the library just forgotten.
+  const addon = nativeAddon();
+  for (const name of nativeBindings.keys()) addon?.bind(name, 0n);
+  nativeBindings.clear();
+  for (const forget of resetListeners) forget();
 }
 
 /** Re-exported so higher layers never import koffi themselves. */

@@ -1,2 +1,27 @@
 export { StreamId, CaptureEvent, NodeId } from './ids.js';
 export { CaptureStatus } from './capture-status.js';
+export { MemcpyDir, type PeerToPeerDir } from './memcpy-dir.js';
+export { GraphErrorCode } from './error-codes.js';
+export type {
+  NodeKind,
+  Dim3Tuple,
+  DimInput,
+  NodeBase,
+  KernelNode,
+  MemcpyNode,
+  MemsetNode,
+  HostCallbackNode,
+  EmptyNode,
+  GraphNode,
+  NodeSpecBase,
+  KernelNodeSpec,
+  MemcpyNodeSpec,
+  MemsetNodeSpec,
+  HostCallbackNodeSpec,
+  EmptyNodeSpec,
+  NodeSpec,
+} from './node.js';
+export { ComputeGraph, type CriticalPath, type WidestLevel } from './compute-graph.js';
+export { StreamCapture, type EndCaptureOptions } from './stream-capture.js';
+export type { DotOptions } from './dot.js';
+export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';

@@ -99,3 +99,19 @@ export function requireOptions<T extends object>(op: string, value: unknown, kno
   }
   return value as Partial<T>;
 }
+
+/** A finite number ≥ 0 (a cost, a duration); refuses NaN, ±Infinity and negatives. */
+export function requireNonNegativeFinite(op: string, name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new InvalidArgumentError(op, name, `${name} must be a finite number ≥ 0, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/**
+ * True for an integer in 0..2^32−1 (`x >>> 0 === x` holds for exactly those numbers). A cheap test
+ * for hot paths, which call the matching `require*` only to throw with the right message.
+ */
+export function isU32(value: unknown): value is number {
+  return typeof value === 'number' && value >>> 0 === value;
+}

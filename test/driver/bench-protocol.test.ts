@@ -131,6 +131,7 @@ test('parseOptions: defaults, --quick, explicit values win, --only keeps table o
   assert.equal(q.rounds, 3);
   assert.equal(q.outDir, '/tmp/o');
   assert.deepEqual(parseOptions(['--only', 'pytorch,c'], {}).only, ['c', 'torch']);
+  assert.deepEqual(parseOptions(['--only', 'cupy,cudagraph-koffi,cudagraph,c'], {}).only, ['c', 'cudagraph', 'cudagraph-koffi', 'cupy']);
   assert.equal(d.pin, null);
   assert.equal(parseOptions(['--pin', '0,2,4-7'], {}).pin, '0,2,4-7');
 });
@@ -212,6 +213,10 @@ test('checkTargets: 1.25× of C on host-cost rows, ahead of CuPy and PyTorch on 
   assert.ok(bad.filter((t) => t.target.startsWith('≤')).every((t) => !t.pass));
   assert.ok(bad.filter((t) => t.target === 'ahead of CuPy').every((t) => !t.pass));
   assert.deepEqual(checkTargets(buildRows(['c', 'cupy'], flat({ c: 4, cupy: 5 }, 3)), labels), []);
+  // cudagraph's own koffi variant is a column to compare with, not a target to beat.
+  const withKoffi = checkTargets(buildRows(['c', 'cudagraph', 'cudagraph-koffi', 'cupy'], flat({ c: 4, cudagraph: 4.8, 'cudagraph-koffi': 4.5, cupy: 6 }, 3)), labels);
+  assert.equal(withKoffi.length, hostRows + TABLE_ROWS.length);
+  assert.ok(withKoffi.every((t) => t.pass && !t.target.includes('koffi')));
 });
 
 test('the text and Markdown tables show every row and every implementation that ran', () => {

@@ -1,8 +1,17 @@
 /**
- * Driver microbenchmark (not a test): host cost of the hot paths through cudagraph, through raw
- * koffi calls of the same symbols, and from C (microbench.c, run as a child process), interleaved
- * in rounds (C, then cudagraph and koffi-raw alternating per repetition) so drift hits all alike.
- * Rows follow ANCHORS.md. Also probes how koffi runs a CUDA host function (cuLaunchHostFunc).
+ * Driver microbenchmark (not a test): host cost of the hot paths through cudagraph (on the binding
+ * the environment selects, and forced onto koffi), through raw koffi calls of the same symbols,
+ * through raw calls of the Node-API addon (native/cudagraph_hot.c), and from C (microbench.c, run
+ * as a child process), interleaved in rounds (C, then the Node columns in an order that rotates
+ * every repetition) so drift hits all alike. Rows follow ANCHORS.md. Also probes how koffi runs a
+ * CUDA host function (cuLaunchHostFunc).
+ *
+ * Columns: `cudagraph` (the public API, addon unless CUDAGRAPH_NATIVE=0), `cudagraph-koffi` (the
+ * same calls with the addon switched off in-process: prepared launches made on koffi; the call
+ * sites then see both kinds, which may cost either a few ns), `koffi-raw`, `addon-raw` (a launch
+ * registered in the addon, launched by id), `addon-args` (the addon's ten-argument launchKernel,
+ * eager rows only: the alternative to registering), `C`. The single graph launch rows add `timer`
+ * (an empty span after the same wait).
  *
  *   node dist/test/gpu/microbench.js --c ./microbench --ptx test/gpu/fixtures/kernels.ptx [--out file.json]
  */
@@ -10,8 +19,9 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
-import { Device, Module, StreamGraphCapture, DeviceBuffer, arg, type GraphExec } from '../../src/index.js';
-import { driverSymbol } from '../../src/driver/sys.js';
+import { Device, Module, StreamGraphCapture, DeviceBuffer, arg, type GraphExec, type PreparedLaunch } from '../../src/index.js';
+import { driverSymbol, bindNativeSymbol } from '../../src/driver/sys.js';
+import { loadNativeAddon, nativeStatus, setNativeAddonForTesting } from '../../src/driver/native.js';
 
 const argv = process.argv.slice(2);
 const opt = (k: string): string | undefined => {
@@ -39,6 +49,14 @@ const two = m.function('two_args');
 const buf = DeviceBuffer.alloc(d, 1024);
 const prep0 = empty.prepare({ grid: 1, block: 32, args: [] });
 const prep2 = two.prepare({ grid: 1, block: 32, args: [buf, arg.i32(1)] });
+// The library's binding as the environment chose it, and koffi forced in-process.
+const binding = nativeStatus();
+const libraryHot = setNativeAddonForTesting(null);
+const prep0k = empty.prepare({ grid: 1, block: 32, args: [] });
+const prep2k = two.prepare({ grid: 1, block: 32, args: [buf, arg.i32(1)] });
+setNativeAddonForTesting(libraryHot);
+const onKoffi = (): void => void setNativeAddonForTesting(null);
+const onLibrary = (): void => void setNativeAddonForTesting(libraryHot);
 
 // koffi raw: the same symbols, called directly with prebuilt arguments.
 const rawLaunch = driverSymbol('bench', 'cuLaunchKernel');
@@ -61,23 +79,35 @@ const rawArgs = koffi.alloc('uint8_t', 32) as bigint;
 }
 const out64 = new BigUint64Array(1);
 
+// The addon, raw: loaded whatever the environment says, bound to the loader's driver functions.
+const loadedHot = loadNativeAddon({});
+if (loadedHot.addon === null) throw new Error(`microbench: the addon does not load here: ${loadedHot.status.reason}`);
+const hot = loadedHot.addon;
+bindNativeSymbol('bench', hot, 'cuLaunchKernel');
+bindNativeSymbol('bench', hot, 'cuGraphLaunch');
+const rawSync = driverSymbol('bench', 'cuStreamSynchronize');
+const syncKoffi = (): void => {
+  if (rawSync(sh) !== 0) throw new Error('koffi synchronize failed');
+};
+const syncLibrary = (): void => s.synchronize();
+const id0 = hot.register(fEmpty, 1, 1, 1, 32, 1, 1, 0, 0n);
+const id2 = hot.register(fTwo, 1, 1, 1, 32, 1, 1, 0, rawArgs);
+const hotLaunch = (id: number): void => {
+  if (hot.launch(id, sh) !== 0) throw new Error('addon launch failed');
+};
+
 type Samples = Record<string, number[]>;
 const js: Samples = {};
 const add = (k: string, v: number): void => void (js[k] ??= []).push(v);
 
-/** Times `a` and `b` once each, alternating which goes first so order effects cancel out. */
-function pair(rep: number, a: () => void, b: () => void): void {
-  if (rep % 2 === 0) {
-    a();
-    b();
-  } else {
-    b();
-    a();
-  }
+/** Times each of `fns` once, starting with a different one every repetition so order effects cancel out. */
+function rotate(rep: number, ...fns: Array<() => void>): void {
+  for (let k = 0; k < fns.length; k++) fns[(rep + k) % fns.length]!();
 }
 
-function timeLoop(key: string, body: () => void): () => void {
+function timeLoop(key: string, body: () => void, setup: () => void = onLibrary): () => void {
   return () => {
+    setup();
     s.synchronize();
     const t0 = now();
     for (let i = 0; i < N; i++) body();
@@ -88,43 +118,60 @@ function timeLoop(key: string, body: () => void): () => void {
 
 const eager0 = timeLoop('eager_launch/cudagraph', () => prep0.launch(s));
 const eager0Raw = timeLoop('eager_launch/koffi-raw', () => rawLaunch(fEmpty, 1, 1, 1, 32, 1, 1, 0, sh, null, null));
+const eager0K = timeLoop('eager_launch/cudagraph-koffi', () => prep0k.launch(s), onKoffi);
+const eager0Hot = timeLoop('eager_launch/addon-raw', () => hotLaunch(id0));
+const eager0Args = timeLoop('eager_launch/addon-args', () => hot.launchKernel(fEmpty, 1, 1, 1, 32, 1, 1, 0, sh, 0n));
 const eager2 = timeLoop('eager_launch_2args/cudagraph', () => prep2.launch(s));
 const eager2Raw = timeLoop('eager_launch_2args/koffi-raw', () => rawLaunch(fTwo, 1, 1, 1, 32, 1, 1, 0, sh, rawArgs, null));
+const eager2K = timeLoop('eager_launch_2args/cudagraph-koffi', () => prep2k.launch(s), onKoffi);
+const eager2Hot = timeLoop('eager_launch_2args/addon-raw', () => hotLaunch(id2));
+const eager2Args = timeLoop('eager_launch_2args/addon-args', () => hot.launchKernel(fTwo, 1, 1, 1, 32, 1, 1, 0, sh, rawArgs));
 const eager2OneOff = timeLoop('eager_launch_2args/cudagraph-oneoff', () =>
   two.launch(s, { grid: 1, block: 32, args: [buf, arg.i32(1)] }),
 );
 
-function captureOurs(): void {
-  const t0 = now();
-  const cap = StreamGraphCapture.begin(s);
-  for (let i = 0; i < N; i++) prep0.launch(s);
-  const g = cap.endGraph();
-  const t1 = now();
-  const exec = g.instantiate();
-  const t2 = now();
-  add('capture_per_node/cudagraph', (t1 - t0) / N);
-  add('instantiate_per_node/cudagraph', (t2 - t1) / N);
-  add('capture+inst_per_node/cudagraph', (t2 - t0) / N);
-  exec.dispose();
-  g.dispose();
+function captureOurs(impl: string, p: PreparedLaunch, setup: () => void): () => void {
+  return () => {
+    setup();
+    const t0 = now();
+    const cap = StreamGraphCapture.begin(s);
+    for (let i = 0; i < N; i++) p.launch(s);
+    const g = cap.endGraph();
+    const t1 = now();
+    const exec = g.instantiate();
+    const t2 = now();
+    add(`capture_per_node/${impl}`, (t1 - t0) / N);
+    add(`instantiate_per_node/${impl}`, (t2 - t1) / N);
+    add(`capture+inst_per_node/${impl}`, (t2 - t0) / N);
+    exec.dispose();
+    g.dispose();
+  };
 }
 
-function captureRaw(): void {
-  const t0 = now();
-  rawBegin(sh, 0);
-  for (let i = 0; i < N; i++) rawLaunch(fEmpty, 1, 1, 1, 32, 1, 1, 0, sh, null, null);
-  rawEnd(sh, out64);
-  const rg = out64[0]!;
-  const t1 = now();
-  rawInst(out64, rg, 0n);
-  const re = out64[0]!;
-  const t2 = now();
-  add('capture_per_node/koffi-raw', (t1 - t0) / N);
-  add('instantiate_per_node/koffi-raw', (t2 - t1) / N);
-  add('capture+inst_per_node/koffi-raw', (t2 - t0) / N);
-  rawExecDestroy(re);
-  rawGraphDestroy(rg);
+function captureRaw(impl: string, launchOne: () => void): () => void {
+  return () => {
+    const t0 = now();
+    rawBegin(sh, 0);
+    for (let i = 0; i < N; i++) launchOne();
+    rawEnd(sh, out64);
+    const rg = out64[0]!;
+    const t1 = now();
+    rawInst(out64, rg, 0n);
+    const re = out64[0]!;
+    const t2 = now();
+    add(`capture_per_node/${impl}`, (t1 - t0) / N);
+    add(`instantiate_per_node/${impl}`, (t2 - t1) / N);
+    add(`capture+inst_per_node/${impl}`, (t2 - t0) / N);
+    rawExecDestroy(re);
+    rawGraphDestroy(rg);
+  };
 }
+const captures = [
+  captureOurs('cudagraph', prep0, onLibrary),
+  captureOurs('cudagraph-koffi', prep0k, onKoffi),
+  captureRaw('koffi-raw', () => rawLaunch(fEmpty, 1, 1, 1, 32, 1, 1, 0, sh, null, null)),
+  captureRaw('addon-raw', () => hotLaunch(id0)),
+];
 
 const execs = new Map<number, { exec: GraphExec; raw: bigint }>();
 for (const size of [10, 1000, 10000]) {
@@ -135,34 +182,58 @@ for (const size of [10, 1000, 10000]) {
   execs.set(size, { exec, raw: out64[0]! });
 }
 
-function graphLaunchOurs(size: number): () => void {
+type Launcher = [impl: string, call: () => void, setup: () => void, sync: () => void];
+
+/**
+ * The graph launch call of each Node column, for the exec of `size` nodes, and the wait before it.
+ * `timer` times an empty span after a wait: the clock's own cost, and whatever a wait leaves behind
+ * (it grows with the wait). The second device run also had `addon-raw-sync` (the wait through the
+ * addon too): no difference, so the wait stays on koffi (docs/ffi-decision.md).
+ */
+function graphLaunchers(size: number): Launcher[] {
   const e = execs.get(size)!;
+  const addonLaunch = (): void => {
+    if (hot.graphLaunch(e.raw, sh) !== 0) throw new Error('addon graph launch failed');
+  };
+  return [
+    ['cudagraph', () => e.exec.launch(s), onLibrary, syncLibrary],
+    ['cudagraph-koffi', () => e.exec.launch(s), onKoffi, syncLibrary],
+    ['koffi-raw', () => rawGraphLaunch(e.raw, sh), onLibrary, syncKoffi],
+    ['addon-raw', addonLaunch, onLibrary, syncKoffi],
+    ['timer', () => {}, onLibrary, syncKoffi],
+  ];
+}
+
+/** One graph launch call timed between synchronizes, as C does. */
+function graphLaunchOnce(size: number, [impl, call, setup, sync]: Launcher): () => void {
   return () => {
-    s.synchronize();
+    setup();
+    sync();
     const t0 = now();
-    e.exec.launch(s);
-    add(`graph_launch_${size}/cudagraph`, now() - t0);
-    s.synchronize();
+    call();
+    add(`graph_launch_${size}/${impl}`, now() - t0);
+    sync();
   };
 }
 
-function graphLaunchRaw(size: number): () => void {
-  const e = execs.get(size)!;
+/** Steady state: 100 launches of the 10-node graph back to back, host time per call. */
+function graphLaunchLoop(impl: string, call: () => void, setup: () => void): () => void {
   return () => {
+    setup();
     s.synchronize();
     const t0 = now();
-    rawGraphLaunch(e.raw, sh);
-    add(`graph_launch_${size}/koffi-raw`, now() - t0);
-    s.synchronize();
+    for (let i = 0; i < 100; i++) call();
+    add(`graph_launch_10_loop/${impl}`, (now() - t0) / 100);
   };
 }
 
 // Warm the JS paths up (the JIT optimises a function after many calls; an application that
 // replays a graph does so often), then time single calls as C does.
-for (let i = 0; i < 5000; i++) {
-  execs.get(10)!.exec.launch(s);
-  rawGraphLaunch(execs.get(10)!.raw, sh);
+for (const [, call, setup] of graphLaunchers(10).slice(0, 4)) {
+  setup();
+  for (let i = 0; i < 5000; i++) call();
 }
+onLibrary();
 s.synchronize();
 
 const c: Samples = {};
@@ -175,35 +246,20 @@ for (let round = 0; round < ROUNDS; round++) {
       for (const [k, v] of Object.entries(parsed)) (c[`${k}/C`] ??= []).push(...v);
     } else console.error(`C reference failed: ${r.stderr}`);
   }
-  // One row at a time, as the C program does, alternating the order of the two implementations.
-  for (let rep = 0; rep < REPS; rep++) pair(rep, eager0, eager0Raw);
-  for (let rep = 0; rep < REPS; rep++) pair(rep, eager2, eager2Raw);
+  // One row at a time, as the C program does, rotating the order of the Node columns.
+  for (let rep = 0; rep < REPS; rep++) rotate(rep, eager0, eager0K, eager0Raw, eager0Hot, eager0Args);
+  for (let rep = 0; rep < REPS; rep++) rotate(rep, eager2, eager2K, eager2Raw, eager2Hot, eager2Args);
   for (let rep = 0; rep < REPS; rep++) eager2OneOff();
-  for (let rep = 0; rep < REPS; rep++) pair(rep, captureOurs, captureRaw);
+  for (let rep = 0; rep < REPS; rep++) rotate(rep, ...captures);
   for (const size of [10, 1000, 10000]) {
-    const ours = graphLaunchOurs(size);
-    const raw = graphLaunchRaw(size);
-    ours();
-    raw(); // warm-up, as in C
-    js[`graph_launch_${size}/cudagraph`]!.pop();
-    js[`graph_launch_${size}/koffi-raw`]!.pop();
-    for (let rep = 0; rep < REPS; rep++) pair(rep, ours, raw);
+    const timed = graphLaunchers(size).map((l) => graphLaunchOnce(size, l));
+    for (const t of timed) t(); // warm-up, as in C
+    for (const [impl] of graphLaunchers(size)) js[`graph_launch_${size}/${impl}`]!.pop();
+    for (let rep = 0; rep < REPS; rep++) rotate(rep, ...timed);
   }
-  // Steady state: 100 launches of the 10-node graph back to back, host time per call.
-  const e10 = execs.get(10)!;
-  const loopOurs = (): void => {
-    s.synchronize();
-    const t0 = now();
-    for (let i = 0; i < 100; i++) e10.exec.launch(s);
-    add('graph_launch_10_loop/cudagraph', (now() - t0) / 100);
-  };
-  const loopRaw = (): void => {
-    s.synchronize();
-    const t0 = now();
-    for (let i = 0; i < 100; i++) rawGraphLaunch(e10.raw, sh);
-    add('graph_launch_10_loop/koffi-raw', (now() - t0) / 100);
-  };
-  for (let rep = 0; rep < REPS; rep++) pair(rep, loopOurs, loopRaw);
+  const loops = graphLaunchers(10).slice(0, 4).map(([impl, call, setup]) => graphLaunchLoop(impl, call, setup));
+  for (let rep = 0; rep < REPS; rep++) rotate(rep, ...loops);
+  onLibrary();
   s.synchronize();
 }
 
@@ -217,7 +273,7 @@ const rows = [...new Set(Object.keys(all).map((k) => k.split('/')[0]!))];
 const table: Array<Record<string, string | number>> = [];
 for (const row of rows) {
   const cMed = all[`${row}/C`] ? stat(all[`${row}/C`]!).median : NaN;
-  for (const impl of ['C', 'koffi-raw', 'cudagraph', 'cudagraph-oneoff']) {
+  for (const impl of ['C', 'koffi-raw', 'addon-raw', 'addon-args', 'cudagraph', 'cudagraph-koffi', 'cudagraph-oneoff', 'timer']) {
     const v = all[`${row}/${impl}`];
     if (!v) continue;
     const st = stat(v);
@@ -235,7 +291,7 @@ const probe = (mode: string) => {
 };
 const hostfunc = argv.includes('--no-hostfunc') ? [] : [probe('async'), probe('sync')];
 
-const result = { device: d.toString(), driverVersion: Device.driverVersion(), node: process.version, reps: REPS, rounds: ROUNDS, table, hostfunc, samples: all };
+const result = { device: d.toString(), driverVersion: Device.driverVersion(), node: process.version, binding, reps: REPS, rounds: ROUNDS, table, hostfunc, samples: all };
 const outFile = opt('--out');
 if (outFile) writeFileSync(outFile, JSON.stringify(result, null, 1));
 console.log(JSON.stringify({ hostfunc }, null, 1));

@@ -1,5 +1,6 @@
 /** Stream capture and graphs (`cuStream*Capture*`, `cuGraph*`). */
-import { driverSymbol, hasDriverSymbol, type DriverApi } from '../sys.js';
+import { driverSymbol, hasDriverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
+import { nativeAddon } from '../native.js';
 import { check, cudaError } from '../check.js';
 import {
   KERNEL_NODE_PARAMS as K,
@@ -226,11 +227,27 @@ export function graphExecDestroy(op: string, exec: bigint): number {
 }
 
 let cuGraphLaunch: DriverApi['cuGraphLaunch'] | null = null;
+onLibrariesReset(() => (cuGraphLaunch = null));
 
-/** Launches an executable graph on `stream` (`cuGraphLaunch`): the replay hot path. */
+/**
+ * Launches an executable graph on `stream` (`cuGraphLaunch`): the replay hot path, through the
+ * Node-API addon when it is loaded (`../native.ts`), else through koffi.
+ */
 export function graphLaunch(op: string, exec: bigint, stream: bigint): void {
-  const rc = (cuGraphLaunch ??= driverSymbol(op, 'cuGraphLaunch'))(exec, stream);
-  if (rc !== 0) throw cudaError(rc, op, 'cuGraphLaunch');
+  const hot = nativeAddon();
+  const rc = hot !== null ? hot.graphLaunch(exec, stream) : (cuGraphLaunch ??= driverSymbol(op, 'cuGraphLaunch'))(exec, stream);
+  if (rc !== 0) graphLaunchFailed(op, exec, stream, rc);
+}
+
+/** Not a success: bind the driver function into the addon on first use (koffi where it cannot be), else throw. */
+function graphLaunchFailed(op: string, exec: bigint, stream: bigint, rc: number): void {
+  const hot = nativeAddon();
+  if (hot !== null && rc === hot.NOT_BOUND) {
+    if (bindNativeSymbol(op, hot, 'cuGraphLaunch')) rc = hot.graphLaunch(exec, stream);
+    if (rc === hot.NOT_BOUND) rc = (cuGraphLaunch ??= driverSymbol(op, 'cuGraphLaunch'))(exec, stream);
+    if (rc === 0) return;
+  }
+  throw cudaError(rc, op, 'cuGraphLaunch');
 }
 
 /** Uploads an executable graph's work to the device ahead of its first launch (`cuGraphUpload`). */

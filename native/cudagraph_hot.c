@@ -1,0 +1,281 @@
+/*
+ * cudagraph_hot: the two CUDA driver calls on cudagraph's hot path, called from Node-API instead
+ * of koffi (docs/ffi-decision.md has the numbers that justify it).
+ *
+ *   - a prepared kernel launch: cuLaunchKernel with a launch registered once (function, grid,
+ *     block, shared memory, the address of the argument block packed once), launched by a small
+ *     integer id and a stream handle;
+ *   - cuGraphLaunch(exec, stream).
+ *
+ * Everything else stays on koffi, which also remains the whole binding where this addon is absent.
+ *
+ * The addon links nothing but Node-API (resolved from the node process) and libc's allocator: it
+ * does NOT link or dlopen libcuda. The JS side gives it the addresses of the driver functions that
+ * cudagraph's loader already resolved (koffi's lib.symbol), so the lazy loading and the no-driver
+ * behaviour are koffi's. A call whose driver function is not bound yet answers HOT_NOT_BOUND and
+ * the JS side binds it (or uses koffi) and calls again.
+ *
+ * Plain C against node_api.h, Node-API version 8 (ABI-stable across Node >= 20): one build runs on
+ * every Node version. Context-aware: each Node environment (main thread, worker threads) gets its
+ * own table of prepared launches, passed to every function as its callback data.
+ *
+ * Build: scripts/build-native.sh (the result is committed under native/prebuilt/<platform>-<arch>/).
+ */
+#define NAPI_VERSION 8
+#include <node_api.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bumped whenever a function's signature or meaning changes; the JS loader refuses other values. */
+#define HOT_ABI 1
+
+/* Negative results are the addon's own; zero and positive ones are CUresult values. */
+#define HOT_NOT_BOUND (-1)  /* the driver function has not been bound yet */
+#define HOT_BAD_ID (-2)     /* no registered launch has this id */
+
+typedef int (*cu_launch_kernel_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                   unsigned by, unsigned bz, unsigned shared_mem, void *stream,
+                                   void **params, void **extra);
+typedef int (*cu_graph_launch_fn)(void *exec, void *stream);
+
+typedef struct {
+  void *fn;
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_mem;
+  void **params;
+  int32_t next_free; /* -1 while in use; else the next free slot (or -2 at the end of the list) */
+} prepared;
+
+typedef struct {
+  cu_launch_kernel_fn cu_launch_kernel;
+  cu_graph_launch_fn cu_graph_launch;
+  prepared *slots;
+  uint32_t capacity;
+  uint32_t used;       /* slots handed out at least once: [0, used) */
+  int32_t free_head;   /* first free slot below `used`, or -2 */
+} hot_state;
+
+#define IN_USE (-1)
+#define END_OF_LIST (-2)
+
+static napi_value throw_type(napi_env env, const char *message) {
+  napi_throw_type_error(env, NULL, message);
+  return NULL;
+}
+
+static napi_value int_result(napi_env env, int32_t rc) {
+  napi_value out;
+  napi_create_int32(env, rc, &out);
+  return out;
+}
+
+static bool get_u64(napi_env env, napi_value v, uint64_t *out) {
+  bool lossless;
+  return napi_get_value_bigint_uint64(env, v, out, &lossless) == napi_ok && lossless;
+}
+
+/* launch(id: number, stream: bigint): number -- cuLaunchKernel of registered launch `id`. */
+static napi_value hot_launch(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  hot_state *st;
+  napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
+  uint32_t id;
+  uint64_t stream;
+  if (napi_get_value_uint32(env, argv[0], &id) != napi_ok || !get_u64(env, argv[1], &stream)) {
+    return throw_type(env, "launch(id: number, stream: bigint)");
+  }
+  if (st->cu_launch_kernel == NULL) return int_result(env, HOT_NOT_BOUND);
+  if (id >= st->used || st->slots[id].next_free != IN_USE) return int_result(env, HOT_BAD_ID);
+  const prepared *p = &st->slots[id];
+  int rc = st->cu_launch_kernel(p->fn, p->grid[0], p->grid[1], p->grid[2], p->block[0], p->block[1],
+                                p->block[2], p->shared_mem, (void *)(uintptr_t)stream, p->params, NULL);
+  return int_result(env, rc);
+}
+
+/*
+ * launchKernel(fn: bigint, gx, gy, gz, bx, by, bz, sharedMem: number, stream: bigint,
+ *              params: bigint): number -- cuLaunchKernel with every argument given.
+ */
+static napi_value hot_launch_kernel(napi_env env, napi_callback_info info) {
+  size_t argc = 10;
+  napi_value argv[10];
+  hot_state *st;
+  napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
+  uint64_t fn, stream, params;
+  uint32_t dims[7];
+  bool ok = get_u64(env, argv[0], &fn) && get_u64(env, argv[8], &stream) && get_u64(env, argv[9], &params);
+  for (int i = 0; ok && i < 7; i++) ok = napi_get_value_uint32(env, argv[1 + i], &dims[i]) == napi_ok;
+  if (!ok) {
+    return throw_type(env, "launchKernel(fn: bigint, gx, gy, gz, bx, by, bz, sharedMem: number, stream: bigint, params: bigint)");
+  }
+  if (st->cu_launch_kernel == NULL) return int_result(env, HOT_NOT_BOUND);
+  int rc = st->cu_launch_kernel((void *)(uintptr_t)fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
+                                dims[6], (void *)(uintptr_t)stream, (void **)(uintptr_t)params, NULL);
+  return int_result(env, rc);
+}
+
+/* graphLaunch(exec: bigint, stream: bigint): number -- cuGraphLaunch. */
+static napi_value hot_graph_launch(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  hot_state *st;
+  napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
+  uint64_t exec, stream;
+  if (!get_u64(env, argv[0], &exec) || !get_u64(env, argv[1], &stream)) {
+    return throw_type(env, "graphLaunch(exec: bigint, stream: bigint)");
+  }
+  if (st->cu_graph_launch == NULL) return int_result(env, HOT_NOT_BOUND);
+  return int_result(env, st->cu_graph_launch((void *)(uintptr_t)exec, (void *)(uintptr_t)stream));
+}
+
+/*
+ * register(fn: bigint, gx, gy, gz, bx, by, bz, sharedMem: number, params: bigint): number --
+ * keeps a launch and returns its id (reused after release). `params` must stay valid until release.
+ */
+static napi_value hot_register(napi_env env, napi_callback_info info) {
+  size_t argc = 9;
+  napi_value argv[9];
+  hot_state *st;
+  napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
+  uint64_t fn, params;
+  uint32_t dims[7];
+  bool ok = get_u64(env, argv[0], &fn) && get_u64(env, argv[8], &params);
+  for (int i = 0; ok && i < 7; i++) ok = napi_get_value_uint32(env, argv[1 + i], &dims[i]) == napi_ok;
+  if (!ok) return throw_type(env, "register(fn: bigint, gx, gy, gz, bx, by, bz, sharedMem: number, params: bigint)");
+  uint32_t id;
+  if (st->free_head != END_OF_LIST) {
+    id = (uint32_t)st->free_head;
+    st->free_head = st->slots[id].next_free;
+  } else {
+    if (st->used == st->capacity) {
+      uint32_t grown = st->capacity == 0 ? 64 : st->capacity * 2;
+      if (grown > (uint32_t)INT32_MAX) {
+        napi_throw_range_error(env, NULL, "register: too many prepared launches");
+        return NULL;
+      }
+      prepared *slots = realloc(st->slots, (size_t)grown * sizeof(prepared));
+      if (slots == NULL) {
+        napi_throw_error(env, NULL, "register: out of memory");
+        return NULL;
+      }
+      st->slots = slots;
+      st->capacity = grown;
+    }
+    id = st->used++;
+  }
+  prepared *p = &st->slots[id];
+  p->fn = (void *)(uintptr_t)fn;
+  for (int i = 0; i < 3; i++) {
+    p->grid[i] = dims[i];
+    p->block[i] = dims[3 + i];
+  }
+  p->shared_mem = dims[6];
+  p->params = (void **)(uintptr_t)params;
+  p->next_free = IN_USE;
+  napi_value out;
+  napi_create_uint32(env, id, &out);
+  return out;
+}
+
+/* release(id: number): boolean -- forgets launch `id`; false when no such launch is registered. */
+static napi_value hot_release(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  hot_state *st;
+  napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
+  uint32_t id;
+  if (napi_get_value_uint32(env, argv[0], &id) != napi_ok) return throw_type(env, "release(id: number)");
+  bool released = id < st->used && st->slots[id].next_free == IN_USE;
+  if (released) {
+    memset(&st->slots[id], 0, sizeof(prepared));
+    st->slots[id].next_free = st->free_head;
+    st->free_head = (int32_t)id;
+  }
+  napi_value out;
+  napi_get_boolean(env, released, &out);
+  return out;
+}
+
+/* registered(): number -- how many launches are registered now (for tests). */
+static napi_value hot_registered(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < st->used; i++) n += st->slots[i].next_free == IN_USE;
+  napi_value out;
+  napi_create_uint32(env, n, &out);
+  return out;
+}
+
+/*
+ * bind(name: string, address: bigint): boolean -- sets the driver function `name`
+ * ("cuLaunchKernel" or "cuGraphLaunch") to `address` (0n unbinds); false for an unknown name.
+ */
+static napi_value hot_bind(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  hot_state *st;
+  napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
+  char name[32];
+  size_t len;
+  uint64_t address;
+  if (napi_get_value_string_utf8(env, argv[0], name, sizeof name, &len) != napi_ok || !get_u64(env, argv[1], &address)) {
+    return throw_type(env, "bind(name: string, address: bigint)");
+  }
+  bool known = true;
+  if (strcmp(name, "cuLaunchKernel") == 0) st->cu_launch_kernel = (cu_launch_kernel_fn)(uintptr_t)address;
+  else if (strcmp(name, "cuGraphLaunch") == 0) st->cu_graph_launch = (cu_graph_launch_fn)(uintptr_t)address;
+  else known = false;
+  napi_value out;
+  napi_get_boolean(env, known, &out);
+  return out;
+}
+
+static void free_state(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  hot_state *st = data;
+  free(st->slots);
+  free(st);
+}
+
+NAPI_MODULE_INIT() {
+  hot_state *st = calloc(1, sizeof(hot_state));
+  if (st == NULL) {
+    napi_throw_error(env, NULL, "cudagraph_hot: out of memory");
+    return NULL;
+  }
+  st->free_head = END_OF_LIST;
+  if (napi_set_instance_data(env, st, free_state, NULL) != napi_ok) {
+    free(st);
+    napi_throw_error(env, NULL, "cudagraph_hot: napi_set_instance_data failed");
+    return NULL;
+  }
+  static const struct {
+    const char *name;
+    napi_callback cb;
+  } fns[] = {
+      {"launch", hot_launch},         {"launchKernel", hot_launch_kernel}, {"graphLaunch", hot_graph_launch},
+      {"register", hot_register},     {"release", hot_release},            {"registered", hot_registered},
+      {"bind", hot_bind},
+  };
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    napi_value fn;
+    if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, st, &fn) != napi_ok ||
+        napi_set_named_property(env, exports, fns[i].name, fn) != napi_ok) {
+      return NULL;
+    }
+  }
+  napi_value abi, not_bound, bad_id;
+  napi_create_int32(env, HOT_ABI, &abi);
+  napi_create_int32(env, HOT_NOT_BOUND, &not_bound);
+  napi_create_int32(env, HOT_BAD_ID, &bad_id);
+  napi_set_named_property(env, exports, "abi", abi);
+  napi_set_named_property(env, exports, "NOT_BOUND", not_bound);
+  napi_set_named_property(env, exports, "BAD_ID", bad_id);
+  return exports;
+}

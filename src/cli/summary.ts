@@ -1,0 +1,59 @@
+/**
+ * What the CLI prints about a graph: counts by kind and stream, levels, the critical path.
+ */
+import type { ComputeGraph } from '../model/compute-graph.js';
+import { NODE_KINDS, type NodeKind } from '../model/node.js';
+
+/** A graph's summary, as `--json` prints it. */
+export interface GraphSummary {
+  nodes: number;
+  edges: number;
+  /** Edges between nodes of different streams: the fork/join dependencies. */
+  crossStreamEdges: number;
+  byKind: Record<NodeKind, number>;
+  streams: { stream: number | null; nodes: number }[];
+  /** Number of levels (wavefronts). */
+  levels: number;
+  widestLevel: { level: number; width: number };
+  criticalPath: { cost: number; nodes: { id: number; name: string }[] };
+}
+
+/** Counts, levels and the critical path of `graph` (zeros for an empty graph). */
+export function summarize(graph: ComputeGraph): GraphSummary {
+  const nodes = graph.nodes();
+  const byKind = Object.fromEntries(NODE_KINDS.map((k) => [k, 0])) as Record<NodeKind, number>;
+  const perStream = new Map<number | null, number>();
+  for (const n of nodes) {
+    byKind[n.kind]++;
+    perStream.set(n.stream, (perStream.get(n.stream) ?? 0) + 1);
+  }
+  const crossStreamEdges = graph.edges().filter(([u, v]) => nodes[u]!.stream !== nodes[v]!.stream).length;
+  const empty = nodes.length === 0;
+  const path = empty ? { cost: 0, nodes: [] } : graph.criticalPath();
+  return {
+    nodes: nodes.length,
+    edges: graph.edgeCount(),
+    crossStreamEdges,
+    byKind,
+    streams: [...perStream.entries()]
+      .sort(([a], [b]) => (a ?? -1) - (b ?? -1))
+      .map(([stream, count]) => ({ stream, nodes: count })),
+    levels: empty ? 0 : graph.levels().length,
+    widestLevel: empty ? { level: 0, width: 0 } : graph.widestLevel(),
+    criticalPath: { cost: path.cost, nodes: path.nodes.map((id) => ({ id, name: nodes[id]!.name })) },
+  };
+}
+
+/** The summary as aligned text lines. */
+export function formatSummary(s: GraphSummary): string[] {
+  const kinds = NODE_KINDS.filter((k) => s.byKind[k] > 0).map((k) => `${k} ${s.byKind[k]}`);
+  const streams = s.streams.map((x) => `${x.stream === null ? 'no stream' : `stream ${x.stream}`}: ${x.nodes}`);
+  const cp = s.criticalPath;
+  return [
+    `nodes:          ${s.nodes}${kinds.length ? ` (${kinds.join(', ')})` : ''}`,
+    `edges:          ${s.edges} (${s.crossStreamEdges} across streams: the fork/joins)`,
+    `streams:        ${s.streams.length}${streams.length ? ` (${streams.join(', ')})` : ''}`,
+    `levels:         ${s.levels} (widest: level ${s.widestLevel.level}, ${s.widestLevel.width} nodes can run at once)`,
+    `critical path:  ${cp.nodes.length} nodes, cost ${cp.cost}: ${cp.nodes.map((n) => n.name).join(' → ')}`,
+  ];
+}

@@ -1,0 +1,142 @@
+/**
+ * The optional Node-API addon for the two hot driver calls (`native/cudagraph_hot.c`): the prepared
+ * kernel launch (`cuLaunchKernel` of a launch registered once, by a small integer id) and
+ * `cuGraphLaunch`. koffi stays the binding for everything else, and for these two calls too where
+ * the addon is absent: docs/ffi-decision.md has the measurements.
+ *
+ * The addon ships prebuilt (`native/prebuilt/<platform>-<arch>/cudagraph_hot.node`, built by
+ * scripts/build-native.sh): npm runs no install scripts and users need no compiler. It is loaded on
+ * first use, only where a prebuilt file exists for this platform and architecture; when it is
+ * missing, fails to load or has another ABI version, cudagraph uses koffi, silently.
+ * `CUDAGRAPH_NATIVE=0` forces koffi (to compare the two paths, and for tests).
+ *
+ * The addon does not link libcuda: the driver functions are bound into it with the addresses that
+ * the loader's library resolved (`src/driver/result/hot.ts`), so lazy symbols and the no-driver
+ * behaviour are unchanged.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+/** The ABI version this code speaks; the addon reports its own as `abi`. */
+export const NATIVE_ABI = 1;
+
+/** The driver functions the addon calls. */
+export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch';
+
+/**
+ * The addon's functions (the C file documents each). Results are CUresult values (0 = success),
+ * or the addon's own negative codes `NOT_BOUND` (bind the driver function, then call again) and
+ * `BAD_ID` (no launch registered under that id).
+ */
+export interface HotAddon {
+  readonly abi: number;
+  readonly NOT_BOUND: number;
+  readonly BAD_ID: number;
+  /** `cuLaunchKernel` of registered launch `id` on `stream`. */
+  launch(id: number, stream: bigint): number;
+  /** `cuLaunchKernel` with every argument given (one-off launches). */
+  launchKernel(
+    fn: bigint,
+    gridX: number,
+    gridY: number,
+    gridZ: number,
+    blockX: number,
+    blockY: number,
+    blockZ: number,
+    sharedMem: number,
+    stream: bigint,
+    params: bigint,
+  ): number;
+  /** `cuGraphLaunch(exec, stream)`. */
+  graphLaunch(exec: bigint, stream: bigint): number;
+  /** Keeps a launch (the argument block at `params` must stay put until release); returns its id. */
+  register(
+    fn: bigint,
+    gridX: number,
+    gridY: number,
+    gridZ: number,
+    blockX: number,
+    blockY: number,
+    blockZ: number,
+    sharedMem: number,
+    params: bigint,
+  ): number;
+  /** Forgets launch `id`; false when none was registered under it. */
+  release(id: number): boolean;
+  /** How many launches are registered. */
+  registered(): number;
+  /** Sets the address of driver function `name` (0n unbinds); false for an unknown name. */
+  bind(name: HotSymbol, address: bigint): boolean;
+}
+
+/** Whether the addon is in use, where it was loaded from, and why not when it is not. */
+export interface NativeStatus {
+  /** True when the hot calls go through the addon. */
+  readonly active: boolean;
+  /** The addon file tried (null when none was tried). */
+  readonly path: string | null;
+  /** A short reason: `loaded`, `CUDAGRAPH_NATIVE=0`, `no prebuilt addon for darwin-arm64`, the load error. */
+  readonly reason: string;
+}
+
+/** Where the prebuilt addon of `platform`-`arch` lives in the package (whether or not it exists). */
+export function prebuiltAddonPath(platform: string = process.platform, arch: string = process.arch): string {
+  // This file is dist/src/driver/native.js; the package root is three folders up.
+  return fileURLToPath(new URL(`../../../native/prebuilt/${platform}-${arch}/cudagraph_hot.node`, import.meta.url));
+}
+
+/**
+ * Loads the addon as the environment says. Never throws: any failure gives `addon: null` and the
+ * reason. `path` overrides the prebuilt file (tests).
+ */
+export function loadNativeAddon(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: string = process.platform,
+  arch: string = process.arch,
+  path: string = prebuiltAddonPath(platform, arch),
+): { addon: HotAddon | null; status: NativeStatus } {
+  const off = (reason: string, tried: string | null = null) => ({ addon: null, status: { active: false, path: tried, reason } });
+  const flag = env['CUDAGRAPH_NATIVE'];
+  if (flag !== undefined && /^(0|false|off|no)$/i.test(flag.trim())) return off(`CUDAGRAPH_NATIVE=${flag}`);
+  if (!existsSync(path)) return off(`no prebuilt addon for ${platform}-${arch}`, path);
+  try {
+    const addon = createRequire(import.meta.url)(path) as HotAddon;
+    if (addon.abi !== NATIVE_ABI) return off(`the addon's ABI is ${String(addon.abi)}, expected ${NATIVE_ABI}`, path);
+    return { addon, status: { active: true, path, reason: 'loaded' } };
+  } catch (e) {
+    return off(e instanceof Error ? e.message.split('\n')[0]! : String(e), path);
+  }
+}
+
+let addon: HotAddon | null | undefined;
+let status: NativeStatus | undefined;
+
+/** The addon when the hot calls use it, else null (decided on first call, then fixed). */
+export function nativeAddon(): HotAddon | null {
+  if (addon !== undefined) return addon;
+  const loaded = loadNativeAddon();
+  status = loaded.status;
+  return (addon = loaded.addon);
+}
+
+/**
+ * Whether the hot calls (`PreparedLaunch.launch`, `kernel.launch`, `GraphExec.launch`) go through
+ * the Node-API addon or koffi, and why. Loads the addon on first call; never throws.
+ */
+export function nativeStatus(): NativeStatus {
+  nativeAddon();
+  return status!;
+}
+
+/**
+ * Test and benchmark hook: use `next` for launches prepared from now on and for graph launches
+ * (null: koffi; undefined: decide again from the environment). Returns the addon in use before.
+ * @internal
+ */
+export function setNativeAddonForTesting(next: HotAddon | null | undefined): HotAddon | null {
+  const before = nativeAddon();
+  addon = next;
+  status = next === undefined ? undefined : next === null ? { active: false, path: null, reason: 'set by a test' } : { active: true, path: null, reason: 'set by a test' };
+  return before;
+}

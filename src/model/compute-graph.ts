@@ -1,0 +1,455 @@
+/**
+ * `ComputeGraph`: a DAG of GPU work, from a `StreamCapture` or built by hand. It is always acyclic,
+ * ids are dense (0..nodeCount−1, in creation order), and every method that takes an id refuses
+ * an unknown one with `GraphError` kind `NodeNotFound`.
+ */
+import { InvalidArgumentError } from '../errors/base.js';
+import { GraphError } from '../errors/graph-error.js';
+import { describe, isU32, requireOptions, requireU32 } from '../util/validate.js';
+import { GraphErrorCode } from './error-codes.js';
+import { GraphStore } from './graph-store.js';
+import { DynamicOrder } from './dynamic-order.js';
+import { ReachabilityIndex } from './reachability.js';
+import { groupLevels, kahnOrder, longestPath, nodeLevels, nodesByOrd, toIdArray } from './schedule.js';
+import { renderDot, type DotOptions } from './dot.js';
+import { appendNodeSpec } from './node-spec.js';
+import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
+import type { GraphNode, NodeSpec } from './node.js';
+import type { NodeId, StreamId } from './ids.js';
+
+/** The result of `ComputeGraph.criticalPath`. */
+export interface CriticalPath {
+  /** The path's total cost (the sum of its nodes' costs). */
+  readonly cost: number;
+  /** The path's nodes, source first. */
+  readonly nodes: readonly NodeId[];
+}
+
+/** The result of `ComputeGraph.widestLevel`. */
+export interface WidestLevel {
+  /** The level's index (the first of equally wide levels). */
+  readonly level: number;
+  /** How many nodes it holds: the most work that can run at once, by levels. */
+  readonly width: number;
+}
+
+// Derived data, rebuilt when the store's version moves.
+interface Cache {
+  version: number;
+  reach?: ReachabilityIndex;
+  byOrd?: Uint32Array;
+  level?: Uint32Array;
+  order?: Uint32Array;
+}
+
+let adopt: (graph: ComputeGraph, store: GraphStore) => void;
+
+/**
+ * A directed acyclic graph of kernel, memcpy, memset, host-callback and empty nodes.
+ *
+ * @example
+ * const g = new ComputeGraph();
+ * const up = g.addNode({ kind: 'memcpy', name: 'upload', dir: MemcpyDir.HostToDevice, sizeBytes: 4096 });
+ * const k = g.addNode({ kind: 'kernel', functionName: 'relu', grid: 4, block: 256 });
+ * g.addEdge(up, k);
+ * g.isReachable(up, k); // true
+ */
+export class ComputeGraph {
+  #store: GraphStore;
+  #order = new DynamicOrder();
+  #cache: Cache = { version: -1 };
+
+  static {
+    adopt = (graph, store) => {
+      graph.#store = store;
+    };
+  }
+
+  /** An empty graph, to build by hand with `addNode` / `addEdge`. */
+  constructor() {
+    this.#store = new GraphStore();
+  }
+
+  /**
+   * Reads a graph document (the value `toJSON()` returns, or its JSON text).
+   * @throws GraphError kind `ValidationFailed`, code `GRAPH_JSON_INVALID`, naming the first bad field
+   *   (e.g. `nodes[3].grid[0]`, `edges[7]`); nothing is half-built.
+   */
+  static fromJSON(json: unknown): ComputeGraph {
+    const OP = 'ComputeGraph.fromJSON';
+    const invalid = (message: string, cause?: unknown): GraphError =>
+      new GraphError('ValidationFailed', GraphErrorCode.JsonInvalid, `${OP}: ${message}`, cause === undefined ? undefined : { cause });
+    let doc = json;
+    if (typeof json === 'string') {
+      try {
+        doc = JSON.parse(json);
+      } catch (e) {
+        throw invalid(`not JSON text (${(e as Error).message})`, e);
+      }
+    }
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw invalid(`the document must be an object, got ${describe(doc)}`);
+    const d = doc as Record<string, unknown>;
+    for (const key of Object.keys(d)) {
+      if (!['format', 'version', 'nodes', 'edges'].includes(key)) throw invalid(`unknown field '${key}' (known: format, version, nodes, edges)`);
+    }
+    if (d.format !== GRAPH_JSON_FORMAT) throw invalid(`format must be '${GRAPH_JSON_FORMAT}', got ${describe(d.format)}`);
+    if (d.version !== GRAPH_JSON_VERSION) {
+      throw invalid(`version must be ${GRAPH_JSON_VERSION} (the only version this build reads), got ${describe(d.version)}`);
+    }
+    if (!Array.isArray(d.nodes)) throw invalid(`nodes must be an array, got ${describe(d.nodes)}`);
+    if (!Array.isArray(d.edges)) throw invalid(`edges must be an array, got ${describe(d.edges)}`);
+
+    const graph = new ComputeGraph();
+    const store = graph.#store;
+    try {
+      const nodes = d.nodes as unknown[];
+      for (let i = 0; i < nodes.length; i++) {
+        const node = nodes[i];
+        if (typeof node === 'object' && node !== null && (node as { id?: unknown }).id !== i) {
+          throw invalid(`nodes[${i}].id must be ${i} (ids are the node's index), got ${describe((node as { id?: unknown }).id)}`);
+        }
+        appendNodeSpec(store, OP, `nodes[${i}].`, node, 'id');
+      }
+      const edges = d.edges as unknown[];
+      const n = store.n;
+      const from: number[] = new Array<number>(edges.length);
+      const to: number[] = new Array<number>(edges.length);
+      for (let i = 0; i < edges.length; i++) {
+        const edge = edges[i];
+        if (!Array.isArray(edge) || edge.length !== 2) throw invalid(`edges[${i}] must be a pair [from, to], got ${describe(edge)}`);
+        const u = isU32(edge[0]) ? edge[0] : requireU32(OP, `edges[${i}][0]`, edge[0]);
+        const v = isU32(edge[1]) ? edge[1] : requireU32(OP, `edges[${i}][1]`, edge[1]);
+        if (u >= n || v >= n) throw invalid(`edges[${i}] [${u}, ${v}] names node ${u >= n ? u : v}, but the document has ${n} node(s)`);
+        from[i] = u;
+        to[i] = v;
+      }
+      // All at once: a document's edges may come in any order (see dynamic-order.ts).
+      const r = graph.#order.addEdges(store, from, to);
+      if (!r.ok) throw invalid(`edges[${r.index}] [${from[r.index]}, ${to[r.index]}] closes a cycle (${cycleText(r.cycle)})`);
+      const dup = r.added.indexOf(false);
+      if (dup >= 0) throw invalid(`edges[${dup}] [${from[dup]}, ${to[dup]}] repeats an earlier edge`);
+    } catch (e) {
+      if (e instanceof InvalidArgumentError) throw invalid(e.message.slice(OP.length + 2), e);
+      throw e;
+    }
+    return graph;
+  }
+
+  // ── size ──────────────────────────────────────────────────────────────────────────────────
+
+  /** Number of nodes. */
+  nodeCount(): number {
+    return this.#store.n;
+  }
+
+  /** Number of edges (duplicates are never stored). */
+  edgeCount(): number {
+    return this.#store.m;
+  }
+
+  /** The streams that hold at least one node, ascending. */
+  streams(): StreamId[] {
+    const s = this.#store;
+    const out: StreamId[] = [];
+    for (let i = 0; i < s.streamIds.length; i++) if (s.slotCount[i]! > 0) out.push(s.streamIds[i]! as StreamId);
+    return out.sort((a, b) => a - b);
+  }
+
+  // ── nodes and edges ───────────────────────────────────────────────────────────────────────
+
+  /**
+   * The record of node `id` (a fresh object: changing it does not change the graph).
+   * @throws GraphError kind `NodeNotFound` for an unknown id; InvalidArgumentError for a non-id.
+   */
+  node(id: NodeId): GraphNode {
+    return this.#store.readNode(this.#id('ComputeGraph.node', 'id', id));
+  }
+
+  /** Every node's record, in id order. */
+  nodes(): GraphNode[] {
+    const out: GraphNode[] = new Array(this.#store.n);
+    for (let v = 0; v < this.#store.n; v++) out[v] = this.#store.readNode(v);
+    return out;
+  }
+
+  /** Every edge as `[from, to]`, sorted by `from`, then `to`. */
+  edges(): [NodeId, NodeId][] {
+    const s = this.#store;
+    const out: [NodeId, NodeId][] = new Array(s.m);
+    const succ: number[] = [];
+    let k = 0;
+    for (let u = 0; u < s.n; u++) {
+      s.successors(u, succ);
+      for (let i = 0; i < succ.length; i++) out[k++] = [u as NodeId, succ[i]! as NodeId];
+    }
+    return out;
+  }
+
+  /** True if the edge `from → to` exists. @throws GraphError `NodeNotFound` for an unknown id. */
+  hasEdge(from: NodeId, to: NodeId): boolean {
+    const OP = 'ComputeGraph.hasEdge';
+    return this.#store.hasEdge(this.#id(OP, 'from', from), this.#id(OP, 'to', to));
+  }
+
+  /** The direct successors of `id`, ascending. @throws GraphError `NodeNotFound`. */
+  successors(id: NodeId): NodeId[] {
+    return this.#store.successors(this.#id('ComputeGraph.successors', 'id', id)) as NodeId[];
+  }
+
+  /** The direct predecessors of `id`, ascending. @throws GraphError `NodeNotFound`. */
+  predecessors(id: NodeId): NodeId[] {
+    return this.#store.predecessors(this.#id('ComputeGraph.predecessors', 'id', id)) as NodeId[];
+  }
+
+  /** Nodes with no predecessors, ascending. */
+  sources(): NodeId[] {
+    const s = this.#store;
+    const out: NodeId[] = [];
+    for (let v = 0; v < s.n; v++) if (s.firstIn[v] === 0) out.push(v as NodeId);
+    return out;
+  }
+
+  /** Nodes with no successors, ascending. */
+  sinks(): NodeId[] {
+    const s = this.#store;
+    const out: NodeId[] = [];
+    for (let v = 0; v < s.n; v++) if (s.firstOut[v] === 0) out.push(v as NodeId);
+    return out;
+  }
+
+  /**
+   * True if a path leads from `from` to `to`; true when `from === to`. O(1) per query after an
+   * O((n + m)·k) index build (k: the number of streams), rebuilt after the graph changes
+   * (see reachability.ts).
+   * @throws GraphError `NodeNotFound` for an unknown id.
+   */
+  isReachable(from: NodeId, to: NodeId): boolean {
+    const OP = 'ComputeGraph.isReachable';
+    const a = this.#id(OP, 'from', from);
+    const b = this.#id(OP, 'to', to);
+    const cache = this.#fresh();
+    const index = (cache.reach ??= ReachabilityIndex.build(this.#store));
+    return index.reachable(a, b);
+  }
+
+  // ── building by hand ──────────────────────────────────────────────────────────────────────
+
+  /**
+   * Adds a node and returns its id (the next dense id). Kernel limits are CUDA's; see `NodeSpec`.
+   * @throws InvalidArgumentError naming the bad field (`ComputeGraph.addNode: spec.grid[0] …`);
+   *   the graph is unchanged.
+   * @example
+   * g.addNode({ kind: 'kernel', functionName: 'gemm', grid: [8, 8], block: [16, 16], cost: 40 });
+   * g.addNode({ kind: 'empty', name: 'join' });
+   */
+  addNode(spec: NodeSpec): NodeId {
+    return appendNodeSpec(this.#store, 'ComputeGraph.addNode', 'spec.', spec) as NodeId;
+  }
+
+  /**
+   * Adds the edge `from → to` (`to` runs after `from`). Returns true if it was added, false if it
+   * already existed (duplicates are ignored). O(1) for an edge from an older node to a newer one;
+   * to add many edges in another order, use `addEdges`.
+   * @throws GraphError kind `CycleDetected` (code `GRAPH_CYCLE`) for a self-loop or when `to`
+   *   already reaches `from`; GraphError `NodeNotFound` for an unknown id. The graph is unchanged.
+   */
+  addEdge(from: NodeId, to: NodeId): boolean {
+    const OP = 'ComputeGraph.addEdge';
+    const u = this.#id(OP, 'from', from);
+    const v = this.#id(OP, 'to', to);
+    const r = this.#order.addEdge(this.#store, u, v);
+    if (r === 'cycle') {
+      throw new GraphError(
+        'CycleDetected',
+        GraphErrorCode.Cycle,
+        u === v ? `${OP}: a self-loop on node ${u} would be a cycle` : `${OP}: edge ${u} → ${v} would close a cycle (${v} already reaches ${u})`,
+      );
+    }
+    return r === 'added';
+  }
+
+  /**
+   * Adds many edges at once, in any order: O(n + m) in all, where adding them one by one in a
+   * random order can cost far more (each `addEdge` that disagrees with the current order searches
+   * the nodes between its ends). Duplicates are ignored. Returns how many edges were new.
+   * @throws GraphError kind `CycleDetected` (code `GRAPH_CYCLE`) naming an edge of the batch that
+   *   closes a cycle, and the cycle; nothing is added. GraphError `NodeNotFound` for an unknown id
+   *   (`edges[i]` named); InvalidArgumentError for a non-pair.
+   * @example
+   * g.addEdges([[a, b], [b, c], [a, c]]);
+   */
+  addEdges(edges: Iterable<readonly [NodeId, NodeId]>): number {
+    const OP = 'ComputeGraph.addEdges';
+    if (edges === null || typeof edges !== 'object' || typeof (edges as Iterable<unknown>)[Symbol.iterator] !== 'function') {
+      throw new InvalidArgumentError(OP, 'edges', `edges must be an iterable of [from, to] pairs, got ${describe(edges)}`);
+    }
+    const from: number[] = [];
+    const to: number[] = [];
+    for (const pair of edges as Iterable<unknown>) {
+      const i = from.length;
+      if (!Array.isArray(pair) || pair.length !== 2) {
+        throw new InvalidArgumentError(OP, `edges[${i}]`, `edges[${i}] must be a pair [from, to], got ${describe(pair)}`);
+      }
+      from.push(this.#id(OP, `edges[${i}][0]`, pair[0]));
+      to.push(this.#id(OP, `edges[${i}][1]`, pair[1]));
+    }
+    const r = this.#order.addEdges(this.#store, from, to);
+    if (!r.ok) {
+      throw new GraphError(
+        'CycleDetected',
+        GraphErrorCode.Cycle,
+        `${OP}: edges[${r.index}] ${from[r.index]} → ${to[r.index]} closes a cycle (${cycleText(r.cycle)}); no edge was added`,
+      );
+    }
+    return r.added.filter(Boolean).length;
+  }
+
+  // ── order and schedule ────────────────────────────────────────────────────────────────────
+
+  /**
+   * The nodes in a topological order: Kahn's algorithm, FIFO, seeded by ascending id, successors
+   * in ascending id. Deterministic: it depends only on the nodes and edges.
+   * @throws GraphError kind `EmptyGraph` (code `GRAPH_EMPTY`) when the graph has no nodes.
+   */
+  topologicalOrder(): NodeId[] {
+    const cache = this.#nonEmpty('ComputeGraph.topologicalOrder');
+    cache.order ??= kahnOrder(this.#store);
+    return toIdArray(cache.order) as NodeId[];
+  }
+
+  /**
+   * Wavefronts: `levels()[l]` lists (ascending) the nodes whose longest path from a source has `l`
+   * edges. Nodes of one level never depend on each other, so each level could run at once.
+   * @throws GraphError `EmptyGraph` when the graph has no nodes.
+   */
+  levels(): NodeId[][] {
+    return groupLevels(this.#levels('ComputeGraph.levels')) as NodeId[][];
+  }
+
+  /** The level of node `id` (see `levels`). @throws GraphError `NodeNotFound`. */
+  levelOf(id: NodeId): number {
+    const v = this.#id('ComputeGraph.levelOf', 'id', id);
+    return this.#levels('ComputeGraph.levelOf')[v]!;
+  }
+
+  /**
+   * The widest level: the most nodes that can run at once under level-by-level scheduling.
+   * @throws GraphError `EmptyGraph` when the graph has no nodes.
+   */
+  widestLevel(): WidestLevel {
+    const groups = groupLevels(this.#levels('ComputeGraph.widestLevel'));
+    let level = 0;
+    for (let l = 1; l < groups.length; l++) if (groups[l]!.length > groups[level]!.length) level = l;
+    return { level, width: groups[level]!.length };
+  }
+
+  /**
+   * The longest path by cost: the least time the graph needs with unlimited parallelism. Costs
+   * are the nodes' `cost` (default 1, so by default the path with the most nodes), or what
+   * `costOf(node)` returns. The path runs from a source to a sink; ties go to smaller ids.
+   * @throws GraphError `EmptyGraph` when the graph has no nodes; InvalidArgumentError when
+   *   `costOf` returns anything but a finite number ≥ 0.
+   * @example
+   * const { cost, nodes } = g.criticalPath((n) => (n.kind === 'kernel' ? 10 : 1));
+   */
+  criticalPath(costOf?: (node: GraphNode) => number): CriticalPath {
+    const OP = 'ComputeGraph.criticalPath';
+    if (costOf !== undefined && typeof costOf !== 'function') {
+      throw new InvalidArgumentError(OP, 'costOf', `costOf must be a function, got ${describe(costOf)}`);
+    }
+    const cache = this.#nonEmpty(OP);
+    const s = this.#store;
+    let cost: Float64Array;
+    if (costOf === undefined) {
+      cost = s.cost === null ? new Float64Array(s.n).fill(1) : s.cost;
+    } else {
+      cost = new Float64Array(s.n);
+      for (let v = 0; v < s.n; v++) {
+        const c = costOf(s.readNode(v));
+        if (typeof c !== 'number' || !Number.isFinite(c) || c < 0) {
+          throw new InvalidArgumentError(OP, 'costOf', `costOf(node ${v}) must return a finite number ≥ 0, got ${describe(c)}`);
+        }
+        cost[v] = c;
+      }
+    }
+    cache.byOrd ??= nodesByOrd(s);
+    const path = longestPath(s, cache.byOrd, cost);
+    return { cost: path.cost, nodes: path.nodes as NodeId[] };
+  }
+
+  // ── output ────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * Graphviz DOT text: one cluster per stream, shape and fill by kind (kernel box, memcpy
+   * parallelogram, memset hexagon, host callback ellipse, empty diamond), cross-stream edges
+   * dashed; `highlight` draws a path (e.g. `criticalPath().nodes`) in thick red.
+   * @throws InvalidArgumentError for bad options; GraphError `NodeNotFound` for an unknown highlighted id.
+   */
+  toDot(options?: DotOptions): string {
+    const OP = 'ComputeGraph.toDot';
+    const o = requireOptions<DotOptions>(OP, options, ['title', 'highlight']);
+    if (o.title !== undefined && typeof o.title !== 'string') {
+      throw new InvalidArgumentError(OP, 'title', `title must be a string, got ${describe(o.title)}`);
+    }
+    if (o.highlight !== undefined) {
+      if (!Array.isArray(o.highlight)) throw new InvalidArgumentError(OP, 'highlight', `highlight must be an array of node ids, got ${describe(o.highlight)}`);
+      o.highlight.forEach((id, i) => this.#id(OP, `highlight[${i}]`, id));
+    }
+    return renderDot(this.#store, o);
+  }
+
+  /** The graph as a versioned document (see graph-json.ts and docs/model.md); `JSON.stringify(graph)` uses it. */
+  toJSON(): ComputeGraphJson {
+    return { format: GRAPH_JSON_FORMAT, version: GRAPH_JSON_VERSION, nodes: this.nodes(), edges: this.edges() };
+  }
+
+  /** `ComputeGraph(5 nodes, 4 edges, 2 streams)`. */
+  toString(): string {
+    return `ComputeGraph(${this.nodeCount()} nodes, ${this.edgeCount()} edges, ${this.streams().length} streams)`;
+  }
+
+  // ── internals ─────────────────────────────────────────────────────────────────────────────
+
+  /** Checks an id argument: a u32 (else InvalidArgumentError) that names a node (else NodeNotFound). */
+  #id(op: string, name: string, id: unknown): number {
+    const v = isU32(id) ? id : requireU32(op, name, id);
+    if (v >= this.#store.n) {
+      const n = this.#store.n;
+      throw new GraphError(
+        'NodeNotFound',
+        GraphErrorCode.NodeNotFound,
+        `${op}: node ${v} not found (${name}; the graph has ${n} node${n === 1 ? '' : 's'}${n > 0 ? `, ids 0..${n - 1}` : ''})`,
+      );
+    }
+    return v;
+  }
+
+  #fresh(): Cache {
+    if (this.#cache.version !== this.#store.version) this.#cache = { version: this.#store.version };
+    return this.#cache;
+  }
+
+  #nonEmpty(op: string): Cache {
+    if (this.#store.n === 0) throw new GraphError('EmptyGraph', GraphErrorCode.Empty, `${op}: the graph has no nodes`);
+    return this.#fresh();
+  }
+
+  #levels(op: string): Uint32Array {
+    const cache = this.#nonEmpty(op);
+    cache.byOrd ??= nodesByOrd(this.#store);
+    cache.level ??= nodeLevels(this.#store, cache.byOrd);
+    return cache.level;
+  }
+}
+
+/** `3 → 4 → 3` for the cycle [3, 4]. */
+function cycleText(cycle: readonly number[]): string {
+  return [...cycle, cycle[0]!].join(' → ');
+}
+
+/** Wraps a finished store (from `StreamCapture.endCapture`) as a graph. Internal. */
+export function graphFromStore(store: GraphStore): ComputeGraph {
+  const graph = new ComputeGraph();
+  adopt(graph, store);
+  return graph;
+}

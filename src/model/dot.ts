@@ -1,0 +1,143 @@
+/**
+ * Graphviz DOT text for a `ComputeGraph`: one cluster per stream (outlined in the stream's
+ * colour), node shape and fill by kind, cross-stream edges dashed (they are the event
+ * fork/joins), and optionally a highlighted path (e.g. the critical path) drawn thick and red.
+ */
+import { memcpyDirLabel } from './memcpy-dir.js';
+import type { GraphNode } from './node.js';
+import type { GraphStore } from './graph-store.js';
+
+/** Options of `ComputeGraph.toDot`. */
+export interface DotOptions {
+  /** The graph's title, drawn at the top (default none). */
+  readonly title?: string;
+  /** Nodes to highlight, e.g. `graph.criticalPath().nodes`; edges between consecutive ones are highlighted too. */
+  readonly highlight?: readonly number[];
+}
+
+const KIND_STYLE: Record<GraphNode['kind'], { shape: string; fill: string }> = {
+  kernel: { shape: 'box', fill: '#ffe0a3' },
+  memcpy: { shape: 'parallelogram', fill: '#cfe2f3' },
+  memset: { shape: 'hexagon', fill: '#d9ead3' },
+  hostCallback: { shape: 'ellipse', fill: '#ead1dc' },
+  empty: { shape: 'diamond', fill: '#eeeeee' },
+};
+
+// Distinct, print-safe colours (Tableau 10), one per stream in order of first use.
+const STREAM_COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+const HIGHLIGHT = '#d62728';
+
+/**
+ * Quotes `s` as a DOT label string. Quotes are escaped; every backslash is doubled, so a name
+ * such as `C:\N` is drawn as written instead of Graphviz expanding `\N` to the node's id. Line
+ * breaks become `\n`; other control characters become spaces.
+ */
+export function dotString(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    if (ch === '"') out += '\\"';
+    else if (ch === '\\') out += '\\\\';
+    else if (ch === '\n') out += '\\n';
+    else if (ch < ' ' || ch === '\u007f') out += ' ';
+    else out += ch;
+  }
+  return out + '"';
+}
+
+/** A byte count in short human form: 512 B, 4 KiB, 1.5 MiB. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let v = n;
+  let u = -1;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${Number.isInteger(v) ? v : v.toFixed(1)} ${units[u]}`;
+}
+
+function dim(d: readonly number[]): string {
+  return d[1] === 1 && d[2] === 1 ? String(d[0]) : `(${d.join(',')})`;
+}
+
+/** The second line of a node's label: what it does. */
+export function describeWork(node: GraphNode): string {
+  switch (node.kind) {
+    case 'kernel': {
+      const fn = node.functionName === node.name ? '' : `${node.functionName}`;
+      const smem = node.sharedMem > 0 ? `, ${node.sharedMem}` : '';
+      return `${fn}<<<${dim(node.grid)}, ${dim(node.block)}${smem}>>>`;
+    }
+    case 'memcpy':
+      return `memcpy ${memcpyDirLabel(node.dir)} ${formatBytes(node.sizeBytes)}`;
+    case 'memset': {
+      const hex = node.value.toString(16).padStart(node.elementSize * 2, '0');
+      const el = node.elementSize === 1 ? '' : ` (${node.elementSize}-byte)`;
+      return `memset ${formatBytes(node.sizeBytes)} = 0x${hex}${el}`;
+    }
+    case 'hostCallback':
+      return node.label === node.name ? 'host callback' : `host: ${node.label}`;
+    case 'empty':
+      return 'empty';
+  }
+}
+
+/** The DOT text of `store` (options already checked by `ComputeGraph.toDot`). */
+export function renderDot(store: GraphStore, options: DotOptions): string {
+  const lines: string[] = ['digraph ComputeGraph {'];
+  lines.push('  graph [rankdir=TB, fontname="Helvetica", fontsize=12];');
+  lines.push('  node [fontname="Helvetica", fontsize=10, style=filled, penwidth=1.2];');
+  lines.push('  edge [color="#555555", arrowsize=0.7];');
+  if (options.title !== undefined) lines.push(`  label=${dotString(options.title)}; labelloc=t;`);
+
+  const highlighted = new Set(options.highlight ?? []);
+  const hlEdges = new Set<string>();
+  const h = options.highlight ?? [];
+  for (let i = 1; i < h.length; i++) hlEdges.add(`${h[i - 1]}>${h[i]}`);
+
+  const nodeLine = (v: number, indent: string, colour: string): string => {
+    const node = store.readNode(v);
+    const style = KIND_STYLE[node.kind];
+    const attrs = [
+      `label=${dotString(`${node.name}\n${describeWork(node)}`)}`,
+      `shape=${style.shape}`,
+      `fillcolor="${style.fill}"`,
+      `color="${highlighted.has(v) ? HIGHLIGHT : colour}"`,
+    ];
+    if (highlighted.has(v)) attrs.push('penwidth=3');
+    return `${indent}n${v} [${attrs.join(', ')}];`;
+  };
+
+  // Streams in order of first use, each a cluster; nodes without a stream at top level.
+  const bySlot: number[][] = store.streamIds.map(() => []);
+  const loose: number[] = [];
+  for (let v = 0; v < store.n; v++) {
+    const s = store.slot[v]!;
+    if (s < 0) loose.push(v);
+    else bySlot[s]!.push(v);
+  }
+  let colourIndex = 0;
+  for (let s = 0; s < bySlot.length; s++) {
+    const members = bySlot[s]!;
+    if (members.length === 0) continue;
+    const colour = STREAM_COLOURS[colourIndex++ % STREAM_COLOURS.length]!;
+    const id = store.streamIds[s]!;
+    lines.push(`  subgraph cluster_s${id} {`);
+    lines.push(`    label=${dotString(`stream ${id}`)}; labeljust=l; style="rounded,dashed"; color="${colour}"; fontcolor="${colour}";`);
+    for (const v of members) lines.push(nodeLine(v, '    ', colour));
+    lines.push('  }');
+  }
+  for (const v of loose) lines.push(nodeLine(v, '  ', '#555555'));
+
+  for (let u = 0; u < store.n; u++) {
+    for (const v of store.successors(u)) {
+      const attrs: string[] = [];
+      if (store.slot[u] !== store.slot[v]) attrs.push('style=dashed');
+      if (hlEdges.has(`${u}>${v}`)) attrs.push(`color="${HIGHLIGHT}"`, 'penwidth=2.5');
+      lines.push(`  n${u} -> n${v}${attrs.length ? ` [${attrs.join(', ')}]` : ''};`);
+    }
+  }
+  lines.push('}');
+  return lines.join('\n') + '\n';
+}

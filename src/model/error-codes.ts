@@ -1,0 +1,32 @@
+/**
+ * The stable `code` strings of the `GraphError`s the model throws. `kind` groups failures (the
+ * seed's variant names); `code` names the exact one, and programs may switch on it.
+ *
+ * | code | kind | thrown when |
+ * |---|---|---|
+ * | `CAPTURE_NOT_ACTIVE` | Internal | the stream was never begun (status `None`) |
+ * | `CAPTURE_ALREADY_ACTIVE` | Internal | `beginCapture` on an `Active` stream |
+ * | `CAPTURE_STREAM_INVALIDATED` | Internal | a record/event/wait/invalidate on an `Invalidated` stream |
+ * | `CAPTURE_INVALIDATED` | ValidationFailed | `endCapture` after any stream of the session was invalidated |
+ * | `CAPTURE_UNJOINED` | ValidationFailed | `endCapture(s, { requireJoined: true })` with forked work not joined back into `s` |
+ * | `CAPTURE_SESSION_ENDED` | Internal | any call on a session after a successful `endCapture` |
+ * | `GRAPH_NODE_NOT_FOUND` | NodeNotFound | an id ≥ `nodeCount()` |
+ * | `GRAPH_CYCLE` | CycleDetected | a self-loop, or an edge whose target already reaches its source |
+ * | `GRAPH_EMPTY` | EmptyGraph | ordering or scheduling a graph with no nodes |
+ * | `GRAPH_JSON_INVALID` | ValidationFailed | `ComputeGraph.fromJSON` given a value that is not a valid graph document |
+ */
+export const GraphErrorCode = {
+  CaptureNotActive: 'CAPTURE_NOT_ACTIVE',
+  CaptureAlreadyActive: 'CAPTURE_ALREADY_ACTIVE',
+  CaptureStreamInvalidated: 'CAPTURE_STREAM_INVALIDATED',
+  CaptureInvalidated: 'CAPTURE_INVALIDATED',
+  CaptureUnjoined: 'CAPTURE_UNJOINED',
+  CaptureSessionEnded: 'CAPTURE_SESSION_ENDED',
+  NodeNotFound: 'GRAPH_NODE_NOT_FOUND',
+  Cycle: 'GRAPH_CYCLE',
+  Empty: 'GRAPH_EMPTY',
+  JsonInvalid: 'GRAPH_JSON_INVALID',
+} as const;
+
+/** One of the `GraphErrorCode` values. */
+export type GraphErrorCode = (typeof GraphErrorCode)[keyof typeof GraphErrorCode];

@@ -1,0 +1,399 @@
+/**
+ * The storage behind `ComputeGraph` and `StreamCapture` (internal: not exported from the package).
+ *
+ * Why columns: a capture of a million ops must cost well under 200 bytes a node and record millions
+ * of ops a second. One JS object per node (plus an array per adjacency list) costs several hundred
+ * bytes and keeps the garbage collector busy, so nodes live column-wise in growable typed arrays,
+ * indexed by node id; names are interned (kernel names repeat), and node records are built only
+ * when asked for (`readNode`).
+ *
+ * Why linked edge lists ("forward star"): edges are added one at a time, by a capture and by hand
+ * (`addEdge`), and read by traversals. Each edge is four integers (from, to, next-out, next-in) and
+ * each node holds the heads of its two lists, so adding an edge is O(1) with no per-node arrays.
+ * Edges are numbered from 1 so that 0 means "none" and fresh (zeroed) arrays need no filling.
+ * Lists prepend; readers that promise ascending ids sort (`sortSmall` is O(k) on the reversed
+ * lists a capture makes).
+ *
+ * `ord` is a topological numbering kept valid on every edge (see dynamic-order.ts): edges always go
+ * from a lower `ord` to a higher one. A capture only adds edges into its newest node, so its ids
+ * already are such a numbering: `ord` stays null (meaning ord[i] = i) until an edge added by hand
+ * goes from a newer node to an older one.
+ */
+import {
+  KIND_EMPTY,
+  KIND_HOST,
+  KIND_KERNEL,
+  KIND_MEMCPY,
+  KIND_MEMSET,
+  type Dim3Tuple,
+  type GraphNode,
+} from './node.js';
+import { decodeMemcpyDir, DIR_P2P, type MemcpyDir } from './memcpy-dir.js';
+import type { NodeId, StreamId } from './ids.js';
+
+/**
+ * Number of uint32 parameter slots per node, written by the `set*` methods:
+ *
+ * - kernel: grid x, block x, sharedMem, function name (interned);
+ * - memcpy: direction code, size (low word, high word);
+ * - memset: value, size (low word, high word), elementSize;
+ * - hostCallback: –, –, –, label (interned).
+ *
+ * Four slots, not the nine a full launch configuration takes: nearly every kernel is
+ * one-dimensional and nearly every copy is not peer-to-peer, so the rare y/z dimensions and peer
+ * devices live in small side maps, and a node costs 16 bytes of parameters instead of 36.
+ */
+const PARAM_STRIDE = 4;
+const SIZE_LO = 1;
+const TEXT = 3;
+
+const INITIAL_NODES = 64;
+const INITIAL_EDGES = 64;
+const TWO_32 = 2 ** 32;
+
+function grown<T extends Uint8Array | Int32Array | Uint32Array | Float64Array>(a: T, length: number): T {
+  const b = new (a.constructor as new (n: number) => T)(length);
+  b.set(a.subarray(0, Math.min(a.length, length)) as never);
+  return b;
+}
+
+/** The columns of one graph (see the file comment). Internal: used by ComputeGraph and StreamCapture. */
+export class GraphStore {
+  /** Number of nodes. */
+  n = 0;
+  /** Number of edges; edges are numbered 1..m. */
+  m = 0;
+  /** Bumped on every change, so derived indexes (reachability, order) know they are stale. */
+  version = 0;
+
+  // Node columns, indexed by node id.
+  kind = new Uint8Array(INITIAL_NODES);
+  /** Stream slot (index into `streamIds`), or −1 for none. */
+  slot = new Int32Array(INITIAL_NODES);
+  /** Interned display name. */
+  name = new Uint32Array(INITIAL_NODES);
+  /** PARAM_STRIDE slots per node (see PARAM_STRIDE). */
+  param = new Uint32Array(INITIAL_NODES * PARAM_STRIDE);
+  /** A kernel's [grid y, grid z, block y, block z], for the kernels where one is not 1. */
+  dims = new Map<number, readonly number[]>();
+  /** A peer-to-peer copy's [srcDevice, dstDevice]. */
+  peers = new Map<number, readonly number[]>();
+  /** Per-node cost; null while every cost is the default 1 (most graphs never set one). */
+  cost: Float64Array | null = null;
+  /** First edge of the out-list, 0 if none. */
+  firstOut = new Uint32Array(INITIAL_NODES);
+  /** First edge of the in-list, 0 if none. */
+  firstIn = new Uint32Array(INITIAL_NODES);
+  /** Topological numbering (every edge goes from a lower ord to a higher one); null means ord[i] = i. */
+  ord: Uint32Array | null = null;
+
+  // Edge columns, indexed by edge number 1..m (slot 0 unused).
+  from = new Uint32Array(INITIAL_EDGES);
+  to = new Uint32Array(INITIAL_EDGES);
+  nextOut = new Uint32Array(INITIAL_EDGES);
+  nextIn = new Uint32Array(INITIAL_EDGES);
+
+  // Interned strings.
+  strings: string[] = [];
+  stringIndex = new Map<string, number>();
+
+  // Streams: a node stores a slot; slot → stream id, and how many nodes each slot holds.
+  streamIds: number[] = [];
+  slotCount: number[] = [];
+  private slotOf = new Map<number, number>();
+  /** slot + 1 for stream ids below 256 (0: none): the common ids skip the Map on every record. */
+  private smallSlot = new Int32Array(256);
+
+  /** The slot of stream id `stream`, or −1 if it has none. */
+  findSlot(stream: number): number {
+    if (stream < 256) return this.smallSlot[stream]! - 1;
+    const s = this.slotOf.get(stream);
+    return s === undefined ? -1 : s;
+  }
+
+  /** Interns `s`, returning its index. */
+  intern(s: string): number {
+    let i = this.stringIndex.get(s);
+    if (i === undefined) {
+      i = this.strings.length;
+      this.strings.push(s);
+      this.stringIndex.set(s, i);
+    }
+    return i;
+  }
+
+  /** The slot of stream id `stream`, registering it if new. */
+  streamSlot(stream: number): number {
+    let s = this.findSlot(stream);
+    if (s < 0) {
+      s = this.streamIds.length;
+      this.streamIds.push(stream);
+      this.slotCount.push(0);
+      if (stream < 256) this.smallSlot[stream] = s + 1;
+      else this.slotOf.set(stream, s);
+    }
+    return s;
+  }
+
+  private growNodes(): void {
+    const cap = this.kind.length * 2;
+    this.kind = grown(this.kind, cap);
+    this.slot = grown(this.slot, cap);
+    this.name = grown(this.name, cap);
+    this.param = grown(this.param, cap * PARAM_STRIDE);
+    if (this.cost) this.cost = grown(this.cost, cap).fill(1, this.n);
+    this.firstOut = grown(this.firstOut, cap);
+    this.firstIn = grown(this.firstIn, cap);
+    if (this.ord) this.ord = grown(this.ord, cap);
+  }
+
+  private growEdges(): void {
+    const cap = this.from.length * 2;
+    this.from = grown(this.from, cap);
+    this.to = grown(this.to, cap);
+    this.nextOut = grown(this.nextOut, cap);
+    this.nextIn = grown(this.nextIn, cap);
+  }
+
+  /**
+   * Appends a node with no edges and returns its id. The caller then sets the kind's parameters
+   * with the matching `set*` method (the arrays have room for it, and hold zeros there).
+   */
+  appendNode(kind: number, slot: number, nameIndex: number): number {
+    const id = this.n;
+    if (id >= this.kind.length) this.growNodes();
+    this.kind[id] = kind;
+    this.slot[id] = slot;
+    this.name[id] = nameIndex;
+    if (this.ord) this.ord[id] = id;
+    if (slot >= 0) this.slotCount[slot]!++;
+    this.n = id + 1;
+    this.version++;
+    return id;
+  }
+
+  /** Sets a node's cost (allocating the cost column the first time a cost differs from 1). */
+  setCost(id: number, cost: number): void {
+    if (this.cost === null) {
+      if (cost === 1) return;
+      this.cost = new Float64Array(this.kind.length).fill(1);
+    }
+    this.cost[id] = cost;
+  }
+
+  /** The cost of node `id`. */
+  costOf(id: number): number {
+    return this.cost === null ? 1 : this.cost[id]!;
+  }
+
+  /** Sets kernel `id`'s parameters for a one-dimensional launch (the capture's hot path). */
+  setKernel1D(id: number, functionName: number, gridX: number, blockX: number, sharedMem: number): void {
+    const p = id * PARAM_STRIDE;
+    const q = this.param;
+    q[p] = gridX;
+    q[p + 1] = blockX;
+    q[p + 2] = sharedMem;
+    q[p + TEXT] = functionName;
+  }
+
+  /** Sets kernel `id`'s parameters; grid and block are [x, y, z]. */
+  setKernel(id: number, functionName: number, grid: ArrayLike<number>, block: ArrayLike<number>, sharedMem: number): void {
+    this.setKernel1D(id, functionName, grid[0]!, block[0]!, sharedMem);
+    if (grid[1] !== 1 || grid[2] !== 1 || block[1] !== 1 || block[2] !== 1) this.dims.set(id, [grid[1]!, grid[2]!, block[1]!, block[2]!]);
+  }
+
+  /** Sets copy `id`'s parameters (`dir`: a storage code from memcpy-dir.ts). */
+  setMemcpy(id: number, dir: number, sizeBytes: number, srcDevice: number, dstDevice: number): void {
+    this.param[id * PARAM_STRIDE] = dir;
+    this.setSize(id, sizeBytes);
+    if (dir === DIR_P2P) this.peers.set(id, [srcDevice, dstDevice]);
+  }
+
+  /** Sets fill `id`'s parameters. */
+  setMemset(id: number, sizeBytes: number, value: number, elementSize: number): void {
+    const p = id * PARAM_STRIDE;
+    this.param[p] = value;
+    this.setSize(id, sizeBytes);
+    this.param[p + 3] = elementSize;
+  }
+
+  /** Sets host callback `id`'s label (interned). */
+  setHost(id: number, label: number): void {
+    this.param[id * PARAM_STRIDE + TEXT] = label;
+  }
+
+  private setSize(id: number, size: number): void {
+    const p = id * PARAM_STRIDE + SIZE_LO;
+    this.param[p] = size % TWO_32;
+    this.param[p + 1] = Math.floor(size / TWO_32);
+  }
+
+  private sizeOf(id: number): number {
+    const p = id * PARAM_STRIDE + SIZE_LO;
+    return this.param[p + 1]! * TWO_32 + this.param[p]!;
+  }
+
+  /** The topological number of node `v`. */
+  ordOf(v: number): number {
+    return this.ord === null ? v : this.ord[v]!;
+  }
+
+  /** Turns the implicit numbering (ord[i] = i) into an array that can be changed. */
+  materializeOrd(): Uint32Array {
+    if (this.ord === null) {
+      const ord = new Uint32Array(this.kind.length);
+      for (let i = 0; i < this.n; i++) ord[i] = i;
+      this.ord = ord;
+    }
+    return this.ord;
+  }
+
+  /**
+   * Adds the edge u → v with no checks: the caller guarantees both exist, the edge is new, and
+   * ord(u) < ord(v) (so no cycle).
+   */
+  appendEdge(u: number, v: number): void {
+    const e = this.m + 1;
+    if (e >= this.from.length) this.growEdges();
+    this.from[e] = u;
+    this.to[e] = v;
+    this.nextOut[e] = this.firstOut[u]!;
+    this.firstOut[u] = e;
+    this.nextIn[e] = this.firstIn[v]!;
+    this.firstIn[v] = e;
+    this.m = e;
+    this.version++;
+  }
+
+  /**
+   * Removes the newest edge. Only valid in reverse order of `appendEdge` calls (each list
+   * prepends, so the newest edge is at the head of both its lists): used to undo a refused batch.
+   */
+  popEdge(): void {
+    const e = this.m;
+    this.firstOut[this.from[e]!] = this.nextOut[e]!;
+    this.firstIn[this.to[e]!] = this.nextIn[e]!;
+    this.m = e - 1;
+    this.version++;
+  }
+
+  /**
+   * True if the edge u → v exists. Walks u's out-list and v's in-list in step and stops when
+   * either ends, so the cost is the smaller degree without keeping degree counts.
+   */
+  hasEdge(u: number, v: number): boolean {
+    let a = this.firstOut[u]!;
+    let b = this.firstIn[v]!;
+    while (a !== 0 && b !== 0) {
+      if (this.to[a] === v || this.from[b] === u) return true;
+      a = this.nextOut[a]!;
+      b = this.nextIn[b]!;
+    }
+    return false;
+  }
+
+  /** Successor ids of `u`, ascending (into `out`, which is cleared first). */
+  successors(u: number, out: number[] = []): number[] {
+    out.length = 0;
+    for (let e = this.firstOut[u]!; e !== 0; e = this.nextOut[e]!) out.push(this.to[e]!);
+    return sortSmall(out.reverse());
+  }
+
+  /** Predecessor ids of `v`, ascending. */
+  predecessors(v: number): number[] {
+    const out: number[] = [];
+    for (let e = this.firstIn[v]!; e !== 0; e = this.nextIn[e]!) out.push(this.from[e]!);
+    return sortSmall(out.reverse());
+  }
+
+  /** The stream id of node `id`, or null. */
+  streamOf(id: number): StreamId | null {
+    const s = this.slot[id]!;
+    return s < 0 ? null : (this.streamIds[s]! as StreamId);
+  }
+
+  /**
+   * Builds the record of node `id` (a fresh object each call). Each kind's literal lists its
+   * fields in one fixed order, so records of one kind share a shape (fast to build and to read).
+   */
+  readNode(id: number): GraphNode {
+    const q = this.param;
+    const p = id * PARAM_STRIDE;
+    const nid = id as NodeId;
+    const name = this.strings[this.name[id]!]!;
+    const stream = this.streamOf(id);
+    const cost = this.cost === null ? 1 : this.cost[id]!;
+    switch (this.kind[id]) {
+      case KIND_KERNEL: {
+        const d = this.dims.get(id);
+        return {
+          id: nid,
+          kind: 'kernel',
+          name,
+          stream,
+          cost,
+          functionName: this.strings[q[p + TEXT]!]!,
+          grid: (d ? [q[p]!, d[0]!, d[1]!] : [q[p]!, 1, 1]) as Dim3Tuple,
+          block: (d ? [q[p + 1]!, d[2]!, d[3]!] : [q[p + 1]!, 1, 1]) as Dim3Tuple,
+          sharedMem: q[p + 2]!,
+        };
+      }
+      case KIND_MEMCPY:
+        return { id: nid, kind: 'memcpy', name, stream, cost, dir: this.dirOf(id), sizeBytes: this.sizeOf(id) };
+      case KIND_MEMSET:
+        return { id: nid, kind: 'memset', name, stream, cost, sizeBytes: this.sizeOf(id), value: q[p]!, elementSize: q[p + 3]! as 1 | 2 | 4 };
+      case KIND_HOST:
+        return { id: nid, kind: 'hostCallback', name, stream, cost, label: this.strings[q[p + TEXT]!]! };
+      case KIND_EMPTY:
+      default:
+        return { id: nid, kind: 'empty', name, stream, cost };
+    }
+  }
+
+  private dirOf(id: number): MemcpyDir {
+    const code = this.param[id * PARAM_STRIDE]!;
+    if (code !== DIR_P2P) return decodeMemcpyDir(code, 0, 0);
+    const d = this.peers.get(id)!;
+    return decodeMemcpyDir(code, d[0]!, d[1]!);
+  }
+
+  /**
+   * Cuts the arrays to their used length when more than an eighth of them is unused. A finished
+   * capture is read far more than it grows, and doubling can leave half of each array unused.
+   */
+  shrinkToFit(): void {
+    const n = Math.max(this.n, 1);
+    const e = this.m + 1;
+    if (this.kind.length - n > this.kind.length / 8) {
+      this.kind = this.kind.slice(0, n);
+      this.slot = this.slot.slice(0, n);
+      this.name = this.name.slice(0, n);
+      this.param = this.param.slice(0, n * PARAM_STRIDE);
+      if (this.cost) this.cost = this.cost.slice(0, n);
+      this.firstOut = this.firstOut.slice(0, n);
+      this.firstIn = this.firstIn.slice(0, n);
+      if (this.ord) this.ord = this.ord.slice(0, n);
+    }
+    if (this.from.length - e > this.from.length / 8) {
+      this.from = this.from.slice(0, e);
+      this.to = this.to.slice(0, e);
+      this.nextOut = this.nextOut.slice(0, e);
+      this.nextIn = this.nextIn.slice(0, e);
+    }
+  }
+}
+
+/** Sorts a short id list ascending; insertion sort is O(k) on the already-sorted lists captures make. */
+export function sortSmall(a: number[]): number[] {
+  if (a.length > 32) return a.sort((x, y) => x - y);
+  for (let i = 1; i < a.length; i++) {
+    const x = a[i]!;
+    let j = i - 1;
+    while (j >= 0 && a[j]! > x) {
+      a[j + 1] = a[j]!;
+      j--;
+    }
+    a[j + 1] = x;
+  }
+  return a;
+}

@@ -1,0 +1,185 @@
+/**
+ * Checks a node spec (from 'addNode', or a node of a JSON document) and writes it into a store.
+ * One checker serves both, so a JSON file accepts exactly what `addNode` accepts.
+ */
+import { InvalidArgumentError } from '../errors/base.js';
+import {
+  describe,
+  requireInt,
+  requireName,
+  requireNonNegativeFinite,
+  requireOneOf,
+  requireSize,
+  requireU32,
+} from '../util/validate.js';
+import { encodeMemcpyDir } from './memcpy-dir.js';
+import {
+  BLOCK_THREADS_MAX,
+  BLOCK_XY_MAX,
+  BLOCK_Z_MAX,
+  GRID_X_MAX,
+  GRID_YZ_MAX,
+  KIND_EMPTY,
+  KIND_HOST,
+  KIND_KERNEL,
+  KIND_MEMCPY,
+  KIND_MEMSET,
+  NODE_KINDS,
+} from './node.js';
+import type { GraphStore } from './graph-store.js';
+
+const COMMON = ['kind', 'name', 'stream', 'cost'];
+const KEYS: Record<string, readonly string[]> = {
+  kernel: [...COMMON, 'functionName', 'grid', 'block', 'sharedMem'],
+  memcpy: [...COMMON, 'dir', 'sizeBytes'],
+  memset: [...COMMON, 'sizeBytes', 'value', 'elementSize'],
+  hostCallback: [...COMMON, 'label'],
+  empty: COMMON,
+};
+const GRID_MAX = [GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX];
+const BLOCK_MAX = [BLOCK_XY_MAX, BLOCK_XY_MAX, BLOCK_Z_MAX];
+const KEY_SETS = new Map(Object.entries(KEYS).map(([k, v]) => [k, new Set(v)]));
+
+/** Reads a dimension ('n', [x], [x, y] or [x, y, z]) into out[at..at+2], checking each against `max`. */
+function readDim(op: string, name: string, value: unknown, max: readonly number[], out: number[], at: number): void {
+  if (typeof value === 'number') {
+    out[at] = requireInt(op, name, value, 1, max[0]!);
+    out[at + 1] = 1;
+    out[at + 2] = 1;
+    return;
+  }
+  if (!Array.isArray(value) || value.length < 1 || value.length > 3) {
+    throw new InvalidArgumentError(op, name, `${name} must be a positive integer or an array [x], [x, y] or [x, y, z], got ${describe(value)}`);
+  }
+  for (let i = 0; i < 3; i++) {
+    const x: unknown = i < value.length ? value[i] : 1;
+    // The element's name is built only when it is refused.
+    out[at + i] = typeof x === 'number' && Number.isInteger(x) && x >= 1 && x <= max[i]! ? x : requireInt(op, `${name}[${i}]`, x, 1, max[i]!);
+  }
+}
+
+/** Checks kernel launch limits shared by `recordKernel` and kernel specs. */
+export function checkBlockThreads(op: string, name: string, x: number, y: number, z: number): void {
+  if (x * y * z > BLOCK_THREADS_MAX) {
+    throw new InvalidArgumentError(
+      op,
+      name,
+      `${name} has ${x}·${y}·${z} = ${x * y * z} threads; CUDA allows at most ${BLOCK_THREADS_MAX} per block`,
+    );
+  }
+}
+
+// Scratch space for a checked spec, so checking allocates nothing per node (fromJSON reads millions).
+const scratch = { params: [0, 0, 0, 0, 0, 0], dir: [0, 0] };
+
+/**
+ * Checks `spec` completely, then appends it to `store` and returns the new id. On a refusal it
+ * throws `InvalidArgumentError` (op 'op', parameter 'field') before touching the store.
+ * `extraKey` is a key allowed besides the spec's own (`id` in JSON documents).
+ */
+export function appendNodeSpec(
+  store: GraphStore,
+  op: string,
+  prefix: string,
+  spec: unknown,
+  extraKey: string | null = null,
+): number {
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
+    const whole = prefix.endsWith('.') ? prefix.slice(0, -1) : prefix;
+    throw new InvalidArgumentError(op, whole, `${whole} must be an object, got ${describe(spec)}`);
+  }
+  try {
+    return appendChecked(store, op, spec as Record<string, unknown>, extraKey);
+  } catch (e) {
+    // Field names are prefixed only on failure: building `nodes[i].grid` strings for every field
+    // of every node would dominate the cost of reading a large document.
+    if (e instanceof InvalidArgumentError) {
+      throw new InvalidArgumentError(op, prefix + e.parameter, prefix + e.message.slice(op.length + 2));
+    }
+    throw e;
+  }
+}
+
+function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>, extraKey: string | null): number {
+  const kindName = requireOneOf(op, 'kind', s.kind, NODE_KINDS);
+  const known = KEY_SETS.get(kindName)!;
+  for (const key in s) {
+    if (!known.has(key) && key !== extraKey) {
+      throw new InvalidArgumentError(op, key, `${key} is not a field of '${kindName}' nodes (known: ${KEYS[kindName]!.join(', ')})`);
+    }
+  }
+  const stream = s.stream === undefined || s.stream === null ? null : requireU32(op, 'stream', s.stream);
+  const cost = s.cost === undefined ? 1 : requireNonNegativeFinite(op, 'cost', s.cost);
+  const p = scratch.params;
+  let kind: number;
+  let text: string | null = null;
+  let size = 0;
+  let dir = 0;
+  let value = 0;
+  let elementSize = 1;
+  let sharedMem = 0;
+  let defaultName: string = kindName;
+  switch (kindName) {
+    case 'kernel': {
+      kind = KIND_KERNEL;
+      text = requireName(op, 'functionName', s.functionName);
+      defaultName = text;
+      readDim(op, 'grid', s.grid, GRID_MAX, p, 0);
+      readDim(op, 'block', s.block, BLOCK_MAX, p, 3);
+      checkBlockThreads(op, 'block', p[3]!, p[4]!, p[5]!);
+      sharedMem = s.sharedMem === undefined ? 0 : requireU32(op, 'sharedMem', s.sharedMem);
+      break;
+    }
+    case 'memcpy': {
+      kind = KIND_MEMCPY;
+      dir = encodeMemcpyDir(op, 'dir', s.dir, scratch.dir);
+      size = requireSize(op, 'sizeBytes', s.sizeBytes);
+      break;
+    }
+    case 'memset': {
+      kind = KIND_MEMSET;
+      elementSize = s.elementSize === undefined ? 1 : requireOneOfNumber(op, 'elementSize', s.elementSize, [1, 2, 4]);
+      size = requireSize(op, 'sizeBytes', s.sizeBytes);
+      if (size % elementSize !== 0) {
+        throw new InvalidArgumentError(op, 'sizeBytes', `sizeBytes (${size}) must be a multiple of elementSize (${elementSize})`);
+      }
+      value = requireInt(op, 'value', s.value, 0, 2 ** (8 * elementSize) - 1);
+      break;
+    }
+    case 'hostCallback': {
+      kind = KIND_HOST;
+      text = requireName(op, 'label', s.label);
+      defaultName = text;
+      break;
+    }
+    default:
+      kind = KIND_EMPTY;
+  }
+  const name = s.name === undefined ? defaultName : requireName(op, 'name', s.name);
+
+  // Everything is checked: from here on nothing throws.
+  const id = store.appendNode(kind, stream === null ? -1 : store.streamSlot(stream), store.intern(name));
+  switch (kind) {
+    case KIND_KERNEL:
+      store.setKernel(id, store.intern(text!), p.slice(0, 3), p.slice(3, 6), sharedMem);
+      break;
+    case KIND_MEMCPY:
+      store.setMemcpy(id, dir, size, scratch.dir[0]!, scratch.dir[1]!);
+      break;
+    case KIND_MEMSET:
+      store.setMemset(id, size, value, elementSize);
+      break;
+    case KIND_HOST:
+      store.setHost(id, store.intern(text!));
+      break;
+  }
+  store.setCost(id, cost);
+  return id;
+}
+
+function requireOneOfNumber<T extends number>(op: string, name: string, value: unknown, allowed: readonly T[]): T {
+  if (typeof value !== 'number' || !(allowed as readonly number[]).includes(value)) {
+    throw new InvalidArgumentError(op, name, `${name} must be one of ${allowed.join(', ')}, got ${describe(value)}`);
+  }
+  return value as T;
+}

@@ -1,0 +1,388 @@
+/**
+ * `StreamCapture`: the CPU model of CUDA stream capture over several streams (the seed
+ * `oxicuda_graph::capture::StreamCapture`, in camelCase). Needs no GPU.
+ *
+ * The rules, exactly as the seed has them:
+ * - a new node depends on the previous node recorded on its stream (same-stream order), and on
+ *   every node parked on that stream by earlier `waitEvent` calls; then the parked list is cleared;
+ * - `recordEvent(s, e)` makes `e` stand for the current head of `s` (a later record moves it);
+ *   on a stream with no ops yet it does nothing;
+ * - `waitEvent(s, e)` parks the node `e` stands for on `s`: it gates only ops recorded on `s`
+ *   afterwards; waiting on an event never recorded does nothing;
+ * - `invalidate(s)` marks `s` Invalidated and poisons the session: `endCapture` then fails;
+ * - `endCapture(s)` returns one `ComputeGraph` with every stream's nodes and ends the session.
+ *
+ * Every call checks its input first and throws before changing anything.
+ */
+import { GraphError } from '../errors/graph-error.js';
+import { isU32, requireBoolean, requireInt, requireName, requireOptions, requireSize, requireU32 } from '../util/validate.js';
+import { CaptureStatus } from './capture-status.js';
+import { GraphErrorCode } from './error-codes.js';
+import { GraphStore } from './graph-store.js';
+import { graphFromStore, type ComputeGraph } from './compute-graph.js';
+import { encodeMemcpyDir, type MemcpyDir } from './memcpy-dir.js';
+import { BLOCK_THREADS_MAX, GRID_X_MAX, KIND_HOST, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET } from './node.js';
+import type { CaptureEvent, NodeId, StreamId } from './ids.js';
+
+const NONE = 0;
+const ACTIVE = 1;
+const INVALIDATED = 2;
+const STATUS_NAMES = [CaptureStatus.None, CaptureStatus.Active, CaptureStatus.Invalidated] as const;
+
+/** Options of `StreamCapture.endCapture`. */
+export interface EndCaptureOptions {
+  /**
+   * Refuse to end while another stream has work not joined back into the ending stream, as real
+   * CUDA does (`CUDA_ERROR_STREAM_CAPTURE_UNJOINED`, 904). Default false: the seed's behaviour.
+   */
+  readonly requireJoined?: boolean;
+}
+
+/**
+ * A capture session over any number of modelled streams.
+ *
+ * @example
+ * const cap = new StreamCapture();
+ * const main = StreamId(0), side = StreamId(1);
+ * cap.beginCapture(main);
+ * cap.beginCapture(side);
+ * const up = cap.recordMemcpy(main, 'upload', MemcpyDir.HostToDevice, 4096);
+ * cap.recordEvent(main, CaptureEvent(0));      // fork
+ * cap.waitEvent(side, CaptureEvent(0));
+ * const k = cap.recordKernel(side, 'relu', 4, 256, 0);
+ * cap.recordEvent(side, CaptureEvent(1));      // join
+ * cap.waitEvent(main, CaptureEvent(1));
+ * const dn = cap.recordMemcpy(main, 'download', MemcpyDir.DeviceToHost, 4096);
+ * const graph = cap.endCapture(main);
+ * graph.isReachable(up, k) && graph.isReachable(k, dn); // true
+ */
+export class StreamCapture {
+  #store = new GraphStore();
+  #ended = false;
+  /** The first stream invalidated in this session, or null: once set, endCapture fails. */
+  #poisonedBy: number | null = null;
+  #activeCount = 0;
+  // Per stream slot (the store's slot numbering): status, head node (−1: none), parked waits.
+  #status: number[] = [];
+  #head: number[] = [];
+  #parked: number[][] = [];
+  /** Event → the node it stands for. */
+  #events = new Map<number, number>();
+
+  /** A session with no stream capturing. */
+  constructor() {}
+
+  /**
+   * The capture status of `stream`: `None` if never begun.
+   * @throws GraphError `CAPTURE_SESSION_ENDED` after `endCapture`.
+   */
+  status(stream: StreamId): CaptureStatus {
+    const OP = 'StreamCapture.status';
+    this.#open(OP);
+    const slot = this.#store.findSlot(requireU32(OP, 'stream', stream));
+    return STATUS_NAMES[slot < 0 ? NONE : (this.#status[slot] as 0 | 1 | 2)];
+  }
+
+  /** True while any stream of the session is `Active`. @throws GraphError `CAPTURE_SESSION_ENDED`. */
+  isCapturing(): boolean {
+    this.#open('StreamCapture.isCapturing');
+    return this.#activeCount > 0;
+  }
+
+  /** Nodes recorded so far, on all streams (events are not nodes). @throws GraphError `CAPTURE_SESSION_ENDED`. */
+  nodeCount(): number {
+    this.#open('StreamCapture.nodeCount');
+    return this.#store.n;
+  }
+
+  /**
+   * Begins capture on `stream`. An `Invalidated` stream may be begun again, but the session stays
+   * poisoned (as in the seed): its `endCapture` still fails.
+   * @throws GraphError kind `Internal`, code `CAPTURE_ALREADY_ACTIVE`, if `stream` is `Active`.
+   */
+  beginCapture(stream: StreamId): void {
+    const OP = 'StreamCapture.beginCapture';
+    this.#open(OP);
+    const s = requireU32(OP, 'stream', stream);
+    const known = this.#store.findSlot(s);
+    if (known >= 0 && this.#status[known] === ACTIVE) {
+      throw new GraphError('Internal', GraphErrorCode.CaptureAlreadyActive, `${OP}: stream ${s} is already capturing`);
+    }
+    const slot = this.#store.streamSlot(s);
+    while (this.#status.length <= slot) {
+      this.#status.push(NONE);
+      this.#head.push(-1);
+      this.#parked.push([]);
+    }
+    this.#status[slot] = ACTIVE;
+    this.#activeCount++;
+  }
+
+  /**
+   * Records a kernel launch of `numBlocks` blocks of `threadsPerBlock` threads (grid [n, 1, 1],
+   * block [t, 1, 1]) with `sharedMem` bytes of dynamic shared memory. Returns the new node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`; InvalidArgumentError for an
+   *   empty name, numBlocks outside 1..2^31−1, threadsPerBlock outside 1..1024, sharedMem outside 0..2^32−1.
+   */
+  recordKernel(stream: StreamId, functionName: string, numBlocks: number, threadsPerBlock: number, sharedMem: number): NodeId {
+    const OP = 'StreamCapture.recordKernel';
+    const slot = this.#active(OP, stream);
+    // The common case in one cheap test; the require* calls only run to throw the right message.
+    if (
+      !(typeof functionName === 'string' && functionName.length > 0) ||
+      !(isU32(numBlocks) && numBlocks >= 1 && numBlocks <= GRID_X_MAX) ||
+      !(isU32(threadsPerBlock) && threadsPerBlock >= 1 && threadsPerBlock <= BLOCK_THREADS_MAX) ||
+      !isU32(sharedMem)
+    ) {
+      requireName(OP, 'functionName', functionName);
+      requireInt(OP, 'numBlocks', numBlocks, 1, GRID_X_MAX);
+      requireInt(OP, 'threadsPerBlock', threadsPerBlock, 1, BLOCK_THREADS_MAX);
+      requireU32(OP, 'sharedMem', sharedMem);
+    }
+    const store = this.#store;
+    const name = store.intern(functionName);
+    const id = store.appendNode(KIND_KERNEL, slot, name);
+    store.setKernel1D(id, name, numBlocks, threadsPerBlock, sharedMem);
+    this.#wire(slot, id);
+    return id as NodeId;
+  }
+
+  /**
+   * Records a copy of `sizeBytes` bytes in direction `dir`. Returns the new node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`; InvalidArgumentError for an
+   *   empty name, an unknown direction, or a size that is not an integer in 0..2^53−1.
+   */
+  recordMemcpy(stream: StreamId, name: string, dir: MemcpyDir, sizeBytes: number): NodeId {
+    const OP = 'StreamCapture.recordMemcpy';
+    const slot = this.#active(OP, stream);
+    if (!(typeof name === 'string' && name.length > 0)) requireName(OP, 'name', name);
+    const devices = [0, 0];
+    const code = encodeMemcpyDir(OP, 'dir', dir, devices);
+    requireSize(OP, 'sizeBytes', sizeBytes);
+    const store = this.#store;
+    const id = store.appendNode(KIND_MEMCPY, slot, store.intern(name));
+    store.setMemcpy(id, code, sizeBytes, devices[0]!, devices[1]!);
+    this.#wire(slot, id);
+    return id as NodeId;
+  }
+
+  /**
+   * Records a fill of `sizeBytes` bytes with the byte `value`. Returns the new node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`; InvalidArgumentError for an
+   *   empty name, a bad size, or a value outside 0..255.
+   */
+  recordMemset(stream: StreamId, name: string, sizeBytes: number, value: number): NodeId {
+    const OP = 'StreamCapture.recordMemset';
+    const slot = this.#active(OP, stream);
+    if (!(typeof name === 'string' && name.length > 0)) requireName(OP, 'name', name);
+    requireSize(OP, 'sizeBytes', sizeBytes);
+    if (!(isU32(value) && value <= 255)) requireInt(OP, 'value', value, 0, 255);
+    const store = this.#store;
+    const id = store.appendNode(KIND_MEMSET, slot, store.intern(name));
+    store.setMemset(id, sizeBytes, value, 1);
+    this.#wire(slot, id);
+    return id as NodeId;
+  }
+
+  /**
+   * Records a host callback; `label` is also the node's name. Returns the new node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`; InvalidArgumentError for an empty label.
+   */
+  recordHostCallback(stream: StreamId, label: string): NodeId {
+    const OP = 'StreamCapture.recordHostCallback';
+    const slot = this.#active(OP, stream);
+    if (!(typeof label === 'string' && label.length > 0)) requireName(OP, 'label', label);
+    const store = this.#store;
+    const name = store.intern(label);
+    const id = store.appendNode(KIND_HOST, slot, name);
+    store.setHost(id, name);
+    this.#wire(slot, id);
+    return id as NodeId;
+  }
+
+  /**
+   * The fork half: `event` now stands for the newest node recorded on `stream`. Recording it again
+   * later moves it to the newer node. On a stream with no ops yet this does nothing (the event
+   * keeps any earlier meaning). Adds no node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`.
+   */
+  recordEvent(stream: StreamId, event: CaptureEvent): void {
+    const OP = 'StreamCapture.recordEvent';
+    const slot = this.#active(OP, stream);
+    const e = isU32(event) ? event : requireU32(OP, 'event', event);
+    const head = this.#head[slot]!;
+    if (head >= 0) this.#events.set(e, head);
+  }
+
+  /**
+   * The join half: the next op recorded on `stream` will depend on the node `event` stands for.
+   * Ops already recorded on `stream` are not affected. Waiting on an event never recorded does
+   * nothing. Adds no node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`.
+   */
+  waitEvent(stream: StreamId, event: CaptureEvent): void {
+    const OP = 'StreamCapture.waitEvent';
+    const slot = this.#active(OP, stream);
+    const e = isU32(event) ? event : requireU32(OP, 'event', event);
+    const source = this.#events.get(e);
+    if (source === undefined) return;
+    const parked = this.#parked[slot]!;
+    if (!parked.includes(source)) parked.push(source);
+  }
+
+  /**
+   * Models an illegal operation during capture: `stream` becomes `Invalidated` and the whole
+   * session is poisoned (`endCapture` on any stream then throws kind `ValidationFailed`).
+   * @throws GraphError kind `Internal` if `stream` is not `Active`.
+   */
+  invalidate(stream: StreamId): void {
+    const OP = 'StreamCapture.invalidate';
+    const slot = this.#active(OP, stream);
+    this.#status[slot] = INVALIDATED;
+    this.#activeCount--;
+    this.#poisonedBy ??= this.#store.streamIds[slot]!;
+  }
+
+  /**
+   * The streams (ascending) whose work is not joined back into `origin`: their newest node does
+   * not reach `origin`'s newest node nor any node parked on `origin` by `waitEvent`. Real CUDA
+   * refuses to end such a capture (error 904). Streams with no ops are never listed.
+   * @throws GraphError kind `Internal` if `origin` was never begun.
+   */
+  unjoinedStreams(origin: StreamId): StreamId[] {
+    const OP = 'StreamCapture.unjoinedStreams';
+    this.#open(OP);
+    const o = requireU32(OP, 'stream', origin);
+    const slot = this.#store.findSlot(o);
+    if (slot < 0 || this.#status[slot] === NONE) {
+      throw new GraphError('Internal', GraphErrorCode.CaptureNotActive, `${OP}: stream ${o} is not capturing`);
+    }
+    return this.#unjoined(slot);
+  }
+
+  /**
+   * Ends the session and returns the `ComputeGraph` of every stream's nodes. Parked waits with no
+   * later op are dropped (they gate nothing).
+   * @throws GraphError kind `Internal`: `stream` not capturing (`CAPTURE_NOT_ACTIVE`), session
+   *   already ended (`CAPTURE_SESSION_ENDED`); kind `ValidationFailed`: a stream was invalidated
+   *   (`CAPTURE_INVALIDATED`), or `requireJoined` and some stream is not joined back
+   *   (`CAPTURE_UNJOINED`, naming each). A failed call ends nothing: the session stays as it was.
+   */
+  endCapture(stream: StreamId, options?: EndCaptureOptions): ComputeGraph {
+    const OP = 'StreamCapture.endCapture';
+    this.#open(OP);
+    const s = requireU32(OP, 'stream', stream);
+    const o = requireOptions<EndCaptureOptions>(OP, options, ['requireJoined']);
+    const requireJoined = o.requireJoined === undefined ? false : requireBoolean(OP, 'requireJoined', o.requireJoined);
+    const slot = this.#store.findSlot(s);
+    if (slot < 0 || this.#status[slot] === NONE) {
+      throw new GraphError('Internal', GraphErrorCode.CaptureNotActive, `${OP}: stream ${s} is not capturing`);
+    }
+    if (this.#poisonedBy !== null) {
+      const where = this.#status[slot] === INVALIDATED ? `stream ${s} was invalidated` : `the capture was invalidated on stream ${this.#poisonedBy}`;
+      throw new GraphError(
+        'ValidationFailed',
+        GraphErrorCode.CaptureInvalidated,
+        `${OP}: ${where} by an illegal operation; the session cannot produce a graph (start a new StreamCapture)`,
+      );
+    }
+    if (requireJoined) {
+      const unjoined = this.#unjoined(slot);
+      if (unjoined.length > 0) {
+        const list = unjoined.map((u) => `stream ${u}`).join(', ');
+        throw new GraphError(
+          'ValidationFailed',
+          GraphErrorCode.CaptureUnjoined,
+          `${OP}: ${list} ha${unjoined.length === 1 ? 's' : 've'} work not joined back into stream ${s} ` +
+            `(record an event after the last op there and wait on it from stream ${s}); ` +
+            'a real CUDA capture would fail with CUDA_ERROR_STREAM_CAPTURE_UNJOINED',
+        );
+      }
+    }
+    this.#ended = true;
+    const store = this.#store;
+    store.shrinkToFit();
+    // The session is over: drop its bookkeeping so the graph is all that stays alive.
+    this.#store = new GraphStore();
+    this.#events.clear();
+    this.#parked = [];
+    this.#head = [];
+    return graphFromStore(store);
+  }
+
+  /** `StreamCapture(3 nodes, 2 capturing)`. */
+  toString(): string {
+    if (this.#ended) return 'StreamCapture(ended)';
+    return `StreamCapture(${this.#store.n} nodes, ${this.#activeCount} capturing${this.#poisonedBy === null ? '' : ', invalidated'})`;
+  }
+
+  // ── internals ─────────────────────────────────────────────────────────────────────────────
+
+  #open(op: string): void {
+    if (this.#ended) {
+      throw new GraphError(
+        'Internal',
+        GraphErrorCode.CaptureSessionEnded,
+        `${op}: this capture session has ended (endCapture returned its graph); start a new StreamCapture`,
+      );
+    }
+  }
+
+  /** Checks that the session is open and `stream` is `Active`; returns its slot. */
+  #active(op: string, stream: unknown): number {
+    if (this.#ended) this.#open(op);
+    if (!isU32(stream)) requireU32(op, 'stream', stream);
+    const slot = this.#store.findSlot(stream as number);
+    const status = slot < 0 ? NONE : this.#status[slot]!;
+    if (status === ACTIVE) return slot;
+    if (status === INVALIDATED) {
+      throw new GraphError(
+        'Internal',
+        GraphErrorCode.CaptureStreamInvalidated,
+        `${op}: stream ${stream} capture is invalidated (invalidate() was called on it)`,
+      );
+    }
+    throw new GraphError('Internal', GraphErrorCode.CaptureNotActive, `${op}: stream ${stream} is not capturing (call beginCapture first)`);
+  }
+
+  /** Wires a just-appended node: parked waits first, then the same-stream edge; it becomes the head. */
+  #wire(slot: number, id: number): void {
+    const store = this.#store;
+    const head = this.#head[slot]!;
+    const parked = this.#parked[slot]!;
+    if (parked.length > 0) {
+      for (let i = 0; i < parked.length; i++) {
+        const p = parked[i]!;
+        if (p !== head) store.appendEdge(p, id);
+      }
+      parked.length = 0;
+    }
+    if (head >= 0) store.appendEdge(head, id);
+    this.#head[slot] = id;
+  }
+
+  #unjoined(origin: number): StreamId[] {
+    const store = this.#store;
+    // Mark every ancestor (inclusive) of origin's frontier: its head and its parked waits.
+    const seen = new Uint8Array(store.n);
+    const stack: number[] = [...this.#parked[origin]!];
+    if (this.#head[origin]! >= 0) stack.push(this.#head[origin]!);
+    for (const v of stack) seen[v] = 1;
+    while (stack.length > 0) {
+      const v = stack.pop()!;
+      for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn[e]!) {
+        const p = store.from[e]!;
+        if (!seen[p]) {
+          seen[p] = 1;
+          stack.push(p);
+        }
+      }
+    }
+    const out: StreamId[] = [];
+    for (let slot = 0; slot < this.#head.length; slot++) {
+      const h = this.#head[slot]!;
+      if (slot !== origin && h >= 0 && !seen[h]) out.push(store.streamIds[slot]! as StreamId);
+    }
+    return out.sort((a, b) => a - b);
+  }
+}
