@@ -2,14 +2,15 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { CudaError } from '../errors/cuda-error.js';
 import { describe } from '../util/validate.js';
 import { CaptureStatus } from '../model/capture-status.js';
-import { graph as gr, init } from '../driver/result/index.js';
+import { graph as gr, init, event as ev, stream as st } from '../driver/result/index.js';
 import { cudaError } from '../driver/check.js';
-import { CU_STREAM_CAPTURE_STATUS } from '../driver/layouts.js';
+import { CU, CU_STREAM_CAPTURE_STATUS } from '../driver/layouts.js';
 import { INTERNAL, CAPTURE } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
 import { captureStarted, captureEnded, type CaptureSink } from '../cuda/capture-hooks.js';
-import { surfaceCleanupErrors, type Lifetime } from '../cuda/lifetime.js';
+import { surfaceCleanupErrors, keepFailure, type Lifetime } from '../cuda/lifetime.js';
 import { Stream } from '../cuda/stream.js';
+import type { DeviceBuffer } from '../cuda/device-buffer.js';
 import { requireCaptureMode, driverCaptureMode, type CaptureMode } from './capture-mode.js';
 import { Graph } from './graph.js';
 import type { GraphExec } from './graph-exec.js';
@@ -44,6 +45,14 @@ export interface CaptureFailure {
 const STATUS = [CaptureStatus.None, CaptureStatus.Active, CaptureStatus.Invalidated] as const;
 
 /**
+ * @internal Serves `DeviceBuffer.allocAsync` on the streams of a capture (a `CapturePool`
+ * bound to it by `GraphCaptureGuard.beginWithPool`).
+ */
+export interface CaptureAllocator {
+  allocate(op: string, stream: Stream, byteLength: number): DeviceBuffer;
+}
+
+/**
  * Driver-backed stream capture (`cuStreamBeginCapture_v2` / `cuStreamEndCapture`): work submitted
  * to the stream while the capture is active is recorded, not executed, and `end()` instantiates it
  * into a launchable `GraphExec`. Every buffer, module and pinned host buffer the captured work
@@ -72,12 +81,19 @@ export class StreamGraphCapture implements CaptureSink {
   readonly #held = new Set<Lifetime>();
   readonly #joined = new Set<Stream>();
   #first: CaptureFailure | null = null;
+  /** The stream's handle, kept so that a capture whose stream was disposed meanwhile can still be ended (its destroy waits for the capture). */
+  readonly #handle: bigint;
+  readonly #allocator: CaptureAllocator | null;
+  /** Graph allocations (`allocAsync` recorded as allocation nodes), released if the capture fails. */
+  readonly #graphAllocations: Lifetime[] = [];
 
   /** @internal Use `StreamGraphCapture.begin`. */
-  constructor(key: typeof INTERNAL, stream: Stream, mode: CaptureMode) {
+  constructor(key: typeof INTERNAL, stream: Stream, mode: CaptureMode, handle?: bigint, allocator?: CaptureAllocator | null) {
     if (key !== INTERNAL) throw new TypeError('StreamGraphCapture: use StreamGraphCapture.begin(stream, mode)');
     this.stream = stream;
     this.mode = mode;
+    this.#handle = handle ?? 0n;
+    this.#allocator = allocator ?? null;
   }
 
   /**
@@ -87,7 +103,14 @@ export class StreamGraphCapture implements CaptureSink {
    *   801 `CUDA_ERROR_NOT_SUPPORTED` when the driver predates CUDA 10.0; other CudaErrors from the driver.
    */
   static begin(stream: Stream, mode: CaptureMode = 'global'): StreamGraphCapture {
-    const op = 'StreamGraphCapture.begin';
+    return StreamGraphCapture.beginFor('StreamGraphCapture.begin', stream, mode, null);
+  }
+
+  /**
+   * @internal `begin` for a caller that names its own operation in errors (the guard), with an
+   * optional allocator serving `DeviceBuffer.allocAsync` on the capture's streams.
+   */
+  static beginFor(op: string, stream: Stream, mode: unknown, allocator: CaptureAllocator | null): StreamGraphCapture {
     if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
     const m = requireCaptureMode(op, mode);
     const h = stream.handleFor(op);
@@ -105,7 +128,7 @@ export class StreamGraphCapture implements CaptureSink {
     requireCaptureSupport(op, init.driverVersion(op));
     makeCurrent(op, stream.device.context);
     gr.streamBeginCapture(op, h, driverCaptureMode(m));
-    const capture = new StreamGraphCapture(INTERNAL, stream, m);
+    const capture = new StreamGraphCapture(INTERNAL, stream, m, h, allocator);
     stream[CAPTURE] = capture;
     captureStarted(capture);
     return capture;
@@ -139,7 +162,11 @@ export class StreamGraphCapture implements CaptureSink {
    *   capture has already ended; other CudaErrors from the driver.
    */
   end(options?: { flags?: InstantiateFlags }): GraphExec {
-    const op = 'StreamGraphCapture.end';
+    return this.endFor('StreamGraphCapture.end', options);
+  }
+
+  /** @internal `end` for a caller that names its own operation in errors (the guard). */
+  endFor(op: string, options?: { flags?: InstantiateFlags }): GraphExec {
     const flags = options === undefined ? undefined : (options as { flags?: unknown }).flags;
     if (options !== undefined && (typeof options !== 'object' || options === null || Object.keys(options).some((k) => k !== 'flags'))) {
       throw new InvalidArgumentError(op, 'options', `options must be { flags? }, got ${describe(options)}`);
@@ -183,11 +210,21 @@ export class StreamGraphCapture implements CaptureSink {
       } catch {
         still = false;
       }
-      if (!still) this.#close();
+      if (!still) {
+        this.#close();
+        this.#releaseGraphAllocations();
+      }
       throw this.#endError(op, code);
+    }
+    if (graph === 0n) {
+      // Never seen from a driver; a Graph wrapping no handle would fail later and less clearly.
+      this.#close();
+      this.#releaseGraphAllocations();
+      throw cudaError(999, op, 'cuStreamEndCapture', 'ending the capture succeeded but returned no graph');
     }
     const held = [...this.#held];
     this.#held.clear(); // ownership passes to the graph
+    this.#graphAllocations.length = 0; // they live on with the graph (freed in it, or by their buffers)
     this.#close();
     return new Graph(INTERNAL, this.stream.device, graph, held);
   }
@@ -239,6 +276,25 @@ export class StreamGraphCapture implements CaptureSink {
     if (this.#first === null && this.#active) this.#first = { operation: error.operation, error };
   }
 
+  /** @internal CaptureSink: a capture with an allocator serves allocations from it. */
+  allocate(op: string, stream: object, byteLength: number): DeviceBuffer | null {
+    if (this.#allocator === null || !this.#active || !(stream instanceof Stream)) return null;
+    return this.#allocator.allocate(op, stream, byteLength);
+  }
+
+  /** @internal CaptureSink: remember a graph allocation, to release it if the capture fails. */
+  allocated(life: Lifetime): void {
+    if (this.#active) this.#graphAllocations.push(life);
+  }
+
+  /**
+   * A failed capture's graph allocations vanish with its graph: mark their buffers freed (and
+   * disposed) without a `cuMemFree`, which would fail on an address the driver took back.
+   */
+  #releaseGraphAllocations(): void {
+    for (const life of this.#graphAllocations.splice(0)) if (!life.freed) life.markFreed();
+  }
+
   /** @internal CaptureSink: `stream` joined this capture through an event. */
   join(stream: object): void {
     if (!this.#active || !(stream instanceof Stream) || stream === this.stream) return;
@@ -247,19 +303,93 @@ export class StreamGraphCapture implements CaptureSink {
   }
 
   /**
+   * @internal Ends an active capture best-effort and leaves every stream it touched usable:
+   * joins the streams forked into it (when it is still active, so that ending does not fail as
+   * unjoined), ends it on the saved handle (valid even if the stream was disposed meanwhile: its
+   * destroy waits for the capture), destroys what was captured, and releases its graph
+   * allocations. Never throws.
+   * @returns the first cleanup failure: a stream still capturing afterwards, a graph that could
+   *   not be destroyed, or an unexpected exception; null when the cleanup succeeded. The 901 an
+   *   invalidated capture ends with is expected, not a failure.
+   */
+  abandon(op: string): unknown {
+    if (!this.#active) return null;
+    let failure: unknown = null;
+    const keep = (e: unknown): void => {
+      if (failure === null) failure = e;
+    };
+    const h = this.#handle;
+    const joined = [...this.#joined];
+    try {
+      makeCurrent(op, this.stream.device.context);
+      let status: number = CU_STREAM_CAPTURE_STATUS.NONE;
+      try {
+        status = gr.streamIsCapturing(op, h);
+      } catch (e) {
+        keep(e);
+      }
+      // Raw driver calls only: a public call here would throw (and so swallow) an error kept for the program.
+      let marker = 0n;
+      if (status === CU_STREAM_CAPTURE_STATUS.ACTIVE && joined.length > 0) {
+        try {
+          marker = ev.eventCreate(op, CU.EVENT_DISABLE_TIMING);
+        } catch {
+          marker = 0n; // No join then: ending reports the unjoined streams, and discards the capture anyway.
+        }
+      }
+      try {
+        if (marker !== 0n) {
+          for (const side of joined) {
+            if (side[CAPTURE] !== this) continue;
+            try {
+              ev.eventRecord(op, marker, side.handleUnchecked());
+              st.streamWaitEvent(op, h, marker);
+            } catch {
+              // Ending reports an unjoined stream itself; the capture is discarded either way.
+            }
+          }
+        }
+        const { code, graph } = gr.streamEndCapture(op, h);
+        if (graph !== 0n) {
+          const rc = gr.graphDestroy(op, graph);
+          if (rc !== 0) keep(cudaError(rc, op, 'cuGraphDestroy', "destroying the abandoned capture's graph failed"));
+        }
+        const streams: Array<readonly [string, bigint]> = [['the captured stream', h], ...joined.map((x) => [`the forked stream ${x}`, x.handleUnchecked()] as const)];
+        for (const [name, handle] of streams) {
+          let still: number = CU_STREAM_CAPTURE_STATUS.NONE;
+          try {
+            still = gr.streamIsCapturing(op, handle);
+          } catch {
+            continue; // A stream the driver no longer knows is not left capturing.
+          }
+          if (still !== CU_STREAM_CAPTURE_STATUS.NONE) {
+            keep(
+              cudaError(
+                code !== 0 ? code : 999,
+                op,
+                'cuStreamEndCapture',
+                `${name} is still capturing after the abandoned capture was ended; work submitted to it is recorded, not run`,
+              ),
+            );
+          }
+        }
+      } finally {
+        if (marker !== 0n) keepFailure(ev.eventDestroy(op, marker), op, 'cuEventDestroy_v2');
+      }
+    } catch (e) {
+      keep(e);
+    }
+    this.#close();
+    this.#releaseGraphAllocations();
+    return failure;
+  }
+
+  /**
    * Ends an active capture best-effort, destroys whatever was captured, ignores errors, and
    * leaves the stream usable. A no-op once the capture has ended. Never throws.
    */
   dispose(): void {
-    if (!this.#active) return;
-    try {
-      const h = this.stream.handleFor('StreamGraphCapture.dispose');
-      const { graph } = gr.streamEndCapture('StreamGraphCapture.dispose', h);
-      if (graph !== 0n) gr.graphDestroy('StreamGraphCapture.dispose', graph);
-    } catch {
-      // Best-effort by contract: the capture is abandoned either way.
-    }
-    this.#close();
+    this.abandon('StreamGraphCapture.dispose');
   }
 
   [Symbol.dispose](): void {

@@ -5,6 +5,7 @@
  * modules it touches and the graph keeps them alive.
  */
 import type { CudaError } from '../errors/cuda-error.js';
+import type { DeviceBuffer } from './device-buffer.js';
 import { setCaptureErrorListener } from '../driver/check.js';
 import { deferCleanups, resumeCleanups, type Lifetime } from './lifetime.js';
 
@@ -16,6 +17,14 @@ export interface CaptureSink {
   noteError(error: CudaError): void;
   /** `stream` joined this capture by waiting on an event recorded in it. */
   join(stream: object): void;
+  /**
+   * Serves `DeviceBuffer.allocAsync` on a stream of this capture: a capture bound to a
+   * `CapturePool` returns memory from the pool (not a graph allocation node); null lets the
+   * stream record an allocation node as usual.
+   */
+  allocate(op: string, stream: object, byteLength: number): DeviceBuffer | null;
+  /** `life` is a graph allocation this capture recorded: released with the capture if it fails. */
+  allocated(life: Lifetime): void;
 }
 
 const active = new Set<CaptureSink>();

@@ -60,17 +60,29 @@ export class DeviceBuffer {
   readonly [LIFETIME]: Lifetime;
   readonly #ptr: bigint;
 
-  /** @internal Use `DeviceBuffer.alloc` or `DeviceBuffer.allocAsync`. */
-  constructor(key: typeof INTERNAL, device: Device, byteLength: number, ptr: bigint) {
+  readonly #pooled: boolean;
+
+  /**
+   * @internal Use `DeviceBuffer.alloc` or `DeviceBuffer.allocAsync`. `release`, when given,
+   * returns the memory instead of `cuMemFree` (memory from a `CapturePool`: back to its pool);
+   * it must not reference this object.
+   */
+  constructor(key: typeof INTERNAL, device: Device, byteLength: number, ptr: bigint, release?: () => void) {
     if (key !== INTERNAL) throw new TypeError('DeviceBuffer: use DeviceBuffer.alloc()');
     this.device = device;
     this.byteLength = byteLength;
     this.#ptr = ptr;
+    this.#pooled = release !== undefined;
     const ctx = device.context;
-    this[LIFETIME] = new Lifetime(`DeviceBuffer 0x${ptr.toString(16)} (${byteLength} bytes)`, this, () => {
-      makeCurrent('DeviceBuffer.dispose', ctx);
-      keepFailure(mem.memFree('DeviceBuffer.dispose', ptr), 'DeviceBuffer.dispose', 'cuMemFree_v2');
-    });
+    this[LIFETIME] = new Lifetime(
+      `DeviceBuffer 0x${ptr.toString(16)} (${byteLength} bytes${release ? ', from a CapturePool' : ''})`,
+      this,
+      release ??
+        (() => {
+          makeCurrent('DeviceBuffer.dispose', ctx);
+          keepFailure(mem.memFree('DeviceBuffer.dispose', ptr), 'DeviceBuffer.dispose', 'cuMemFree_v2');
+        }),
+    );
   }
 
   /**
@@ -88,15 +100,25 @@ export class DeviceBuffer {
 
   /**
    * Allocates `byteLength` bytes ordered on `stream` (`cuMemAllocAsync`): usable by work queued
-   * after this call on the stream. During a capture this records a graph allocation node.
+   * after this call on the stream. During a capture this records a graph allocation node, except
+   * in a capture bound to a `CapturePool` (`GraphCaptureGuard.beginWithPool`), where the memory
+   * comes from the pool and its address stays fixed for every replay. A capture that fails
+   * releases what it allocated: the buffer is then disposed.
    */
   static allocAsync(stream: Stream, byteLength: number): DeviceBuffer {
     const op = 'DeviceBuffer.allocAsync';
     requireStream(op, stream);
     requireInt(op, 'byteLength', byteLength, 1, Number.MAX_SAFE_INTEGER);
     const h = stream.handleFor(op);
+    const sink = stream[CAPTURE];
+    if (sink !== null) {
+      const pooled = sink.allocate(op, stream, byteLength);
+      if (pooled !== null) return pooled;
+    }
     makeCurrent(op, stream.device.context);
-    return new DeviceBuffer(INTERNAL, stream.device, byteLength, mem.memAllocAsync(op, byteLength, h));
+    const buffer = new DeviceBuffer(INTERNAL, stream.device, byteLength, mem.memAllocAsync(op, byteLength, h));
+    if (sink !== null) sink.allocated(buffer[LIFETIME]);
+    return buffer;
   }
 
   /** The device address. @throws DisposedError after dispose. */
@@ -267,6 +289,8 @@ export class DeviceBuffer {
    * Frees the memory ordered on `stream` (`cuMemFreeAsync`): work queued before still sees it.
    * On a capturing stream this records a free node (the usual end of a graph allocation made
    * with `allocAsync` in the same capture).
+   * A buffer from a `CapturePool` goes back to its pool once its last holder lets go: for it,
+   * `freeAsync` is `dispose()` (no free node is recorded).
    * @throws InvalidArgumentError outside a capture while a graph or prepared launch holds the
    *   buffer (use `dispose()`, which lets them free it when they are done).
    */
@@ -274,6 +298,10 @@ export class DeviceBuffer {
     const op = 'DeviceBuffer.freeAsync';
     this[LIFETIME].assertAlive(op);
     requireStream(op, stream);
+    if (this.#pooled) {
+      this.dispose();
+      return;
+    }
     if (this[LIFETIME].holders > 0 && stream[CAPTURE] === null) {
       throw new InvalidArgumentError(
         op,

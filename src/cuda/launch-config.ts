@@ -55,17 +55,25 @@ export function checkConfig(
   const sharedMem = c.sharedMem === undefined ? 0 : requireU32(op, 'sharedMem', c.sharedMem);
   if (!Array.isArray(c.args)) throw new InvalidArgumentError(op, 'args', `args must be an array, got ${describe(c.args)}`);
   const args = c.args.map((a, i) => normalizeArg(op, i, a));
-  if (paramSizes !== null) {
-    if (args.length !== paramSizes.length) {
-      throw new InvalidArgumentError(
-        op,
-        'args',
-        `kernel '${kernelName}' takes ${paramSizes.length} parameter(s) (sizes ${paramSizes.join(', ') || 'none'}), got ${args.length} argument(s)`,
-      );
-    }
-    args.forEach((a, i) => checkArgSize(op, kernelName, i, a, paramSizes));
-  }
+  checkArgs(op, kernelName, args, paramSizes);
   return { grid, block, sharedMem, args };
+}
+
+/**
+ * Checks arguments against the kernel's parameter sizes (when the driver reports them): the
+ * count, then each size.
+ * @throws InvalidArgumentError naming the mismatch.
+ */
+export function checkArgs(op: string, kernelName: string, args: readonly KernelArgValue[], paramSizes: readonly number[] | null): void {
+  if (paramSizes === null) return;
+  if (args.length !== paramSizes.length) {
+    throw new InvalidArgumentError(
+      op,
+      'args',
+      `kernel '${kernelName}' takes ${paramSizes.length} parameter(s) (sizes ${paramSizes.join(', ') || 'none'}), got ${args.length} argument(s)`,
+    );
+  }
+  args.forEach((a, i) => checkArgSize(op, kernelName, i, a, paramSizes));
 }
 
 /** @throws InvalidArgumentError when `a`'s C size is not the size of parameter `i`. */

@@ -165,6 +165,15 @@ export class Lifetime {
   }
 }
 
+/**
+ * Keeps a cleanup failure that cannot be thrown where it happened (a `dispose()` that must not
+ * throw): the next public call throws it, as it does for failed frees.
+ */
+export function keepCleanupError(error: unknown): void {
+  keptErrors.push(error);
+  cleanupErrorPending = true;
+}
+
 /** Keeps a failed free of a driver call's CUresult (for cleanups written as `keep(rc, …)`). */
 export function keepFailure(code: number, operation: string, driverCall: string): void {
   if (code === 0) return;

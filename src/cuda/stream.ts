@@ -182,6 +182,15 @@ export class Stream {
     return this.#syncEvent.record(this);
   }
 
+  /**
+   * @internal The handle without the disposed check or the surfacing of kept errors, for
+   * cleanup paths (a stream's destroy is deferred while a capture is active, so the handle of a
+   * stream disposed during a capture is still valid until the capture ends).
+   */
+  handleUnchecked(): bigint {
+    return this.#handle;
+  }
+
   /** @internal The handle for a driver call in `op`, after the disposed check. */
   handleFor(op: string): bigint {
     this[LIFETIME].assertAlive(op);

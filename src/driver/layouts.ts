@@ -68,6 +68,30 @@ export const GRAPH_INSTANTIATE_PARAMS = {
 /** `CUgraphEdgeData` (8 bytes per edge, written by `cuGraphGetEdges_v2`). */
 export const GRAPH_EDGE_DATA = { size: 8 } as const;
 
+/** `CUmemPoolProps` (v1, read by `cuMemPoolCreate`). */
+export const MEM_POOL_PROPS = {
+  size: 88,
+  allocType: 0,
+  handleTypes: 4,
+  location: 8,
+  win32SecurityAttributes: 16,
+  maxSize: 24,
+  usage: 32,
+  reserved: 34,
+} as const;
+
+/** `CUmemLocation` (v1, inside `CUmemPoolProps`). */
+export const MEM_LOCATION = { size: 8, type: 0, id: 4 } as const;
+
+/** `CUmemPool_attribute` values cudagraph reads or sets. */
+export const CU_MEMPOOL_ATTR = {
+  RELEASE_THRESHOLD: 4,
+  RESERVED_MEM_CURRENT: 5,
+  RESERVED_MEM_HIGH: 6,
+  USED_MEM_CURRENT: 7,
+  USED_MEM_HIGH: 8,
+} as const;
+
 /** `CUstreamCaptureStatus`. */
 export const CU_STREAM_CAPTURE_STATUS = { NONE: 0, ACTIVE: 1, INVALIDATED: 2 } as const;
 
@@ -135,6 +159,10 @@ export const CU = {
   DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: 75,
   DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: 76,
   DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: 115,
+  /** `CU_MEM_ALLOCATION_TYPE_PINNED`, the only allocation type a memory pool takes. */
+  MEM_ALLOCATION_TYPE_PINNED: 1,
+  /** `CU_MEM_LOCATION_TYPE_DEVICE`: `CUmemLocation.id` is a device ordinal. */
+  MEM_LOCATION_TYPE_DEVICE: 1,
   POINTER_ATTRIBUTE_MEMORY_TYPE: 2,
   JIT_INFO_LOG_BUFFER: 3,
   JIT_INFO_LOG_BUFFER_SIZE_BYTES: 4,

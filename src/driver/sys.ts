@@ -87,6 +87,12 @@ export interface DriverApi {
   cuMemFree_v2(dptr: DevicePtr): number;
   cuMemAllocAsync(dptr: HostPtr, bytes: number, stream: Handle): number;
   cuMemFreeAsync(dptr: DevicePtr, stream: Handle): number;
+  cuMemAllocFromPoolAsync(dptr: HostPtr, bytes: number, pool: Handle, stream: Handle): number;
+  cuMemPoolCreate(pool: HostPtr, props: HostPtr): number;
+  cuMemPoolDestroy(pool: Handle): number;
+  cuMemPoolTrimTo(pool: Handle, minBytesToKeep: number): number;
+  cuMemPoolGetAttribute(pool: Handle, attr: number, value: HostPtr): number;
+  cuMemPoolSetAttribute(pool: Handle, attr: number, value: HostPtr): number;
   cuMemsetD8Async(dst: DevicePtr, value: number, count: number, stream: Handle): number;
   cuMemsetD16Async(dst: DevicePtr, value: number, count: number, stream: Handle): number;
   cuMemsetD32Async(dst: DevicePtr, value: number, count: number, stream: Handle): number;
@@ -131,6 +137,7 @@ export interface DriverApi {
   cuGraphLaunch(exec: Handle, stream: Handle): number;
   cuGraphUpload(exec: Handle, stream: Handle): number;
   cuGraphExecUpdate_v2(exec: Handle, graph: Handle, resultInfo: HostPtr): number;
+  cuGraphExecKernelNodeSetParams_v2(exec: Handle, node: Handle, params: HostPtr): number;
   cuGraphDebugDotPrint(graph: Handle, path: string, flags: number): number;
 }
 
@@ -182,6 +189,12 @@ export const DRIVER_PROTOTYPES: { readonly [K in DriverSymbol]: string } = {
   cuMemFree_v2: 'int cuMemFree_v2(uint64_t dptr)',
   cuMemAllocAsync: 'int cuMemAllocAsync(void *dptr, size_t bytesize, void *hStream)',
   cuMemFreeAsync: 'int cuMemFreeAsync(uint64_t dptr, void *hStream)',
+  cuMemAllocFromPoolAsync: 'int cuMemAllocFromPoolAsync(void *dptr, size_t bytesize, void *pool, void *hStream)',
+  cuMemPoolCreate: 'int cuMemPoolCreate(void *pool, const void *poolProps)',
+  cuMemPoolDestroy: 'int cuMemPoolDestroy(void *pool)',
+  cuMemPoolTrimTo: 'int cuMemPoolTrimTo(void *pool, size_t minBytesToKeep)',
+  cuMemPoolGetAttribute: 'int cuMemPoolGetAttribute(void *pool, int attr, void *value)',
+  cuMemPoolSetAttribute: 'int cuMemPoolSetAttribute(void *pool, int attr, void *value)',
   cuMemsetD8Async: 'int cuMemsetD8Async(uint64_t dstDevice, uint8_t uc, size_t N, void *hStream)',
   cuMemsetD16Async: 'int cuMemsetD16Async(uint64_t dstDevice, uint16_t us, size_t N, void *hStream)',
   cuMemsetD32Async: 'int cuMemsetD32Async(uint64_t dstDevice, uint32_t ui, size_t N, void *hStream)',
@@ -217,6 +230,8 @@ export const DRIVER_PROTOTYPES: { readonly [K in DriverSymbol]: string } = {
   cuGraphLaunch: 'int cuGraphLaunch(void *hGraphExec, void *hStream)',
   cuGraphUpload: 'int cuGraphUpload(void *hGraphExec, void *hStream)',
   cuGraphExecUpdate_v2: 'int cuGraphExecUpdate_v2(void *hGraphExec, void *hGraph, void *resultInfo)',
+  cuGraphExecKernelNodeSetParams_v2:
+    'int cuGraphExecKernelNodeSetParams_v2(void *hGraphExec, void *hNode, const void *nodeParams)',
   cuGraphDebugDotPrint: 'int cuGraphDebugDotPrint(void *hGraph, const char *path, unsigned int flags)',
 };
 
@@ -396,12 +411,26 @@ function missingSymbol(op: string, lib: LazyLibrary, name: string, why: string):
   });
 }
 
+let symbolObserver: ((name: DriverSymbol) => void) | null = null;
+
+/**
+ * Test hook: `observer` is told the name of every driver function fetched through `driverSymbol`
+ * (null removes it). Calls whose function the result layer caches after the first fetch (the
+ * launch hot paths) are seen once; every other call fetches its function each time, so the count
+ * of a name is the number of calls made to it.
+ * @internal
+ */
+export function observeDriverSymbols(observer: ((name: DriverSymbol) => void) | null): void {
+  symbolObserver = observer;
+}
+
 /**
  * The driver function `name`, resolved on first use.
  * @throws CudaError 3 when no driver library loads (the message lists every path tried);
  *   CudaError 801 `CUDA_ERROR_NOT_SUPPORTED` naming the symbol when this driver lacks it.
  */
 export function driverSymbol<K extends DriverSymbol>(op: string, name: K): DriverApi[K] {
+  if (symbolObserver !== null) symbolObserver(name);
   const lib = driver(op);
   const fn = lib.resolve(name);
   if (typeof fn === 'string') throw missingSymbol(op, lib, name, fn);

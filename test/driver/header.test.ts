@@ -89,10 +89,16 @@ test('the versioned ABIs the issue names are the ones bound', () => {
     'cuDeviceTotalMem_v2',
     'cuCtxPushCurrent_v2',
     'cuEventElapsedTime_v2',
+    'cuGraphExecKernelNodeSetParams_v2',
+    'cuMemAllocFromPoolAsync',
+    'cuMemPoolCreate',
+    'cuMemPoolDestroy',
+    'cuMemPoolTrimTo',
+    'cuMemPoolGetAttribute',
   ]) {
     assert.ok(s in DRIVER_PROTOTYPES, s);
   }
-  for (const legacy of ['cuStreamBeginCapture', 'cuGraphGetEdges', 'cuMemAlloc', 'cuGraphExecUpdate', 'cuGraphInstantiate']) {
+  for (const legacy of ['cuStreamBeginCapture', 'cuGraphGetEdges', 'cuMemAlloc', 'cuGraphExecUpdate', 'cuGraphInstantiate', 'cuGraphExecKernelNodeSetParams']) {
     assert.ok(!(legacy in DRIVER_PROTOTYPES), `${legacy} is the legacy ABI and must not be bound`);
   }
 });
@@ -107,6 +113,8 @@ test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc &
     ['CUgraphExecUpdateResultInfo', L.EXEC_UPDATE_RESULT_INFO],
     ['CUDA_GRAPH_INSTANTIATE_PARAMS', L.GRAPH_INSTANTIATE_PARAMS],
     ['CUgraphEdgeData', L.GRAPH_EDGE_DATA],
+    ['CUmemPoolProps', L.MEM_POOL_PROPS],
+    ['CUmemLocation', L.MEM_LOCATION],
   ];
   const lines = ['#include <cuda.h>', '#include <stdio.h>', '#include <stddef.h>', 'int main(void) {'];
   for (const [t, fields] of structs) {
@@ -145,6 +153,14 @@ test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc &
     ['CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES', L.CU.JIT_INFO_LOG_BUFFER_SIZE_BYTES],
     ['CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE', L.CU.GRAPH_DEBUG_DOT_FLAGS_VERBOSE],
     ['CU_STREAM_LEGACY', Number(L.CU.STREAM_LEGACY), '(long long)CU_STREAM_LEGACY'],
+    ['CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED', L.CU.DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED],
+    ['CU_MEM_ALLOCATION_TYPE_PINNED', L.CU.MEM_ALLOCATION_TYPE_PINNED],
+    ['CU_MEM_LOCATION_TYPE_DEVICE', L.CU.MEM_LOCATION_TYPE_DEVICE],
+    ['CU_MEMPOOL_ATTR_RELEASE_THRESHOLD', L.CU_MEMPOOL_ATTR.RELEASE_THRESHOLD],
+    ['CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT', L.CU_MEMPOOL_ATTR.RESERVED_MEM_CURRENT],
+    ['CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH', L.CU_MEMPOOL_ATTR.RESERVED_MEM_HIGH],
+    ['CU_MEMPOOL_ATTR_USED_MEM_CURRENT', L.CU_MEMPOOL_ATTR.USED_MEM_CURRENT],
+    ['CU_MEMPOOL_ATTR_USED_MEM_HIGH', L.CU_MEMPOOL_ATTR.USED_MEM_HIGH],
   ];
   for (const [name, , expr] of enums) lines.push(`  printf("${name} %lld\\n", (long long)(${expr ?? name}));`);
   lines.push('  return 0;', '}');

@@ -195,6 +195,32 @@ export function graphInstantiate(
   return takeHandle();
 }
 
+/**
+ * Points kernel node `node` of executable `exec` at a new argument block (`kernelParams`, an
+ * array of pointers to the values), keeping every other launch parameter the template node has
+ * (`cuGraphKernelNodeGetParams_v2`, then `cuGraphExecKernelNodeSetParams_v2`). Only launches
+ * made after the call see the new values.
+ */
+export function execKernelNodeSetArgs(op: string, exec: bigint, node: bigint, kernelParams: bigint): void {
+  const buf = new Uint8Array(K.size);
+  check(driverSymbol(op, 'cuGraphKernelNodeGetParams_v2')(node, buf), op, 'cuGraphKernelNodeGetParams_v2');
+  const v = new DataView(buf.buffer);
+  v.setBigUint64(K.kernelParams, kernelParams, true);
+  v.setBigUint64(K.extra, 0n, true);
+  check(driverSymbol(op, 'cuGraphExecKernelNodeSetParams_v2')(exec, node, buf), op, 'cuGraphExecKernelNodeSetParams_v2');
+}
+
+/**
+ * Sets the calling thread's capture mode and returns the previous one
+ * (`cuThreadExchangeStreamCaptureMode`): `RELAXED` lets this thread make calls that are unsafe
+ * during a capture (its own allocation bookkeeping) without invalidating captures in progress.
+ */
+export function exchangeCaptureMode(op: string, mode: number): number {
+  i32[0] = mode;
+  check(driverSymbol(op, 'cuThreadExchangeStreamCaptureMode')(i32), op, 'cuThreadExchangeStreamCaptureMode');
+  return i32[0]!;
+}
+
 /** Destroys an executable graph (`cuGraphExecDestroy`); returns the CUresult for the cleanup path. */
 export function graphExecDestroy(op: string, exec: bigint): number {
   return driverSymbol(op, 'cuGraphExecDestroy')(exec);

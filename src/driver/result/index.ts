@@ -9,6 +9,7 @@ export * as device from './device.js';
 export * as stream from './stream.js';
 export * as event from './event.js';
 export * as memory from './memory.js';
+export * as mempool from './mempool.js';
 export * as module from './module.js';
 export * as launch from './launch.js';
 export * as graph from './graph.js';
