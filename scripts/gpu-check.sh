@@ -29,7 +29,7 @@ step "cli doctor" "$out/cli.log" node bin/cudagraph.js doctor
 step "cli bench" "$out/cli.log" node bin/cudagraph.js bench
 step "bench:gpu" "$out/bench.log" node dist/bench/gpu.js --budget "$budget" --out "$out"
 
-grep -E "^not ok|^# Subtest" "$out"/gpu-*.log | grep -B1 "^.*not ok" | head -40
+grep -hE '^\s*not ok' "$out"/gpu-*.log "$out"/cpu.log | head -20
 tail -25 "$out/bench.log"
 echo
 echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), node $(node --version)"
