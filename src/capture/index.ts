@@ -12,4 +12,5 @@ export type {
   KernelNodeInfo,
   MemcpyNodeInfo,
   MemsetNodeInfo,
+  HostNodeInfo,
 } from './node-info.js';
