@@ -22,6 +22,6 @@ export type {
   NodeSpec,
 } from './node.js';
 export { ComputeGraph, type CriticalPath, type WidestLevel } from './compute-graph.js';
-export { StreamCapture, type EndCaptureOptions } from './stream-capture.js';
+export { StreamCapture, type EndCaptureOptions, type StreamCaptureOptions, type CaptureSemantics } from './stream-capture.js';
 export type { DotOptions } from './dot.js';
 export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
