@@ -25,3 +25,27 @@ export { ComputeGraph, type CriticalPath, type WidestLevel } from './compute-gra
 export { StreamCapture, type EndCaptureOptions, type StreamCaptureOptions, type CaptureSemantics } from './stream-capture.js';
 export type { DotOptions } from './dot.js';
 export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
+export {
+  ExecGraph,
+  type ExecGraphDiff,
+  type ExecGraphOptions,
+  type ExecUpdateResult,
+  type NonUpdatableChange,
+  type NodeParamUpdate,
+  type UpdateRules,
+} from './exec-graph.js';
+export {
+  GraphBuilder,
+  type BufferRef,
+  type ScalarType,
+  type ScalarArg,
+  type ArgSpec,
+  type NodeBinding,
+  type BuiltGraph,
+  type NodeOptions,
+  type KernelNodeOptions,
+  type MemcpyNodeOptions,
+  type MemsetNodeOptions,
+  type HostNodeOptions,
+  type GraphBuilderOptions,
+} from './builder.js';
