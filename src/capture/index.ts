@@ -2,6 +2,7 @@
 export { StreamGraphCapture, requireCaptureSupport, MIN_CAPTURE_DRIVER_VERSION, type CaptureFailure } from './stream-graph-capture.js';
 export { GraphExec } from './graph-exec.js';
 export { Graph } from './graph.js';
+export { lowerGraph, LoweredGraph, type LowerBindings } from './lower.js';
 export { CaptureMode } from './capture-mode.js';
 export type { InstantiateFlags } from './instantiate-flags.js';
 export type {

@@ -21,7 +21,15 @@ export type {
   EmptyNodeSpec,
   NodeSpec,
 } from './node.js';
-export { ComputeGraph, type CriticalPath, type WidestLevel } from './compute-graph.js';
+export {
+  ComputeGraph,
+  type CriticalPath,
+  type WidestLevel,
+  type NodeTiming,
+  type GraphTiming,
+  type NodePlacement,
+  type BoundedMakespan,
+} from './compute-graph.js';
 export { StreamCapture, type EndCaptureOptions, type StreamCaptureOptions, type CaptureSemantics } from './stream-capture.js';
 export type { DotOptions } from './dot.js';
 export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
