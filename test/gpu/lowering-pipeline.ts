@@ -2,15 +2,16 @@
 import { GraphBuilder, type ComputeGraph, type NodeId } from '../../src/index.js';
 import { signature } from '../conformance/compare.js';
 
+// Explicit rounding intrinsics: no multiply-add contraction, so JS can compute the same floats.
 export const PIPELINE_SOURCE = `
 extern "C" __global__ void scale(const float *x, float *y, float a, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i];
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = __fmul_rn(a, x[i]);
 }
 extern "C" __global__ void offset(const float *x, float *y, float b, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] + b;
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = __fadd_rn(x[i], b);
 }
 extern "C" __global__ void combine(const float *p, const float *q, float *z, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) z[i] = p[i] * q[i] + 0.5f;
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) z[i] = __fadd_rn(__fmul_rn(p[i], q[i]), 0.5f);
 }
 extern "C" __global__ void bump(unsigned int *c) { if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(c, 1u); }
 `;

@@ -171,7 +171,10 @@ gpuSuite('GraphExec.update agrees with ExecGraph.diff', () => {
     pin.asFloat32().set(input);
     using exec = first.instantiate();
     const expect = (a: number, b: number): Float32Array =>
-      Float32Array.from(input, (v) => Math.fround(Math.fround(Math.fround(a) * v) * Math.fround(v + Math.fround(b)) + 0.5));
+      Float32Array.from(input, (v) => {
+        const f = Math.fround;
+        return f(f(f(f(a) * v) * f(v + f(b))) + 0.5);
+      });
     exec.launch(s);
     await s.synchronizeAsync();
     assert.deepEqual(Float32Array.from(pout.asFloat32()), expect(2, 1));
