@@ -164,10 +164,10 @@ if (childCase >= 0) {
 
 function runChild(name: string): Record<string, unknown> {
   const t0 = Date.now();
-  const r = spawnSync(process.execPath, [self, '--host-child', name], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [self, '--host-child', name], { encoding: 'utf8', timeout: 15_000 });
   const ms = Date.now() - t0;
   const line = (r.stdout ?? '').split('\n').find((l) => l.startsWith('RESULT '));
-  assert.ok(r.signal === null, `'${name}' did not finish within 30 s (${r.signal}, ${ms} ms): a deadlock? ${r.stdout}${r.stderr}`);
+  assert.ok(r.signal === null, `'${name}' did not finish within 15 s (${r.signal}, ${ms} ms): a deadlock? ${r.stdout}${r.stderr}`);
   assert.ok(line !== undefined, `'${name}' gave no result (status ${r.status}): ${r.stdout}${r.stderr}`);
   return JSON.parse(line.slice(7)) as Record<string, unknown>;
 }
