@@ -506,21 +506,8 @@ export class StreamCapture {
   #unjoined(origin: number): StreamId[] {
     if (this.#cuda) return this.#unjoinedCuda(origin);
     const store = this.#store;
-    // Mark every ancestor (inclusive) of origin's frontier: its head and its parked waits.
-    const seen = new Uint8Array(store.n);
-    const stack: number[] = [...this.#parked[origin]!];
-    if (this.#head[origin]! >= 0) stack.push(this.#head[origin]!);
-    for (const v of stack) seen[v] = 1;
-    while (stack.length > 0) {
-      const v = stack.pop()!;
-      for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn[e]!) {
-        const p = store.from[e]!;
-        if (!seen[p]) {
-          seen[p] = 1;
-          stack.push(p);
-        }
-      }
-    }
+    // Every ancestor (inclusive) of origin's frontier: its head and its parked waits.
+    const seen = this.#ancestors(this.#dependencySet(origin));
     const out: StreamId[] = [];
     for (let slot = 0; slot < this.#head.length; slot++) {
       const h = this.#head[slot]!;
@@ -528,14 +515,11 @@ export class StreamCapture {
     }
     return out.sort((a, b) => a - b);
   }
-  /**
-   * CUDA's rule at `cuStreamEndCapture`: every node of every other capturing stream's dependency
-   * set (newest node and parked waits) must reach the origin's dependency set.
-   */
-  #unjoinedCuda(origin: number): StreamId[] {
+  /** Marks `frontier` and every ancestor of it (a DFS over the in-edges). */
+  #ancestors(frontier: number[]): Uint8Array {
     const store = this.#store;
     const seen = new Uint8Array(store.n);
-    const stack = this.#dependencySet(origin);
+    const stack = frontier;
     for (const v of stack) seen[v] = 1;
     while (stack.length > 0) {
       const v = stack.pop()!;
@@ -547,6 +531,16 @@ export class StreamCapture {
         }
       }
     }
+    return seen;
+  }
+
+  /**
+   * CUDA's rule at `cuStreamEndCapture`: every node of every other capturing stream's dependency
+   * set (newest node and parked waits) must reach the origin's dependency set.
+   */
+  #unjoinedCuda(origin: number): StreamId[] {
+    const store = this.#store;
+    const seen = this.#ancestors(this.#dependencySet(origin));
     const out: StreamId[] = [];
     for (let slot = 0; slot < this.#status.length; slot++) {
       if (slot === origin || this.#status[slot] === NONE) continue;

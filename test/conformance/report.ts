@@ -29,6 +29,8 @@ const rows = upd?.cases ?? [];
 for (const r of rows) console.log(`update ${r['case']}: predicted ${r['predicted']}, captured ${r['captured']}, lowered ${r['lowered']}`);
 const k = upd?.['10k'];
 if (k) console.log(`10k: ${JSON.stringify({ ...k, samples: undefined })}`);
+const growth = (upd as Record<string, unknown> | null)?.['large growth'];
+if (growth) console.log(`large 1-D growth: ${JSON.stringify(growth)}`);
 const agreeUpd = rows.filter((r) => r['captured'] === r['predicted'] && r['lowered'] === r['predicted']).length;
 console.table({
   'conformance cases agreeing': `${agree} / ${conf.filter((r) => r.recorder !== 'node kinds').length}`,

@@ -1,5 +1,15 @@
 /** The pipeline the lowering and update GPU tests share, and a read-back check through a lowering's node mapping. */
-import { GraphBuilder, type ComputeGraph, type NodeId } from '../../src/index.js';
+import {
+  Device,
+  DeviceBuffer,
+  GraphBuilder,
+  Module,
+  PinnedHostBuffer,
+  lowerGraph,
+  type ComputeGraph,
+  type LoweredGraph,
+  type NodeId,
+} from '../../src/index.js';
 import { signature } from '../conformance/compare.js';
 
 // Explicit rounding intrinsics: no multiply-add contraction, so JS can compute the same floats.
@@ -55,4 +65,35 @@ export function sameAsSource(source: ComputeGraph, readBack: ComputeGraph, model
     }
   }
   return out;
+}
+
+/** The module and buffers the pipeline runs on; `lower(a, b)` lowers the pipeline with those scalars. */
+export class PipelineRig {
+  readonly module: Module;
+  readonly pin: PinnedHostBuffer;
+  readonly pout: PinnedHostBuffer;
+  readonly x: DeviceBuffer;
+  readonly y1: DeviceBuffer;
+  readonly y2: DeviceBuffer;
+  readonly z: DeviceBuffer;
+
+  constructor(readonly device: Device) {
+    this.module = Module.compile(device, PIPELINE_SOURCE);
+    this.pin = PinnedHostBuffer.alloc(4 * N, device);
+    this.pout = PinnedHostBuffer.alloc(4 * N, device);
+    this.x = DeviceBuffer.alloc(device, 4 * N);
+    this.y1 = DeviceBuffer.alloc(device, 4 * N);
+    this.y2 = DeviceBuffer.alloc(device, 4 * N);
+    this.z = DeviceBuffer.alloc(device, 4 * N);
+  }
+
+  lower(a: number, b: number): LoweredGraph {
+    const built = pipeline(a, b);
+    const { x, y1, y2, z } = this;
+    return lowerGraph(built.graph, { modules: this.module, nodes: built.bindings, buffers: { x, y1, y2, z }, hostBuffers: { in: this.pin, out: this.pout } });
+  }
+
+  [Symbol.dispose](): void {
+    for (const r of [this.module, this.pin, this.pout, this.x, this.y1, this.y2, this.z]) r.dispose();
+  }
 }

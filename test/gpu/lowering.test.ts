@@ -23,7 +23,7 @@ import {
   lowerGraph,
 } from '../../src/index.js';
 import { gpuSuite, gpuUnavailable } from './gpu.js';
-import { PIPELINE_SOURCE, pipeline, sameAsSource, N, GRID } from './lowering-pipeline.js';
+import { PIPELINE_SOURCE, PipelineRig, pipeline, sameAsSource, N, GRID } from './lowering-pipeline.js';
 
 // ── host-function scenarios, each run in a child process ─────────────────────────────────────
 
@@ -177,20 +177,10 @@ if (childCase < 0) {
     test('the pipeline lowered and launched computes what the same work run eagerly computes; it reads back as its source', () => {
       const d = Device.get(0);
       const s = d.createStream();
-      using m = Module.compile(d, PIPELINE_SOURCE);
-      using pin = PinnedHostBuffer.alloc(4 * N, d);
-      using pout = PinnedHostBuffer.alloc(4 * N, d);
-      using x = DeviceBuffer.alloc(d, 4 * N);
-      using y1 = DeviceBuffer.alloc(d, 4 * N);
-      using y2 = DeviceBuffer.alloc(d, 4 * N);
-      using z = DeviceBuffer.alloc(d, 4 * N);
+      using rig = new PipelineRig(d);
+      const { module: m, pin, pout, x, y1, y2, z } = rig;
       const built = pipeline(1.5, -2);
-      using lowered = lowerGraph(built.graph, {
-        modules: m,
-        nodes: built.bindings,
-        buffers: { x, y1, y2, z },
-        hostBuffers: { in: pin, out: pout },
-      });
+      using lowered = rig.lower(1.5, -2);
       using exec = lowered.instantiate();
       // Eager: the same kernels on the same data.
       const eager = (input: Float32Array): Float32Array => {
