@@ -5,8 +5,8 @@ import { Stream } from '../cuda/stream.js';
 import { DeviceBuffer } from '../cuda/device-buffer.js';
 import { KernelArgValue, writeArg } from '../cuda/arg.js';
 
-/** The C type of a `DeviceScalar`. */
-export type ScalarType = 'i32' | 'u32' | 'i64' | 'u64' | 'f32' | 'f64';
+// The C type of a DeviceScalar is the model's ScalarType: one list of kernel scalar types.
+import type { ScalarType } from '../model/builder.js';
 
 const TYPES: readonly ScalarType[] = ['i32', 'u32', 'i64', 'u64', 'f32', 'f64'];
 const SIZE: { readonly [T in ScalarType]: 4 | 8 } = { i32: 4, u32: 4, i64: 8, u64: 8, f32: 4, f64: 8 };

@@ -6,6 +6,7 @@ import { CU_GRAPH_EXEC_UPDATE_RESULT } from '../driver/layouts.js';
 import { INTERNAL, CAPTURE, LIFETIME } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
 import { Lifetime, keepFailure } from '../cuda/lifetime.js';
+import { hostCallsSubmitted } from '../cuda/host-calls.js';
 import { Stream } from '../cuda/stream.js';
 import { Graph } from './graph.js';
 
@@ -29,6 +30,8 @@ export class GraphExec {
   #ownsGraph: boolean;
   #stream: Stream | null;
   #launches = 0;
+  /** cudagraph host-function calls one launch makes (counted for the synchronous-wait guard). */
+  #hostCalls: number;
   /** Lifetimes this exec holds: its graph (index 0 is kept in step with #graph). */
   readonly #held: Lifetime[];
 
@@ -41,6 +44,7 @@ export class GraphExec {
     this.#stream = stream;
     this.#ownsGraph = ownsGraph;
     this.nodeCount = graph.nodeCount;
+    this.#hostCalls = graph.jsHostCallCount('GraphExec');
     graph[LIFETIME].retain();
     const held = [graph[LIFETIME]];
     this.#held = held;
@@ -94,6 +98,7 @@ export class GraphExec {
     makeCurrent(op, this.#ctx);
     gr.graphLaunch(op, this.#handle, h);
     this.#launches++;
+    if (this.#hostCalls !== 0) hostCallsSubmitted(this.#hostCalls);
     const sink = s[CAPTURE];
     if (sink !== null) sink.retain(this[LIFETIME]);
   }
@@ -141,6 +146,7 @@ export class GraphExec {
     this.#held[0] = graph[LIFETIME];
     this.#graph = graph;
     this.#ownsGraph = false;
+    this.#hostCalls = graph.jsHostCallCount(op);
     old[LIFETIME].release();
     if (oldOwned) old.dispose();
   }

@@ -3,12 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '../errors/base.js';
 import { describe, requireBoolean, requireOptions } from '../util/validate.js';
-import { graph as gr, module as mod, memory as mem } from '../driver/result/index.js';
+import { graph as gr, graphBuild as gb, module as mod, memory as mem } from '../driver/result/index.js';
 import { CU, CU_GRAPH_NODE_TYPE, CU_MEMORYTYPE } from '../driver/layouts.js';
 import { INTERNAL, LIFETIME } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
 import { Lifetime, keepFailure, surfaceCleanupErrors } from '../cuda/lifetime.js';
 import { Device } from '../cuda/device.js';
+import { hostFunctionLabel, hostFunctionsExist, isHostTrampoline } from '../cuda/host-function.js';
+import { ComputeGraph } from '../model/compute-graph.js';
+import type { NodeSpec } from '../model/node.js';
+import { NodeId } from '../model/ids.js';
 import type { Stream } from '../cuda/stream.js';
 import { GraphExec } from './graph-exec.js';
 import { checkInstantiateFlags, type InstantiateFlags } from './instantiate-flags.js';
@@ -31,6 +35,8 @@ export class Graph {
   /** @internal */
   readonly [LIFETIME]: Lifetime;
   readonly #handle: bigint;
+  /** JS host calls one launch makes; null until counted (known at once for lowered graphs). */
+  #jsHostCalls: number | null = null;
 
   /**
    * @internal Wraps a `CUgraph` this object now owns; `held` are the resources its work uses
@@ -111,6 +117,47 @@ export class Graph {
     }
     edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
     return { nodes, edges };
+  }
+
+  /**
+   * The graph as the model's `ComputeGraph`, from `readBack()`: the driver's nodes (in its order:
+   * node `i` is `readBack().nodes[i]`) and its real edges, so the model's queries, schedules, DOT
+   * and JSON work on what was really captured or built.
+   *
+   * Kinds map as: kernel → `'kernel'` (the function's name, launch shape); memcpy → `'memcpy'` with
+   * the direction from the memory types and the byte count; memset → `'memset'` (bytes, value,
+   * element size); host → `'hostCallback'` labelled with the `HostFunction`'s label (`'host'` for a
+   * foreign one); empty → `'empty'`. Kinds the model has no record for (child graph, event
+   * record/wait, memory alloc/free, conditional, a host-to-host copy, …) become `'empty'` nodes
+   * named after the kind (`'memAlloc'`), so the dependencies through them are kept.
+   * @throws DisposedError after dispose; CudaError from the driver.
+   */
+  toComputeGraph(): ComputeGraph {
+    const { nodes, edges } = this.readBack();
+    const g = new ComputeGraph();
+    for (const n of nodes) g.addNode(specOf(n));
+    g.addEdges(edges.map(([a, b]) => [NodeId(a), NodeId(b)] as const));
+    return g;
+  }
+
+  /**
+   * @internal The number of cudagraph host-function calls one launch of this graph makes (its host
+   * nodes that call the trampoline). Counted once, and only while host functions exist.
+   */
+  jsHostCallCount(op: string): number {
+    if (this.#jsHostCalls !== null) return this.#jsHostCalls;
+    if (!hostFunctionsExist()) return 0;
+    let n = 0;
+    for (const h of gr.graphNodes(op, this.#handle)) {
+      if (CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] === 'host' && isHostTrampoline(gb.hostNodeParams(op, h).fn)) n++;
+    }
+    this.#jsHostCalls = n;
+    return n;
+  }
+
+  /** @internal Sets the host-call count of a graph built node by node (lowering knows it). */
+  setJsHostCallCount(n: number): void {
+    this.#jsHostCalls = n;
   }
 
   /** @internal A node's description for error messages: `#3 (kernel 'axpy')`. */
@@ -224,5 +271,27 @@ function readNode(op: string, h: bigint, index: number, names: Map<bigint, strin
       },
     };
   }
+  if (type === 'host') {
+    const p = gb.hostNodeParams(op, h);
+    return { index, type, host: { ...p, label: hostFunctionLabel(p.fn, p.userData) } };
+  }
   return { index, type };
+}
+
+/** The model's spec of a read-back node (see `Graph.toComputeGraph`). */
+function specOf(n: CapturedNodeInfo): NodeSpec {
+  if (n.kernel) {
+    const k = n.kernel;
+    return { kind: 'kernel', functionName: k.name || '(unnamed kernel)', grid: k.grid, block: k.block, sharedMem: k.sharedMem };
+  }
+  if (n.memcpy && n.memcpy.direction !== 'HostToHost') {
+    return { kind: 'memcpy', name: 'memcpy', dir: n.memcpy.direction, sizeBytes: n.memcpy.byteLength };
+  }
+  if (n.memset) {
+    const m = n.memset;
+    return { kind: 'memset', name: 'memset', sizeBytes: m.byteLength, value: m.value, elementSize: m.elementSize as 1 | 2 | 4 };
+  }
+  if (n.type === 'host') return { kind: 'hostCallback', label: n.host?.label ?? 'host' };
+  if (n.type === 'empty') return { kind: 'empty' };
+  return { kind: 'empty', name: n.memcpy ? 'memcpy (HostToHost)' : n.type };
 }

@@ -2,6 +2,7 @@
 export { StreamGraphCapture, requireCaptureSupport, MIN_CAPTURE_DRIVER_VERSION, type CaptureFailure } from './stream-graph-capture.js';
 export { GraphExec } from './graph-exec.js';
 export { Graph } from './graph.js';
+export { lowerGraph, LoweredGraph, type LowerBindings } from './lower.js';
 export { CaptureMode } from './capture-mode.js';
 export type { InstantiateFlags } from './instantiate-flags.js';
 export type {
@@ -12,6 +13,7 @@ export type {
   KernelNodeInfo,
   MemcpyNodeInfo,
   MemsetNodeInfo,
+  HostNodeInfo,
 } from './node-info.js';
 export {
   GraphCaptureGuard,
@@ -27,5 +29,5 @@ export { explainCaptureStatus, INVALIDATION_CAUSES, type GuardStatusReport } fro
 export { CapturedGraph, type KernelNodeRef } from './captured-graph.js';
 export { CapturePool, type CapturePoolOptions } from './capture-pool.js';
 export { graphPoolHandle, capturePoolForHandle, releaseGraphPoolHandle, type GraphPoolHandle } from './pool-registry.js';
-export { DeviceScalar, type ScalarType } from './device-scalar.js';
+export { DeviceScalar } from './device-scalar.js';
 export { makeGraphed, type MakeGraphedOptions } from './make-graphed.js';

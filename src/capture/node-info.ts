@@ -40,6 +40,16 @@ export interface MemsetNodeInfo {
   readonly byteLength: number;
 }
 
+/** A host node (`cuGraphHostNodeGetParams`). */
+export interface HostNodeInfo {
+  /** The C function pointer the node calls. */
+  readonly fn: bigint;
+  /** The pointer it passes. */
+  readonly userData: bigint;
+  /** The `HostFunction`'s label when the node calls one of cudagraph's, else null. */
+  readonly label: string | null;
+}
+
 /** One node of a graph read back from the driver. */
 export interface CapturedNodeInfo {
   /** Position in `graph.nodes()`; edges refer to nodes by it. */
@@ -51,6 +61,8 @@ export interface CapturedNodeInfo {
   readonly memcpy?: MemcpyNodeInfo;
   /** Present for memset nodes. */
   readonly memset?: MemsetNodeInfo;
+  /** Present for host nodes. */
+  readonly host?: HostNodeInfo;
 }
 
 /** A graph read back from the driver: its nodes and its real dependency edges. */

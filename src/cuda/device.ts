@@ -7,6 +7,7 @@ import { makeCurrent } from './context.js';
 import { surfaceCleanupErrors } from './lifetime.js';
 import { Stream, type StreamOptions } from './stream.js';
 import { Event, type EventOptions } from './event.js';
+import { assertNoPendingHostCalls, surfaceHostCallbackErrors } from './host-calls.js';
 
 const CUDA_ERROR_NO_DEVICE = 100;
 
@@ -170,8 +171,10 @@ export class Device {
   synchronize(): void {
     const op = 'Device.synchronize';
     surfaceCleanupErrors(op);
+    assertNoPendingHostCalls(op);
     makeCurrent(op, this.context);
     dev.ctxSynchronize(op);
+    surfaceHostCallbackErrors(op);
   }
 
   /** e.g. `Device(0: NVIDIA H200, sm_90)`. */

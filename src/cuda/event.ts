@@ -6,6 +6,7 @@ import { INTERNAL, CAPTURE, RECORDED_IN, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
 import { Lifetime, keepFailure } from './lifetime.js';
 import type { CaptureSink } from './capture-hooks.js';
+import { assertNoPendingHostCalls, surfaceHostCallbackErrors } from './host-calls.js';
 import type { Device } from './device.js';
 import type { Stream } from './stream.js';
 
@@ -91,7 +92,9 @@ export class Event {
   synchronize(): void {
     const op = 'Event.synchronize';
     this[LIFETIME].assertAlive(op);
+    assertNoPendingHostCalls(op);
     ev.eventSynchronize(op, this.#handle);
+    surfaceHostCallbackErrors(op);
   }
 
   /** Resolves when the work before the last record is done, without blocking the event loop. */
@@ -99,7 +102,7 @@ export class Event {
     const op = 'Event.synchronizeAsync';
     try {
       this[LIFETIME].assertAlive(op);
-      return ev.eventSynchronizeAsync(op, this.#handle);
+      return ev.eventSynchronizeAsync(op, this.#handle).then(() => surfaceHostCallbackErrors(op));
     } catch (e) {
       return Promise.reject(e);
     }

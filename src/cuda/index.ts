@@ -11,3 +11,4 @@ export { PreparedLaunch } from './prepared-launch.js';
 export { arg, KernelArgValue, type KernelArg, type ArgType } from './arg.js';
 export type { Dim3, LaunchConfig } from './launch-config.js';
 export { driverAvailable } from './availability.js';
+export { HostFunction, type HostFunctionOptions } from './host-function.js';

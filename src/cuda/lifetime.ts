@@ -13,6 +13,7 @@
  */
 import { DisposedError } from '../errors/base.js';
 import { CudaError } from '../errors/cuda-error.js';
+import { hostCallState, surfaceHostCallbackErrors } from './host-calls.js';
 
 const deferred: Array<() => void> = [];
 let deferDepth = 0;
@@ -119,6 +120,7 @@ export class Lifetime {
   assertAlive(op: string): void {
     if (this.#disposed) throw new DisposedError(op, this.what);
     if (cleanupErrorPending) surfaceCleanupErrors(op);
+    if (hostCallState.errorPending) surfaceHostCallbackErrors(op);
   }
 
   /** A holder (graph, prepared launch) starts using the resource. */

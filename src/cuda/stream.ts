@@ -6,6 +6,7 @@ import { INTERNAL, CAPTURE, RECORDED_IN, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
 import { Lifetime, keepFailure } from './lifetime.js';
 import type { CaptureSink } from './capture-hooks.js';
+import { assertNoPendingHostCalls, surfaceHostCallbackErrors } from './host-calls.js';
 import type { Device } from './device.js';
 import { Event } from './event.js';
 
@@ -98,22 +99,29 @@ export class Stream {
     return this[CAPTURE] !== null;
   }
 
-  /** Blocks the JS thread until the stream's work is done (`cuStreamSynchronize`). */
+  /**
+   * Blocks the JS thread until the stream's work is done (`cuStreamSynchronize`).
+   * @throws HostCallbackError `ERR_HOST_CALL_PENDING` while JS host calls are pending (waiting
+   *   would deadlock: use `synchronizeAsync`); `ERR_HOST_CALLBACK_FAILED` when one threw.
+   */
   synchronize(): void {
     const op = 'Stream.synchronize';
     this[LIFETIME].assertAlive(op);
+    assertNoPendingHostCalls(op);
     st.streamSynchronize(op, this.#handle);
+    surfaceHostCallbackErrors(op);
   }
 
   /**
    * Resolves when the stream's work is done, without blocking the event loop (the wait runs on a
-   * worker thread).
+   * worker thread), so JS host functions in the work can run meanwhile. Rejects with
+   * `HostCallbackError` when a host function threw.
    */
   synchronizeAsync(): Promise<void> {
     const op = 'Stream.synchronizeAsync';
     try {
       this[LIFETIME].assertAlive(op);
-      return st.streamSynchronizeAsync(op, this.#handle);
+      return st.streamSynchronizeAsync(op, this.#handle).then(() => surfaceHostCallbackErrors(op));
     } catch (e) {
       return Promise.reject(e);
     }

@@ -46,6 +46,18 @@ export const MEMCPY3D = {
   WidthInBytes: 176,
   Height: 184,
   Depth: 192,
+  // Written when lowering a copy (appended; the fields above are the ones read back).
+  srcPitch: 72,
+  srcHeight: 80,
+  dstPitch: 160,
+  dstHeight: 168,
+} as const;
+
+/** `CUDA_HOST_NODE_PARAMS` (v1: what `cuGraphAddHostNode` takes and `cuGraphHostNodeGetParams` fills). */
+export const HOST_NODE_PARAMS = {
+  size: 16,
+  fn: 0,
+  userData: 8,
 } as const;
 
 /** `CUgraphExecUpdateResultInfo` (v1, filled by `cuGraphExecUpdate_v2`). */

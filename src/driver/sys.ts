@@ -139,6 +139,14 @@ export interface DriverApi {
   cuGraphExecUpdate_v2(exec: Handle, graph: Handle, resultInfo: HostPtr): number;
   cuGraphExecKernelNodeSetParams_v2(exec: Handle, node: Handle, params: HostPtr): number;
   cuGraphDebugDotPrint(graph: Handle, path: string, flags: number): number;
+  // Explicit graph construction (lowering a ComputeGraph), appended after the capture calls.
+  cuGraphAddKernelNode_v2(node: HostPtr, graph: Handle, deps: HostPtr, numDeps: number, params: HostPtr): number;
+  cuGraphAddMemcpyNode(node: HostPtr, graph: Handle, deps: HostPtr, numDeps: number, params: HostPtr, ctx: Handle): number;
+  cuGraphAddMemsetNode(node: HostPtr, graph: Handle, deps: HostPtr, numDeps: number, params: HostPtr, ctx: Handle): number;
+  cuGraphAddHostNode(node: HostPtr, graph: Handle, deps: HostPtr, numDeps: number, params: HostPtr): number;
+  cuGraphAddEmptyNode(node: HostPtr, graph: Handle, deps: HostPtr, numDeps: number): number;
+  cuGraphAddDependencies_v2(graph: Handle, from: HostPtr, to: HostPtr, edgeData: HostPtr, count: number): number;
+  cuGraphHostNodeGetParams(node: Handle, params: HostPtr): number;
 }
 
 /** A driver symbol cudagraph binds. */
@@ -233,6 +241,18 @@ export const DRIVER_PROTOTYPES: { readonly [K in DriverSymbol]: string } = {
   cuGraphExecKernelNodeSetParams_v2:
     'int cuGraphExecKernelNodeSetParams_v2(void *hGraphExec, void *hNode, const void *nodeParams)',
   cuGraphDebugDotPrint: 'int cuGraphDebugDotPrint(void *hGraph, const char *path, unsigned int flags)',
+  cuGraphAddKernelNode_v2:
+    'int cuGraphAddKernelNode_v2(void *phGraphNode, void *hGraph, void *dependencies, size_t numDependencies, void *nodeParams)',
+  cuGraphAddMemcpyNode:
+    'int cuGraphAddMemcpyNode(void *phGraphNode, void *hGraph, void *dependencies, size_t numDependencies, void *copyParams, void *ctx)',
+  cuGraphAddMemsetNode:
+    'int cuGraphAddMemsetNode(void *phGraphNode, void *hGraph, void *dependencies, size_t numDependencies, void *memsetParams, void *ctx)',
+  cuGraphAddHostNode:
+    'int cuGraphAddHostNode(void *phGraphNode, void *hGraph, void *dependencies, size_t numDependencies, void *nodeParams)',
+  cuGraphAddEmptyNode: 'int cuGraphAddEmptyNode(void *phGraphNode, void *hGraph, void *dependencies, size_t numDependencies)',
+  cuGraphAddDependencies_v2:
+    'int cuGraphAddDependencies_v2(void *hGraph, void *from, void *to, void *edgeData, size_t numDependencies)',
+  cuGraphHostNodeGetParams: 'int cuGraphHostNodeGetParams(void *hNode, void *nodeParams)',
 };
 
 /** The NVRTC entry points cudagraph binds (nvrtc.h; NVRTC has no versioned symbols). */
@@ -536,6 +556,23 @@ export function resetLibrariesForTesting(load: ((path: string) => KoffiLibrary) 
   for (const name of nativeBindings.keys()) addon?.bind(name, 0n);
   nativeBindings.clear();
   for (const forget of resetListeners) forget();
+}
+
+let hostFnType: ReturnType<ReturnType<typeof koffi>['pointer']> | null = null;
+
+/**
+ * Registers `fn` with koffi as a C `CUhostFn` (`void fn(void *userData)`) and returns its function
+ * pointer, for `cuLaunchHostFunc` and host graph nodes. The driver calls it on one of its own
+ * threads; koffi queues the call to the JS thread and blocks that driver thread until the JS
+ * event loop has run it (see docs/driver.md, host callbacks). The registration is never undone
+ * here: the caller keeps one trampoline for the life of the process, so no graph can ever call
+ * a slot that was released.
+ * @throws Error when koffi cannot be loaded.
+ */
+export function registerHostFunction(fn: (userData: bigint | null) => void): bigint {
+  const k = koffi();
+  hostFnType ??= k.pointer(k.proto('void cudagraph_CUhostFn(void *userData)'));
+  return k.register(fn, hostFnType);
 }
 
 /** Re-exported so higher layers never import koffi themselves. */

@@ -5,12 +5,12 @@
  */
 import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
-import { describe, isU32, requireOptions, requireU32 } from '../util/validate.js';
+import { describe, isU32, requireInt, requireOptions, requireU32 } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
 import { GraphStore } from './graph-store.js';
 import { DynamicOrder } from './dynamic-order.js';
 import { ReachabilityIndex } from './reachability.js';
-import { groupLevels, kahnOrder, longestPath, nodeLevels, nodesByOrd, toIdArray } from './schedule.js';
+import { groupLevels, kahnOrder, listSchedule, longestPath, nodeLevels, nodesByOrd, nodeTimes, toIdArray } from './schedule.js';
 import { renderDot, type DotOptions } from './dot.js';
 import { appendNodeSpec } from './node-spec.js';
 import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
@@ -31,6 +31,53 @@ export interface WidestLevel {
   readonly level: number;
   /** How many nodes it holds: the most work that can run at once, by levels. */
   readonly width: number;
+}
+
+/** One node's times in `ComputeGraph.timing`. */
+export interface NodeTiming {
+  readonly id: NodeId;
+  /** Earliest start: the longest cost path into the node. */
+  readonly asap: number;
+  /** Latest start that does not lengthen the schedule. */
+  readonly alap: number;
+  /** `alap − asap`: how long the node may slip. */
+  readonly slack: number;
+  /** No slack: the node is on a critical path. */
+  readonly critical: boolean;
+}
+
+/** The result of `ComputeGraph.timing`. */
+export interface GraphTiming {
+  /** The schedule's length with unlimited streams (the critical path's cost). */
+  readonly length: number;
+  /** Per node, in id order. */
+  readonly nodes: readonly NodeTiming[];
+}
+
+/** One node's place in `ComputeGraph.boundedMakespan`'s schedule. */
+export interface NodePlacement {
+  readonly id: NodeId;
+  /** 0..streams−1. */
+  readonly stream: number;
+  readonly start: number;
+  readonly finish: number;
+}
+
+/** The result of `ComputeGraph.boundedMakespan`. */
+export interface BoundedMakespan {
+  readonly streams: number;
+  /** The list schedule's length. */
+  readonly makespan: number;
+  /** No schedule on `streams` streams is shorter: `max(critical path, total cost / streams)`. */
+  readonly lowerBound: number;
+  /** Graham's bound, which every list schedule meets: `total/streams + (1 − 1/streams)·critical path`. */
+  readonly upperBound: number;
+  /** The sum of all costs. */
+  readonly totalCost: number;
+  /** The critical path's cost. */
+  readonly criticalPath: number;
+  /** Per node, in id order. */
+  readonly placement: readonly NodePlacement[];
 }
 
 // Derived data, rebuilt when the store's version moves.
@@ -359,22 +406,72 @@ export class ComputeGraph {
     }
     const cache = this.#nonEmpty(OP);
     const s = this.#store;
-    let cost: Float64Array;
-    if (costOf === undefined) {
-      cost = s.cost === null ? new Float64Array(s.n).fill(1) : s.cost;
-    } else {
-      cost = new Float64Array(s.n);
-      for (let v = 0; v < s.n; v++) {
-        const c = costOf(s.readNode(v));
-        if (typeof c !== 'number' || !Number.isFinite(c) || c < 0) {
-          throw new InvalidArgumentError(OP, 'costOf', `costOf(node ${v}) must return a finite number ≥ 0, got ${describe(c)}`);
-        }
-        cost[v] = c;
-      }
-    }
+    const cost = this.#costs(OP, costOf);
     cache.byOrd ??= nodesByOrd(s);
     const path = longestPath(s, cache.byOrd, cost);
     return { cost: path.cost, nodes: path.nodes as NodeId[] };
+  }
+
+  /**
+   * ASAP/ALAP/slack per node with unlimited streams: when each node can start at the earliest,
+   * the latest it can start without lengthening the run, and the difference. Nodes with no slack
+   * are critical: speeding anything else up does not shorten the graph. Costs as `criticalPath`.
+   * @throws GraphError `EmptyGraph`; InvalidArgumentError for a bad `costOf`.
+   * @example
+   * const t = g.timing((n) => (n.kind === 'kernel' ? 10 : 1));
+   * t.nodes.filter((x) => x.critical);   // where the time goes
+   */
+  timing(costOf?: (node: GraphNode) => number): GraphTiming {
+    const OP = 'ComputeGraph.timing';
+    if (costOf !== undefined && typeof costOf !== 'function') {
+      throw new InvalidArgumentError(OP, 'costOf', `costOf must be a function, got ${describe(costOf)}`);
+    }
+    const cache = this.#nonEmpty(OP);
+    const cost = this.#costs(OP, costOf);
+    cache.byOrd ??= nodesByOrd(this.#store);
+    const t = nodeTimes(this.#store, cache.byOrd, cost);
+    // Slack is a difference of sums; round-off below this is no slack at all.
+    const eps = 1e-9 * Math.max(1, t.length);
+    const nodes: NodeTiming[] = new Array(this.#store.n);
+    for (let v = 0; v < nodes.length; v++) {
+      const asap = t.asap[v]!;
+      const alap = Math.max(asap, t.alap[v]!);
+      const slack = alap - asap <= eps ? 0 : alap - asap;
+      nodes[v] = { id: v as NodeId, asap, alap: slack === 0 ? asap : alap, slack, critical: slack === 0 };
+    }
+    return { length: t.length, nodes };
+  }
+
+  /**
+   * A schedule on `streams` streams (Graham's list scheduling, longest remaining path first) and
+   * how good it is: `lowerBound ≤ optimum ≤ makespan ≤ upperBound`, where the upper bound is
+   * Graham's `total/k + (1 − 1/k)·critical path` (at most `2 − 1/k` times the optimum). With
+   * `streams` ≥ the widest antichain the makespan is the critical path. Costs as `criticalPath`.
+   * @throws GraphError `EmptyGraph`; InvalidArgumentError unless `streams` is an integer in 1..1024
+   *   or for a bad `costOf`.
+   */
+  boundedMakespan(streams: number, costOf?: (node: GraphNode) => number): BoundedMakespan {
+    const OP = 'ComputeGraph.boundedMakespan';
+    const k = requireInt(OP, 'streams', streams, 1, 1024);
+    if (costOf !== undefined && typeof costOf !== 'function') {
+      throw new InvalidArgumentError(OP, 'costOf', `costOf must be a function, got ${describe(costOf)}`);
+    }
+    const cache = this.#nonEmpty(OP);
+    const cost = this.#costs(OP, costOf);
+    cache.byOrd ??= nodesByOrd(this.#store);
+    const critical = longestPath(this.#store, cache.byOrd, cost).cost;
+    let total = 0;
+    for (let v = 0; v < this.#store.n; v++) total += cost[v]!;
+    const { makespan, placement } = listSchedule(this.#store, cache.byOrd, cost, k);
+    return {
+      streams: k,
+      makespan,
+      lowerBound: Math.max(critical, total / k),
+      upperBound: total / k + (1 - 1 / k) * critical,
+      totalCost: total,
+      criticalPath: critical,
+      placement: placement.map((p, v) => ({ id: v as NodeId, ...p })),
+    };
   }
 
   // ── output ────────────────────────────────────────────────────────────────────────────────
@@ -422,6 +519,21 @@ export class ComputeGraph {
       );
     }
     return v;
+  }
+
+  /** The cost of every node: the nodes' own, or `costOf(record)` checked. */
+  #costs(op: string, costOf: ((node: GraphNode) => number) | undefined): Float64Array {
+    const s = this.#store;
+    if (costOf === undefined) return s.cost === null ? new Float64Array(s.n).fill(1) : s.cost;
+    const cost = new Float64Array(s.n);
+    for (let v = 0; v < s.n; v++) {
+      const c = costOf(s.readNode(v));
+      if (typeof c !== 'number' || !Number.isFinite(c) || c < 0) {
+        throw new InvalidArgumentError(op, 'costOf', `costOf(node ${v}) must return a finite number ≥ 0, got ${describe(c)}`);
+      }
+      cost[v] = c;
+    }
+    return cost;
   }
 
   #fresh(): Cache {

@@ -10,6 +10,10 @@
  * | `CAPTURE_INVALIDATED` | ValidationFailed | `endCapture` after any stream of the session was invalidated |
  * | `CAPTURE_UNJOINED` | ValidationFailed | `endCapture(s, { requireJoined: true })` with forked work not joined back into `s` |
  * | `CAPTURE_SESSION_ENDED` | Internal | any call on a session after a successful `endCapture` |
+ * | `CAPTURE_ISOLATION` | ValidationFailed | (`semantics: 'cuda'`) a capturing stream waited on an event recorded outside the capture; the capture is invalidated, as CUDA does (`CUDA_ERROR_STREAM_CAPTURE_ISOLATION`, 905) |
+ * | `CAPTURE_UNMATCHED` | Internal | (`semantics: 'cuda'`) `endCapture` on a stream that joined the capture instead of the one it began on (`CUDA_ERROR_STREAM_CAPTURE_UNMATCHED`, 903) |
+ * | `BUILDER_BUILT` | Internal | a `GraphBuilder` call after `build()` |
+ * | `UPDATE_NOT_POSSIBLE` | UpdateNotPossible | `ExecGraph.update` with a graph the executable cannot take in place (the reason is in the message) |
  * | `GRAPH_NODE_NOT_FOUND` | NodeNotFound | an id ≥ `nodeCount()` |
  * | `GRAPH_CYCLE` | CycleDetected | a self-loop, or an edge whose target already reaches its source |
  * | `GRAPH_EMPTY` | EmptyGraph | ordering or scheduling a graph with no nodes |
@@ -22,6 +26,10 @@ export const GraphErrorCode = {
   CaptureInvalidated: 'CAPTURE_INVALIDATED',
   CaptureUnjoined: 'CAPTURE_UNJOINED',
   CaptureSessionEnded: 'CAPTURE_SESSION_ENDED',
+  CaptureIsolation: 'CAPTURE_ISOLATION',
+  CaptureUnmatched: 'CAPTURE_UNMATCHED',
+  UpdateNotPossible: 'UPDATE_NOT_POSSIBLE',
+  BuilderBuilt: 'BUILDER_BUILT',
   NodeNotFound: 'GRAPH_NODE_NOT_FOUND',
   Cycle: 'GRAPH_CYCLE',
   Empty: 'GRAPH_EMPTY',

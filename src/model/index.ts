@@ -21,7 +21,39 @@ export type {
   EmptyNodeSpec,
   NodeSpec,
 } from './node.js';
-export { ComputeGraph, type CriticalPath, type WidestLevel } from './compute-graph.js';
-export { StreamCapture, type EndCaptureOptions } from './stream-capture.js';
+export {
+  ComputeGraph,
+  type CriticalPath,
+  type WidestLevel,
+  type NodeTiming,
+  type GraphTiming,
+  type NodePlacement,
+  type BoundedMakespan,
+} from './compute-graph.js';
+export { StreamCapture, type EndCaptureOptions, type StreamCaptureOptions, type CaptureSemantics } from './stream-capture.js';
 export type { DotOptions } from './dot.js';
 export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
+export {
+  ExecGraph,
+  type ExecGraphDiff,
+  type ExecGraphOptions,
+  type ExecUpdateResult,
+  type NonUpdatableChange,
+  type NodeParamUpdate,
+  type UpdateRules,
+} from './exec-graph.js';
+export {
+  GraphBuilder,
+  type BufferRef,
+  type ScalarType,
+  type ScalarArg,
+  type ArgSpec,
+  type NodeBinding,
+  type BuiltGraph,
+  type NodeOptions,
+  type KernelNodeOptions,
+  type MemcpyNodeOptions,
+  type MemsetNodeOptions,
+  type HostNodeOptions,
+  type GraphBuilderOptions,
+} from './builder.js';

@@ -118,3 +118,155 @@ export function longestPath(store: GraphStore, byOrd: Uint32Array, cost: Float64
   nodes.reverse();
   return { cost: best < 0 ? 0 : dist[best]!, nodes };
 }
+
+/** Per node: earliest and latest start, slack (see `nodeTimes`). */
+export interface Times {
+  /** The schedule's length with unlimited streams: the critical path's cost. */
+  readonly length: number;
+  readonly asap: Float64Array;
+  readonly alap: Float64Array;
+}
+
+/**
+ * ASAP/ALAP times with unlimited parallelism: `asap[v]` is the earliest a node can start (the
+ * longest cost path into it), `alap[v]` the latest it can start without lengthening the schedule
+ * (`length` minus the longest cost path from it, its own cost included). Slack is `alap − asap`;
+ * the nodes with no slack are the critical ones. One pass forward and one backward: O(n + m).
+ */
+export function nodeTimes(store: GraphStore, byOrd: Uint32Array, cost: Float64Array): Times {
+  const n = store.n;
+  const asap = new Float64Array(n);
+  let length = 0;
+  for (let i = 0; i < n; i++) {
+    const v = byOrd[i]!;
+    const end = asap[v]! + cost[v]!;
+    if (end > length) length = end;
+    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) {
+      const x = store.to[e]!;
+      if (asap[x]! < end) asap[x] = end;
+    }
+  }
+  const alap = new Float64Array(n);
+  for (let i = n - 1; i >= 0; i--) {
+    const v = byOrd[i]!;
+    let latestEnd = length;
+    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) latestEnd = Math.min(latestEnd, alap[store.to[e]!]!);
+    alap[v] = latestEnd - cost[v]!;
+  }
+  return { length, asap, alap };
+}
+
+/** One node's place in a list schedule. */
+export interface Placement {
+  readonly stream: number;
+  readonly start: number;
+  readonly finish: number;
+}
+
+/**
+ * Graham's list scheduling on `k` identical streams: whenever a stream is free, it takes the ready
+ * node with the longest cost path to a sink (its "bottom level"; ties to the smaller id). Any list
+ * schedule satisfies Graham's bound `makespan ≤ W/k + (1 − 1/k)·C` (W: total cost, C: critical
+ * path), so it is within `2 − 1/k` of the optimum, which is at least `max(C, W/k)`.
+ * O((n + m) log n).
+ */
+export function listSchedule(store: GraphStore, byOrd: Uint32Array, cost: Float64Array, k: number): { makespan: number; placement: Placement[] } {
+  const n = store.n;
+  // Bottom levels: the longest cost path from each node to a sink, itself included.
+  const bottom = new Float64Array(n);
+  for (let i = n - 1; i >= 0; i--) {
+    const v = byOrd[i]!;
+    let best = 0;
+    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) best = Math.max(best, bottom[store.to[e]!]!);
+    bottom[v] = best + cost[v]!;
+  }
+  const indeg = new Uint32Array(n);
+  for (let e = 1; e <= store.m; e++) indeg[store.to[e]!]!++;
+  const readyAt = new Float64Array(n);
+  // Ready nodes: a max-heap by (bottom level, then smaller id).
+  const ready = new Heap<number>((a, b) => bottom[a]! > bottom[b]! || (bottom[a] === bottom[b] && a < b));
+  for (let v = 0; v < n; v++) if (indeg[v] === 0) ready.push(v);
+  // Running nodes: a min-heap by finish time (then stream, for determinism).
+  const placement: Placement[] = new Array(n);
+  const running = new Heap<number>((a, b) => placement[a]!.finish < placement[b]!.finish || (placement[a]!.finish === placement[b]!.finish && a < b));
+  const freeStreams: number[] = [];
+  for (let s = k - 1; s >= 0; s--) freeStreams.push(s);
+  let now = 0;
+  let makespan = 0;
+  let done = 0;
+  while (done < n) {
+    // Start every ready node a free stream can take now (nodes become ready only at `now`).
+    while (freeStreams.length > 0 && ready.size > 0) {
+      const v = ready.pop();
+      const stream = freeStreams.pop()!;
+      const start = Math.max(now, readyAt[v]!);
+      placement[v] = { stream, start, finish: start + cost[v]! };
+      running.push(v);
+    }
+    // Finish the earliest running node (and every node finishing at the same time).
+    const first = running.pop();
+    now = placement[first]!.finish;
+    const finishing = [first];
+    while (running.size > 0 && placement[running.peek()]!.finish === now) finishing.push(running.pop());
+    for (const v of finishing) {
+      done++;
+      makespan = Math.max(makespan, now);
+      freeStreams.push(placement[v]!.stream);
+      for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) {
+        const x = store.to[e]!;
+        readyAt[x] = Math.max(readyAt[x]!, now);
+        if (--indeg[x]! === 0) ready.push(x);
+      }
+    }
+    // Keep stream numbers deterministic: the lowest free stream is taken first.
+    freeStreams.sort((a, b) => b - a);
+  }
+  return { makespan, placement };
+}
+
+/** A binary heap; `before(a, b)` is true when `a` comes out first. */
+class Heap<T> {
+  readonly #a: T[] = [];
+  constructor(private readonly before: (a: T, b: T) => boolean) {}
+
+  get size(): number {
+    return this.#a.length;
+  }
+
+  peek(): T {
+    return this.#a[0]!;
+  }
+
+  push(x: T): void {
+    const a = this.#a;
+    a.push(x);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.before(a[i]!, a[p]!)) break;
+      [a[i], a[p]] = [a[p]!, a[i]!];
+      i = p;
+    }
+  }
+
+  pop(): T {
+    const a = this.#a;
+    const top = a[0]!;
+    const last = a.pop()!;
+    if (a.length > 0) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && this.before(a[l]!, a[m]!)) m = l;
+        if (r < a.length && this.before(a[r]!, a[m]!)) m = r;
+        if (m === i) break;
+        [a[i], a[m]] = [a[m]!, a[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}

@@ -13,9 +13,16 @@
  * - `endCapture(s)` returns one `ComputeGraph` with every stream's nodes and ends the session.
  *
  * Every call checks its input first and throws before changing anything.
+ *
+ * `new StreamCapture({ semantics: 'cuda' })` follows what the CUDA driver does instead, where the
+ * two differ (docs/conformance.md lists each difference and the conformance suite checks it on a
+ * real GPU): streams join the capture by waiting on an event recorded in it, an event stands for
+ * its stream's whole dependency set (the newest node and the waits parked since), recording on a
+ * stream outside the capture makes an "external" event, and `endCapture` refuses unjoined work
+ * and a stream that is not the origin.
  */
 import { GraphError } from '../errors/graph-error.js';
-import { isU32, requireBoolean, requireInt, requireName, requireOptions, requireSize, requireU32 } from '../util/validate.js';
+import { isU32, requireBoolean, requireInt, requireName, requireOneOf, requireOptions, requireSize, requireU32 } from '../util/validate.js';
 import { CaptureStatus } from './capture-status.js';
 import { GraphErrorCode } from './error-codes.js';
 import { GraphStore } from './graph-store.js';
@@ -28,12 +35,27 @@ const NONE = 0;
 const ACTIVE = 1;
 const INVALIDATED = 2;
 const STATUS_NAMES = [CaptureStatus.None, CaptureStatus.Active, CaptureStatus.Invalidated] as const;
+/** Marks an event recorded outside the capture (CUDA semantics). */
+const EXTERNAL = 'external';
+
+/** The capture rules a `StreamCapture` follows. */
+export type CaptureSemantics = 'seed' | 'cuda';
+
+/** Options of `new StreamCapture`. */
+export interface StreamCaptureOptions {
+  /**
+   * `'seed'` (default): the upstream model's rules, exactly. `'cuda'`: what real CUDA stream
+   * capture does where the two differ (see the class comment and docs/conformance.md).
+   */
+  readonly semantics?: CaptureSemantics;
+}
 
 /** Options of `StreamCapture.endCapture`. */
 export interface EndCaptureOptions {
   /**
    * Refuse to end while another stream has work not joined back into the ending stream, as real
-   * CUDA does (`CUDA_ERROR_STREAM_CAPTURE_UNJOINED`, 904). Default false: the seed's behaviour.
+   * CUDA does (`CUDA_ERROR_STREAM_CAPTURE_UNJOINED`, 904). Default false (the seed's behaviour),
+   * true under `semantics: 'cuda'`.
    */
   readonly requireJoined?: boolean;
 }
@@ -66,11 +88,30 @@ export class StreamCapture {
   #status: number[] = [];
   #head: number[] = [];
   #parked: number[][] = [];
-  /** Event → the node it stands for. */
+  /** Event → the node it stands for (seed semantics). */
   #events = new Map<number, number>();
+  /** True under `semantics: 'cuda'`. */
+  readonly #cuda: boolean;
+  /** CUDA semantics: event → the dependency set it captured, or EXTERNAL (recorded outside the capture). */
+  #eventSets = new Map<number, readonly number[] | typeof EXTERNAL>();
+  /** CUDA semantics: the slot of the stream the capture began on (−1: none yet). */
+  #origin = -1;
 
-  /** A session with no stream capturing. */
-  constructor() {}
+  /**
+   * A session with no stream capturing.
+   * @throws InvalidArgumentError for an unknown option or semantics.
+   */
+  constructor(options?: StreamCaptureOptions) {
+    const OP = 'StreamCapture';
+    const o = requireOptions<StreamCaptureOptions>(OP, options, ['semantics']);
+    const semantics = o.semantics === undefined ? 'seed' : requireOneOf(OP, 'semantics', o.semantics, ['seed', 'cuda'] as const);
+    this.#cuda = semantics === 'cuda';
+  }
+
+  /** The rules this session follows. */
+  get semantics(): CaptureSemantics {
+    return this.#cuda ? 'cuda' : 'seed';
+  }
 
   /**
    * The capture status of `stream`: `None` if never begun.
@@ -108,14 +149,19 @@ export class StreamCapture {
     if (known >= 0 && this.#status[known] === ACTIVE) {
       throw new GraphError('Internal', GraphErrorCode.CaptureAlreadyActive, `${OP}: stream ${s} is already capturing`);
     }
-    const slot = this.#store.streamSlot(s);
-    while (this.#status.length <= slot) {
-      this.#status.push(NONE);
-      this.#head.push(-1);
-      this.#parked.push([]);
+    if (this.#cuda && this.#origin >= 0 && this.#origin !== known) {
+      const origin = this.#store.streamIds[this.#origin]!;
+      throw new GraphError(
+        'Internal',
+        GraphErrorCode.CaptureAlreadyActive,
+        `${OP}: this session's capture began on stream ${origin}; under CUDA semantics other streams join it ` +
+          `by waiting on an event recorded in it (waitEvent), not by beginCapture`,
+      );
     }
+    const slot = this.#slot(s);
     this.#status[slot] = ACTIVE;
     this.#activeCount++;
+    if (this.#cuda) this.#origin = slot;
   }
 
   /**
@@ -208,6 +254,10 @@ export class StreamCapture {
    */
   recordEvent(stream: StreamId, event: CaptureEvent): void {
     const OP = 'StreamCapture.recordEvent';
+    if (this.#cuda) {
+      this.#recordEventCuda(OP, stream, event);
+      return;
+    }
     const slot = this.#active(OP, stream);
     const e = isU32(event) ? event : requireU32(OP, 'event', event);
     const head = this.#head[slot]!;
@@ -222,6 +272,10 @@ export class StreamCapture {
    */
   waitEvent(stream: StreamId, event: CaptureEvent): void {
     const OP = 'StreamCapture.waitEvent';
+    if (this.#cuda) {
+      this.#waitEventCuda(OP, stream, event);
+      return;
+    }
     const slot = this.#active(OP, stream);
     const e = isU32(event) ? event : requireU32(OP, 'event', event);
     const source = this.#events.get(e);
@@ -273,10 +327,19 @@ export class StreamCapture {
     this.#open(OP);
     const s = requireU32(OP, 'stream', stream);
     const o = requireOptions<EndCaptureOptions>(OP, options, ['requireJoined']);
-    const requireJoined = o.requireJoined === undefined ? false : requireBoolean(OP, 'requireJoined', o.requireJoined);
+    const requireJoined = o.requireJoined === undefined ? this.#cuda : requireBoolean(OP, 'requireJoined', o.requireJoined);
     const slot = this.#store.findSlot(s);
     if (slot < 0 || this.#status[slot] === NONE) {
       throw new GraphError('Internal', GraphErrorCode.CaptureNotActive, `${OP}: stream ${s} is not capturing`);
+    }
+    if (this.#cuda && slot !== this.#origin) {
+      const origin = this.#store.streamIds[this.#origin]!;
+      throw new GraphError(
+        'Internal',
+        GraphErrorCode.CaptureUnmatched,
+        `${OP}: stream ${s} joined the capture that began on stream ${origin}; end it on stream ${origin} ` +
+          '(CUDA would fail with CUDA_ERROR_STREAM_CAPTURE_UNMATCHED)',
+      );
     }
     if (this.#poisonedBy !== null) {
       const where = this.#status[slot] === INVALIDATED ? `stream ${s} was invalidated` : `the capture was invalidated on stream ${this.#poisonedBy}`;
@@ -305,6 +368,7 @@ export class StreamCapture {
     // The session is over: drop its bookkeeping so the graph is all that stays alive.
     this.#store = new GraphStore();
     this.#events.clear();
+    this.#eventSets.clear();
     this.#parked = [];
     this.#head = [];
     return graphFromStore(store);
@@ -345,6 +409,84 @@ export class StreamCapture {
     throw new GraphError('Internal', GraphErrorCode.CaptureNotActive, `${op}: stream ${stream} is not capturing (call beginCapture first)`);
   }
 
+  /** The slot of stream `s`, registering it (status None, no head, nothing parked) if new. */
+  #slot(s: number): number {
+    const slot = this.#store.streamSlot(s);
+    while (this.#status.length <= slot) {
+      this.#status.push(NONE);
+      this.#head.push(-1);
+      this.#parked.push([]);
+    }
+    return slot;
+  }
+
+  /** A stream's dependency set under CUDA semantics: its newest node and the waits parked since. */
+  #dependencySet(slot: number): number[] {
+    const head = this.#head[slot]!;
+    const set = [...this.#parked[slot]!];
+    if (head >= 0 && !set.includes(head)) set.unshift(head);
+    return set;
+  }
+
+  /**
+   * CUDA's `cuEventRecord`: on a capturing stream the event captures the stream's whole
+   * dependency set (possibly empty, replacing any earlier meaning); on a stream outside the capture
+   * it is an ordinary record, so the event becomes external to the capture.
+   */
+  #recordEventCuda(op: string, stream: unknown, event: unknown): void {
+    this.#open(op);
+    const s = isU32(stream) ? stream : requireU32(op, 'stream', stream);
+    const e = isU32(event) ? event : requireU32(op, 'event', event);
+    const slot = this.#store.findSlot(s);
+    const status = slot < 0 ? NONE : this.#status[slot]!;
+    if (status === NONE) {
+      this.#eventSets.set(e, EXTERNAL);
+      return;
+    }
+    const active = this.#active(op, s);
+    this.#eventSets.set(e, this.#dependencySet(active));
+  }
+
+  /**
+   * CUDA's `cuStreamWaitEvent`: a captured event adds its set to the stream's dependencies, and a
+   * stream outside the capture joins it with that set; an event never recorded is complete, so
+   * waiting on it does nothing; a capturing stream waiting on an event recorded outside the capture
+   * crosses the capture boundary: the capture is invalidated and the call fails.
+   */
+  #waitEventCuda(op: string, stream: unknown, event: unknown): void {
+    this.#open(op);
+    const s = isU32(stream) ? stream : requireU32(op, 'stream', stream);
+    const e = isU32(event) ? event : requireU32(op, 'event', event);
+    const known = this.#store.findSlot(s);
+    const status = known < 0 ? NONE : this.#status[known]!;
+    const set = this.#eventSets.get(e);
+    if (status === NONE) {
+      // Outside the capture a wait is ordinary work, except on an event captured here: then the
+      // stream joins the capture, depending on what the event captured.
+      if (set === undefined || set === EXTERNAL) return;
+      const slot = this.#slot(s);
+      this.#status[slot] = ACTIVE;
+      this.#activeCount++;
+      this.#parked[slot] = [...set];
+      return;
+    }
+    const slot = this.#active(op, s);
+    if (set === undefined) return;
+    if (set === EXTERNAL) {
+      this.#status[slot] = INVALIDATED;
+      this.#activeCount--;
+      this.#poisonedBy ??= s;
+      throw new GraphError(
+        'ValidationFailed',
+        GraphErrorCode.CaptureIsolation,
+        `${op}: stream ${s} waited on event ${e}, which was recorded outside the capture; the capture is ` +
+          'invalidated (CUDA fails with CUDA_ERROR_STREAM_CAPTURE_ISOLATION)',
+      );
+    }
+    const parked = this.#parked[slot]!;
+    for (const p of set) if (!parked.includes(p)) parked.push(p);
+  }
+
   /** Wires a just-appended node: parked waits first, then the same-stream edge; it becomes the head. */
   #wire(slot: number, id: number): void {
     const store = this.#store;
@@ -362,11 +504,22 @@ export class StreamCapture {
   }
 
   #unjoined(origin: number): StreamId[] {
+    if (this.#cuda) return this.#unjoinedCuda(origin);
     const store = this.#store;
-    // Mark every ancestor (inclusive) of origin's frontier: its head and its parked waits.
+    // Every ancestor (inclusive) of origin's frontier: its head and its parked waits.
+    const seen = this.#ancestors(this.#dependencySet(origin));
+    const out: StreamId[] = [];
+    for (let slot = 0; slot < this.#head.length; slot++) {
+      const h = this.#head[slot]!;
+      if (slot !== origin && h >= 0 && !seen[h]) out.push(store.streamIds[slot]! as StreamId);
+    }
+    return out.sort((a, b) => a - b);
+  }
+  /** Marks `frontier` and every ancestor of it (a DFS over the in-edges). */
+  #ancestors(frontier: number[]): Uint8Array {
+    const store = this.#store;
     const seen = new Uint8Array(store.n);
-    const stack: number[] = [...this.#parked[origin]!];
-    if (this.#head[origin]! >= 0) stack.push(this.#head[origin]!);
+    const stack = frontier;
     for (const v of stack) seen[v] = 1;
     while (stack.length > 0) {
       const v = stack.pop()!;
@@ -378,10 +531,20 @@ export class StreamCapture {
         }
       }
     }
+    return seen;
+  }
+
+  /**
+   * CUDA's rule at `cuStreamEndCapture`: every node of every other capturing stream's dependency
+   * set (newest node and parked waits) must reach the origin's dependency set.
+   */
+  #unjoinedCuda(origin: number): StreamId[] {
+    const store = this.#store;
+    const seen = this.#ancestors(this.#dependencySet(origin));
     const out: StreamId[] = [];
-    for (let slot = 0; slot < this.#head.length; slot++) {
-      const h = this.#head[slot]!;
-      if (slot !== origin && h >= 0 && !seen[h]) out.push(store.streamIds[slot]! as StreamId);
+    for (let slot = 0; slot < this.#status.length; slot++) {
+      if (slot === origin || this.#status[slot] === NONE) continue;
+      if (this.#dependencySet(slot).some((v) => !seen[v])) out.push(store.streamIds[slot]! as StreamId);
     }
     return out.sort((a, b) => a - b);
   }

@@ -95,10 +95,26 @@ test('the versioned ABIs the issue names are the ones bound', () => {
     'cuMemPoolDestroy',
     'cuMemPoolTrimTo',
     'cuMemPoolGetAttribute',
+    'cuGraphAddKernelNode_v2',
+    'cuGraphAddDependencies_v2',
+    'cuGraphAddMemcpyNode',
+    'cuGraphAddMemsetNode',
+    'cuGraphAddHostNode',
+    'cuGraphAddEmptyNode',
+    'cuGraphHostNodeGetParams',
   ]) {
     assert.ok(s in DRIVER_PROTOTYPES, s);
   }
-  for (const legacy of ['cuStreamBeginCapture', 'cuGraphGetEdges', 'cuMemAlloc', 'cuGraphExecUpdate', 'cuGraphInstantiate', 'cuGraphExecKernelNodeSetParams']) {
+  for (const legacy of [
+    'cuStreamBeginCapture',
+    'cuGraphGetEdges',
+    'cuMemAlloc',
+    'cuGraphExecUpdate',
+    'cuGraphInstantiate',
+    'cuGraphAddKernelNode',
+    'cuGraphAddDependencies',
+    'cuGraphExecKernelNodeSetParams',
+  ]) {
     assert.ok(!(legacy in DRIVER_PROTOTYPES), `${legacy} is the legacy ABI and must not be bound`);
   }
 });
@@ -108,6 +124,8 @@ const gcc = spawnSync('gcc', ['--version']).status === 0;
 test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc && 'gcc is absent') }, () => {
   const structs: Array<[string, Record<string, number>]> = [
     ['CUDA_KERNEL_NODE_PARAMS', L.KERNEL_NODE_PARAMS],
+    // The lowering writes the versioned struct cuGraphAddKernelNode_v2 takes.
+    ['CUDA_KERNEL_NODE_PARAMS_v2', L.KERNEL_NODE_PARAMS],
     ['CUDA_MEMSET_NODE_PARAMS', L.MEMSET_NODE_PARAMS],
     ['CUDA_MEMCPY3D', L.MEMCPY3D],
     ['CUgraphExecUpdateResultInfo', L.EXEC_UPDATE_RESULT_INFO],
@@ -115,6 +133,7 @@ test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc &
     ['CUgraphEdgeData', L.GRAPH_EDGE_DATA],
     ['CUmemPoolProps', L.MEM_POOL_PROPS],
     ['CUmemLocation', L.MEM_LOCATION],
+    ['CUDA_HOST_NODE_PARAMS', L.HOST_NODE_PARAMS],
   ];
   const lines = ['#include <cuda.h>', '#include <stdio.h>', '#include <stddef.h>', 'int main(void) {'];
   for (const [t, fields] of structs) {
@@ -140,6 +159,10 @@ test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc &
     ['CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED', L.CU_GRAPH_EXEC_UPDATE_RESULT.indexOf('CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED')],
     ['CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED', L.CUDA_GRAPH_INSTANTIATE_RESULT.indexOf('CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED')],
     ['CU_MEMORYTYPE_UNIFIED', L.CU_MEMORYTYPE.UNIFIED],
+    ['CU_MEMORYTYPE_HOST', L.CU_MEMORYTYPE.HOST],
+    ['CU_MEMORYTYPE_DEVICE', L.CU_MEMORYTYPE.DEVICE],
+    ['CU_GRAPH_NODE_TYPE_HOST', L.CU_GRAPH_NODE_TYPE.indexOf('host')],
+    ['CU_GRAPH_NODE_TYPE_EMPTY', L.CU_GRAPH_NODE_TYPE.indexOf('empty')],
     ['CU_STREAM_NON_BLOCKING', L.CU.STREAM_NON_BLOCKING],
     ['CU_EVENT_DISABLE_TIMING', L.CU.EVENT_DISABLE_TIMING],
     ['CU_MEMHOSTREGISTER_PORTABLE', L.CU.MEMHOSTREGISTER_PORTABLE],

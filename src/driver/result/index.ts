@@ -14,3 +14,4 @@ export * as module from './module.js';
 export * as launch from './launch.js';
 export * as graph from './graph.js';
 export * as nvrtc from './nvrtc.js';
+export * as graphBuild from './graph-build.js';

@@ -1,0 +1,424 @@
+/**
+ * `GraphBuilder`: a fluent way to write a `ComputeGraph` by hand, with named buffers. Each node
+ * says which buffers it reads and writes, and the builder adds the data-flow edges a sequential
+ * program would need (read after write, write after read, write after write), so independent work
+ * stays parallel. `dep`, `chain`, `fanIn` and `fanOut` add edges by hand. `build()` returns the
+ * graph and the node bindings (kernel arguments, copy and fill buffers, host callbacks) that
+ * `lowerGraph` needs to run it on a GPU.
+ *
+ * Unlike the upstream builder, which adds an edge from every writer to every reader of a buffer
+ * (a cycle as soon as a buffer is written twice), edges follow the order nodes were added: a
+ * reader depends on the last writer before it, a writer on the last writer and the readers since.
+ */
+import { InvalidArgumentError } from '../errors/base.js';
+import { GraphError } from '../errors/graph-error.js';
+import { describe, requireBoolean, requireInt, requireName, requireNonNegativeFinite, requireOptions, requireSize, requireU32 } from '../util/validate.js';
+import { ComputeGraph } from './compute-graph.js';
+import { GraphErrorCode } from './error-codes.js';
+import type { MemcpyDir } from './memcpy-dir.js';
+import type { DimInput, NodeSpec, NodeSpecBase } from './node.js';
+import type { NodeId, StreamId } from './ids.js';
+
+/** A named buffer of a builder: device memory, or host memory (bound to pinned memory when lowered). */
+export interface BufferRef {
+  readonly kind: 'buffer';
+  readonly name: string;
+  readonly sizeBytes: number;
+  /** True for host memory (`hostBuffer`). */
+  readonly host: boolean;
+}
+
+/** The C type of a scalar kernel argument. */
+export type ScalarType = 'i32' | 'u32' | 'i64' | 'u64' | 'f32' | 'f64';
+
+/** A scalar kernel argument with its C type (`b.f32(2)`, `b.i32(n)`). */
+export interface ScalarArg {
+  readonly kind: 'scalar';
+  readonly type: ScalarType;
+  readonly value: number | bigint;
+}
+
+/** A kernel argument in a builder: a buffer (its address) or a typed scalar. */
+export type ArgSpec = BufferRef | ScalarArg;
+
+/** What a node needs to run, besides its `ComputeGraph` record. */
+export type NodeBinding =
+  | { readonly kind: 'kernel'; readonly args: readonly ArgSpec[] }
+  | { readonly kind: 'memcpy'; readonly src: BufferRef; readonly dst: BufferRef; readonly srcOffset: number; readonly dstOffset: number }
+  | { readonly kind: 'memset'; readonly dst: BufferRef; readonly offset: number }
+  | { readonly kind: 'hostCallback'; readonly fn: (() => void) | null }
+  | { readonly kind: 'empty' };
+
+/** What `build()` returns. */
+export interface BuiltGraph {
+  readonly graph: ComputeGraph;
+  /** Node id → what it runs with; `lowerGraph(graph, { nodes: bindings, … })` takes it. */
+  readonly bindings: ReadonlyMap<NodeId, NodeBinding>;
+  /** The buffers declared, in order. */
+  readonly buffers: readonly BufferRef[];
+}
+
+/** Fields every node method takes. */
+export interface NodeOptions {
+  /** Display name (defaults: the function name, the label, or a description of the copy or fill). */
+  readonly name?: string;
+  readonly stream?: StreamId;
+  /** Cost for scheduling figures (default 1). */
+  readonly cost?: number;
+}
+
+/** Options of `kernel`. */
+export interface KernelNodeOptions extends NodeOptions {
+  readonly grid: DimInput;
+  readonly block: DimInput;
+  readonly sharedMem?: number;
+  /** In order: buffers (their addresses) and typed scalars. */
+  readonly args?: readonly ArgSpec[];
+  /** Buffers the kernel reads. When neither `reads` nor `writes` is given, every buffer argument counts as read and written. */
+  readonly reads?: readonly BufferRef[];
+  /** Buffers the kernel writes. */
+  readonly writes?: readonly BufferRef[];
+}
+
+/** Options of `memcpy`. */
+export interface MemcpyNodeOptions extends NodeOptions {
+  readonly src: BufferRef;
+  readonly dst: BufferRef;
+  /** Default: all that fits from the offsets. */
+  readonly sizeBytes?: number;
+  readonly srcOffset?: number;
+  readonly dstOffset?: number;
+}
+
+/** Options of `memset`. */
+export interface MemsetNodeOptions extends NodeOptions {
+  /** 1, 2 or 4 (default 1). */
+  readonly elementSize?: 1 | 2 | 4;
+  /** Default: the rest of the buffer from `offset`. */
+  readonly sizeBytes?: number;
+  readonly offset?: number;
+}
+
+/** Options of `host`. */
+export interface HostNodeOptions extends NodeOptions {
+  /** Buffers (typically host buffers) the callback reads. */
+  readonly reads?: readonly BufferRef[];
+  /** Buffers the callback writes (e.g. the host buffer a later upload copies). */
+  readonly writes?: readonly BufferRef[];
+}
+
+/** Options of `new GraphBuilder`. */
+export interface GraphBuilderOptions {
+  /** Add the data-flow edges from reads and writes (default true). */
+  readonly inferEdges?: boolean;
+}
+
+const NODE_KEYS = ['name', 'stream', 'cost'];
+
+/**
+ * Builds a `ComputeGraph` with named buffers.
+ *
+ * @example
+ * const b = new GraphBuilder();
+ * const hx = b.hostBuffer('hx', 4 * n), x = b.buffer('x', 4 * n), y = b.buffer('y', 4 * n);
+ * const up = b.memcpy({ src: hx, dst: x, name: 'upload' });
+ * b.kernel('scale', { grid: 4, block: 256, args: [x, b.f32(2), b.i32(n)], reads: [x], writes: [x] });
+ * b.kernel('square', { grid: 4, block: 256, args: [x, y, b.i32(n)], reads: [x], writes: [y] });
+ * const { graph, bindings } = b.build();   // upload → scale → square, from the buffers alone
+ */
+export class GraphBuilder {
+  readonly #graph = new ComputeGraph();
+  readonly #bindings = new Map<NodeId, NodeBinding>();
+  readonly #buffers = new Map<string, BufferRef>();
+  readonly #infer: boolean;
+  // Per buffer: the last node that wrote it, and the nodes that read it since.
+  readonly #lastWriter = new Map<string, number>();
+  readonly #readers = new Map<string, number[]>();
+  #built = false;
+
+  /** @throws InvalidArgumentError for bad options. */
+  constructor(options?: GraphBuilderOptions) {
+    const o = requireOptions<GraphBuilderOptions>('GraphBuilder', options, ['inferEdges']);
+    this.#infer = o.inferEdges === undefined ? true : requireBoolean('GraphBuilder', 'inferEdges', o.inferEdges);
+  }
+
+  /** Declares device memory of `sizeBytes` bytes. @throws InvalidArgumentError for a used name or a bad size. */
+  buffer(name: string, sizeBytes: number): BufferRef {
+    return this.#declare('GraphBuilder.buffer', name, sizeBytes, false);
+  }
+
+  /** Declares host memory (bound to a `PinnedHostBuffer` when lowered), for uploads and downloads. */
+  hostBuffer(name: string, sizeBytes: number): BufferRef {
+    return this.#declare('GraphBuilder.hostBuffer', name, sizeBytes, true);
+  }
+
+  /** A C `int` argument. */
+  i32(value: number): ScalarArg {
+    return { kind: 'scalar', type: 'i32', value: requireInt('GraphBuilder.i32', 'value', value, -(2 ** 31), 2 ** 31 - 1) };
+  }
+  /** A C `unsigned int` argument. */
+  u32(value: number): ScalarArg {
+    return { kind: 'scalar', type: 'u32', value: requireU32('GraphBuilder.u32', 'value', value) };
+  }
+  /** A C `long long` argument (a safe integer or a bigint in range). */
+  i64(value: number | bigint): ScalarArg {
+    return { kind: 'scalar', type: 'i64', value: bigArg('GraphBuilder.i64', value, -(2n ** 63n), 2n ** 63n - 1n) };
+  }
+  /** A C `unsigned long long` argument. */
+  u64(value: number | bigint): ScalarArg {
+    return { kind: 'scalar', type: 'u64', value: bigArg('GraphBuilder.u64', value, 0n, 2n ** 64n - 1n) };
+  }
+  /** A C `float` argument. */
+  f32(value: number): ScalarArg {
+    return { kind: 'scalar', type: 'f32', value: requireNumber('GraphBuilder.f32', value) };
+  }
+  /** A C `double` argument. */
+  f64(value: number): ScalarArg {
+    return { kind: 'scalar', type: 'f64', value: requireNumber('GraphBuilder.f64', value) };
+  }
+
+  /**
+   * A kernel launch of `functionName` (resolved by name from the modules given to `lowerGraph`).
+   * @throws InvalidArgumentError for bad launch limits (CUDA's), arguments or buffers.
+   */
+  kernel(functionName: string, options: KernelNodeOptions): NodeId {
+    const OP = 'GraphBuilder.kernel';
+    this.#open(OP);
+    const o = requireOptions<KernelNodeOptions>(OP, options, [...NODE_KEYS, 'grid', 'block', 'sharedMem', 'args', 'reads', 'writes']);
+    if (options === undefined) throw new InvalidArgumentError(OP, 'options', 'options { grid, block, … } are required');
+    const args = (o.args ?? []) as unknown[];
+    if (!Array.isArray(args)) throw new InvalidArgumentError(OP, 'args', `args must be an array, got ${describe(o.args)}`);
+    args.forEach((a, i) => this.#arg(OP, `args[${i}]`, a));
+    const buffers = (args as ArgSpec[]).filter((a): a is BufferRef => a.kind === 'buffer');
+    const explicit = o.reads !== undefined || o.writes !== undefined;
+    const reads = explicit ? this.#refs(OP, 'reads', o.reads) : buffers;
+    const writes = explicit ? this.#refs(OP, 'writes', o.writes) : buffers;
+    const spec: NodeSpec = {
+      kind: 'kernel',
+      functionName,
+      grid: o.grid as DimInput,
+      block: o.block as DimInput,
+      ...(o.sharedMem !== undefined ? { sharedMem: o.sharedMem } : {}),
+      ...common(o),
+    };
+    return this.#add(OP, spec, { kind: 'kernel', args: [...(args as ArgSpec[])] }, reads, writes);
+  }
+
+  /**
+   * A copy from `src` to `dst`; its direction follows from where the buffers live (host → device
+   * is `HostToDevice`, and so on).
+   * @throws InvalidArgumentError for unknown buffers, a host-to-host copy, or a range outside a buffer.
+   */
+  memcpy(options: MemcpyNodeOptions): NodeId {
+    const OP = 'GraphBuilder.memcpy';
+    this.#open(OP);
+    const o = requireOptions<MemcpyNodeOptions>(OP, options, [...NODE_KEYS, 'src', 'dst', 'sizeBytes', 'srcOffset', 'dstOffset']);
+    const src = this.#ref(OP, 'src', o.src);
+    const dst = this.#ref(OP, 'dst', o.dst);
+    if (src.host && dst.host) throw new InvalidArgumentError(OP, 'dst', 'a copy between two host buffers is not GPU work');
+    const srcOffset = o.srcOffset === undefined ? 0 : requireSize(OP, 'srcOffset', o.srcOffset);
+    const dstOffset = o.dstOffset === undefined ? 0 : requireSize(OP, 'dstOffset', o.dstOffset);
+    const size =
+      o.sizeBytes === undefined ? Math.min(src.sizeBytes - srcOffset, dst.sizeBytes - dstOffset) : requireSize(OP, 'sizeBytes', o.sizeBytes);
+    fits(OP, 'srcOffset', src, srcOffset, size);
+    fits(OP, 'dstOffset', dst, dstOffset, size);
+    const dir: MemcpyDir = src.host ? 'HostToDevice' : dst.host ? 'DeviceToHost' : 'DeviceToDevice';
+    const spec: NodeSpec = { kind: 'memcpy', dir, sizeBytes: size, name: o.name ?? `${src.name} → ${dst.name}`, ...common(o, false) };
+    return this.#add(OP, spec, { kind: 'memcpy', src, dst, srcOffset, dstOffset }, [src], [dst]);
+  }
+
+  /**
+   * A fill of device buffer `dst` with `value` (`elementSize`-byte elements).
+   * @throws InvalidArgumentError for a host buffer, a value that does not fit, or a bad range.
+   */
+  memset(dst: BufferRef, value: number, options?: MemsetNodeOptions): NodeId {
+    const OP = 'GraphBuilder.memset';
+    this.#open(OP);
+    const d = this.#ref(OP, 'dst', dst);
+    if (d.host) throw new InvalidArgumentError(OP, 'dst', `dst must be a device buffer; '${d.name}' is host memory`);
+    const o = requireOptions<MemsetNodeOptions>(OP, options, [...NODE_KEYS, 'elementSize', 'sizeBytes', 'offset']);
+    const offset = o.offset === undefined ? 0 : requireSize(OP, 'offset', o.offset);
+    const size = o.sizeBytes === undefined ? d.sizeBytes - offset : requireSize(OP, 'sizeBytes', o.sizeBytes);
+    fits(OP, 'offset', d, offset, size);
+    const spec: NodeSpec = {
+      kind: 'memset',
+      sizeBytes: size,
+      value,
+      ...(o.elementSize !== undefined ? { elementSize: o.elementSize } : {}),
+      name: o.name ?? `fill ${d.name}`,
+      ...common(o, false),
+    };
+    return this.#add(OP, spec, { kind: 'memset', dst: d, offset }, [], [d]);
+  }
+
+  /**
+   * A host callback labelled `label`; `fn` is what it runs (or bind it when lowering, by label).
+   * @throws InvalidArgumentError for an empty label or a non-function.
+   */
+  host(label: string, fn?: () => void, options?: HostNodeOptions): NodeId {
+    const OP = 'GraphBuilder.host';
+    this.#open(OP);
+    if (fn !== undefined && typeof fn !== 'function') throw new InvalidArgumentError(OP, 'fn', `fn must be a function, got ${describe(fn)}`);
+    const o = requireOptions<HostNodeOptions>(OP, options, [...NODE_KEYS, 'reads', 'writes']);
+    const reads = this.#refs(OP, 'reads', o.reads);
+    const writes = this.#refs(OP, 'writes', o.writes);
+    return this.#add(OP, { kind: 'hostCallback', label, ...common(o) }, { kind: 'hostCallback', fn: fn ?? null }, reads, writes);
+  }
+
+  /** An empty node: no work, a join point for `fanIn`/`fanOut`. */
+  empty(name?: string, options?: NodeOptions): NodeId {
+    const OP = 'GraphBuilder.empty';
+    this.#open(OP);
+    const o = requireOptions<NodeOptions>(OP, options, NODE_KEYS);
+    const spec: NodeSpec = { kind: 'empty', ...(name !== undefined ? { name } : {}), ...common(o, false) };
+    return this.#add(OP, spec, { kind: 'empty' }, [], []);
+  }
+
+  /**
+   * `to` runs after `from`. Unlike the upstream builder (which drops a bad edge silently), a cycle
+   * or an unknown node throws.
+   * @throws GraphError `CycleDetected` or `NodeNotFound`.
+   */
+  dep(from: NodeId, to: NodeId): this {
+    this.#open('GraphBuilder.dep');
+    this.#graph.addEdge(from, to);
+    return this;
+  }
+
+  /** Each node runs after the one before it. */
+  chain(nodes: readonly NodeId[]): this {
+    this.#open('GraphBuilder.chain');
+    this.#list('GraphBuilder.chain', 'nodes', nodes);
+    for (let i = 1; i < nodes.length; i++) this.#graph.addEdge(nodes[i - 1]!, nodes[i]!);
+    return this;
+  }
+
+  /** `join` runs after every node of `preds`. */
+  fanIn(preds: readonly NodeId[], join: NodeId): this {
+    this.#open('GraphBuilder.fanIn');
+    this.#list('GraphBuilder.fanIn', 'preds', preds);
+    for (const p of preds) this.#graph.addEdge(p, join);
+    return this;
+  }
+
+  /** Every node of `succs` runs after `fork`. */
+  fanOut(fork: NodeId, succs: readonly NodeId[]): this {
+    this.#open('GraphBuilder.fanOut');
+    this.#list('GraphBuilder.fanOut', 'succs', succs);
+    for (const s of succs) this.#graph.addEdge(fork, s);
+    return this;
+  }
+
+  /** The graph, its node bindings and its buffers. The builder is finished afterwards. */
+  build(): BuiltGraph {
+    this.#open('GraphBuilder.build');
+    this.#built = true;
+    return { graph: this.#graph, bindings: this.#bindings, buffers: [...this.#buffers.values()] };
+  }
+
+  // ── internals ─────────────────────────────────────────────────────────────────────────────
+
+  #open(op: string): void {
+    if (this.#built) throw new GraphError('Internal', GraphErrorCode.BuilderBuilt, `${op}: build() was called; start a new GraphBuilder`);
+  }
+
+  #declare(op: string, name: string, sizeBytes: number, host: boolean): BufferRef {
+    this.#open(op);
+    requireName(op, 'name', name);
+    requireInt(op, 'sizeBytes', sizeBytes, 1, Number.MAX_SAFE_INTEGER);
+    if (this.#buffers.has(name)) throw new InvalidArgumentError(op, 'name', `a buffer named '${name}' already exists`);
+    const ref: BufferRef = Object.freeze({ kind: 'buffer', name, sizeBytes, host });
+    this.#buffers.set(name, ref);
+    return ref;
+  }
+
+  #ref(op: string, name: string, value: unknown): BufferRef {
+    const ref = value as BufferRef;
+    if (typeof value !== 'object' || value === null || ref.kind !== 'buffer' || this.#buffers.get(ref.name) !== ref) {
+      throw new InvalidArgumentError(op, name, `${name} must be a buffer declared on this builder, got ${describe(value)}`);
+    }
+    return ref;
+  }
+
+  #refs(op: string, name: string, value: unknown): BufferRef[] {
+    if (value === undefined) return [];
+    if (!Array.isArray(value)) throw new InvalidArgumentError(op, name, `${name} must be an array of buffers, got ${describe(value)}`);
+    return value.map((v, i) => this.#ref(op, `${name}[${i}]`, v));
+  }
+
+  #arg(op: string, name: string, a: unknown): void {
+    if (typeof a === 'object' && a !== null && (a as ScalarArg).kind === 'scalar') return;
+    this.#ref(op, name, a);
+  }
+
+  #list(op: string, name: string, ids: unknown): void {
+    if (!Array.isArray(ids)) throw new InvalidArgumentError(op, name, `${name} must be an array of node ids, got ${describe(ids)}`);
+  }
+
+  /** Adds the node (checked by `addNode`), its binding, and the data-flow edges into it. */
+  #add(op: string, spec: NodeSpec, binding: NodeBinding, reads: readonly BufferRef[], writes: readonly BufferRef[]): NodeId {
+    let id: NodeId;
+    try {
+      id = this.#graph.addNode(spec);
+    } catch (e) {
+      if (e instanceof InvalidArgumentError) {
+        const field = e.parameter.replace(/^spec\./, '');
+        throw new InvalidArgumentError(op, field, e.message.slice(e.operation.length + 2).replace(/^spec\./, ''));
+      }
+      throw e;
+    }
+    this.#bindings.set(id, binding);
+    if (this.#infer) this.#flow(id, reads, writes);
+    return id;
+  }
+
+  #flow(id: number, reads: readonly BufferRef[], writes: readonly BufferRef[]): void {
+    const g = this.#graph;
+    const edge = (from: number | undefined): void => {
+      if (from !== undefined && from !== id) g.addEdge(from as NodeId, id as NodeId);
+    };
+    for (const r of reads) edge(this.#lastWriter.get(r.name));
+    for (const w of writes) {
+      edge(this.#lastWriter.get(w.name));
+      for (const r of this.#readers.get(w.name) ?? []) edge(r);
+    }
+    for (const r of reads) {
+      if (writes.includes(r)) continue;
+      const list = this.#readers.get(r.name);
+      if (list === undefined) this.#readers.set(r.name, [id]);
+      else list.push(id);
+    }
+    for (const w of writes) {
+      this.#lastWriter.set(w.name, id);
+      this.#readers.set(w.name, []);
+    }
+  }
+}
+
+function common(o: NodeOptions, withName = true): NodeSpecBase {
+  return {
+    ...(withName && o.name !== undefined ? { name: o.name } : {}),
+    ...(o.stream !== undefined ? { stream: o.stream } : {}),
+    ...(o.cost !== undefined ? { cost: requireNonNegativeFinite('GraphBuilder', 'cost', o.cost) } : {}),
+  };
+}
+
+function fits(op: string, name: string, b: BufferRef, offset: number, size: number): void {
+  if (offset + size > b.sizeBytes) {
+    throw new InvalidArgumentError(op, name, `${size} bytes at offset ${offset} do not fit in buffer '${b.name}' (${b.sizeBytes} bytes)`);
+  }
+}
+
+function requireNumber(op: string, value: unknown): number {
+  if (typeof value !== 'number') throw new InvalidArgumentError(op, 'value', `value must be a number, got ${describe(value)}`);
+  return value;
+}
+
+function bigArg(op: string, value: unknown, min: bigint, max: bigint): bigint {
+  let v: bigint;
+  if (typeof value === 'bigint') v = value;
+  else if (typeof value === 'number' && Number.isSafeInteger(value)) v = BigInt(value);
+  else throw new InvalidArgumentError(op, 'value', `value must be a safe integer or a bigint, got ${describe(value)}`);
+  if (v < min || v > max) throw new InvalidArgumentError(op, 'value', `value ${v} is out of range ${min}..${max}`);
+  return v;
+}

@@ -1,0 +1,139 @@
+/** GraphBuilder: nodes, named buffers, data-flow edges, dep/chain/fanIn/fanOut, bindings, refusals. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { GraphBuilder, GraphError, InvalidArgumentError, NodeId, type BufferRef } from '../../src/index.js';
+
+test('the pipeline: upload → two kernels in parallel → join kernel → download, edges from the buffers alone', () => {
+  const b = new GraphBuilder();
+  const n = 1024;
+  const hin = b.hostBuffer('in', 4 * n);
+  const hout = b.hostBuffer('out', 4 * n);
+  const x = b.buffer('x', 4 * n);
+  const y1 = b.buffer('y1', 4 * n);
+  const y2 = b.buffer('y2', 4 * n);
+  const z = b.buffer('z', 4 * n);
+  const up = b.memcpy({ src: hin, dst: x, name: 'upload' });
+  const k1 = b.kernel('scale', { grid: 4, block: 256, args: [x, y1, b.f32(2), b.i32(n)], reads: [x], writes: [y1] });
+  const k2 = b.kernel('offset', { grid: 4, block: 256, args: [x, y2, b.f32(1), b.i32(n)], reads: [x], writes: [y2] });
+  const j = b.kernel('add', { grid: 4, block: 256, args: [y1, y2, z, b.i32(n)], reads: [y1, y2], writes: [z] });
+  const down = b.memcpy({ src: z, dst: hout, name: 'download' });
+  const { graph, bindings, buffers } = b.build();
+  assert.deepEqual(graph.edges(), [
+    [up, k1],
+    [up, k2],
+    [k1, j],
+    [k2, j],
+    [j, down],
+  ]);
+  assert.equal(graph.node(up).kind === 'memcpy' && graph.node(up).name, 'upload');
+  const upNode = graph.node(up);
+  assert.ok(upNode.kind === 'memcpy' && upNode.dir === 'HostToDevice' && upNode.sizeBytes === 4 * n);
+  const downNode = graph.node(down);
+  assert.ok(downNode.kind === 'memcpy' && downNode.dir === 'DeviceToHost');
+  assert.deepEqual(bindings.get(k1), { kind: 'kernel', args: [x, y1, { kind: 'scalar', type: 'f32', value: 2 }, { kind: 'scalar', type: 'i32', value: n }] });
+  assert.deepEqual(bindings.get(up), { kind: 'memcpy', src: hin, dst: x, srcOffset: 0, dstOffset: 0 });
+  assert.deepEqual(buffers.map((r) => r.name), ['in', 'out', 'x', 'y1', 'y2', 'z']);
+  assert.deepEqual(graph.levels(), [[up], [k1, k2], [j], [down]]);
+});
+
+test('hazards: read after write, write after read, write after write; without reads/writes every buffer argument is both', () => {
+  const b = new GraphBuilder();
+  const a = b.buffer('a', 64);
+  const c = b.buffer('c', 64);
+  const w1 = b.memset(a, 1); // writes a
+  const r1 = b.kernel('read_a', { grid: 1, block: 32, args: [a, c], reads: [a], writes: [c] }); // RAW on a
+  const r2 = b.kernel('read_a2', { grid: 1, block: 32, args: [a], reads: [a], writes: [] }); // RAW on a, parallel to r1
+  const w2 = b.memset(a, 2); // WAR after r1, r2; WAW after w1
+  const both = b.kernel('rw', { grid: 1, block: 32, args: [c] }); // reads and writes c: after r1 (which wrote c)
+  const { graph } = b.build();
+  assert.ok(graph.hasEdge(w1, r1) && graph.hasEdge(w1, r2));
+  assert.ok(!graph.isReachable(r1, r2) && !graph.isReachable(r2, r1));
+  assert.ok(graph.hasEdge(r1, w2) && graph.hasEdge(r2, w2) && graph.hasEdge(w1, w2));
+  assert.ok(graph.hasEdge(r1, both));
+  assert.ok(!graph.isReachable(w2, both) && !graph.isReachable(both, w2), 'a and c are independent after r1');
+});
+
+test('inferEdges: false adds no edge; dep, chain, fanIn, fanOut add them by hand', () => {
+  const b = new GraphBuilder({ inferEdges: false });
+  const buf = b.buffer('buf', 16);
+  const m1 = b.memset(buf, 1);
+  const m2 = b.memset(buf, 2);
+  const fork = b.empty('fork');
+  const xs = [b.kernel('k', { grid: 1, block: 1 }), b.kernel('k', { grid: 2, block: 1 }), b.kernel('k', { grid: 3, block: 1 })];
+  const join = b.empty('join');
+  const h = b.host('log', () => {});
+  b.chain([m1, m2, fork]).fanOut(fork, xs).fanIn(xs, join).dep(join, h);
+  const { graph, bindings } = b.build();
+  assert.equal(graph.edgeCount(), 2 + 3 + 3 + 1);
+  assert.ok(graph.isReachable(m1, h));
+  assert.equal(graph.node(fork).kind, 'empty');
+  assert.equal(graph.node(fork).name, 'fork');
+  assert.equal(bindings.get(h)?.kind, 'hostCallback');
+});
+
+test('dep refuses a cycle and an unknown node (the upstream builder dropped them silently)', () => {
+  const b = new GraphBuilder();
+  const a = b.empty();
+  const c = b.empty();
+  b.dep(a, c);
+  assert.throws(() => b.dep(c, a), (e: unknown) => e instanceof GraphError && e.kind === 'CycleDetected');
+  assert.throws(() => b.dep(a, NodeId(9)), (e: unknown) => e instanceof GraphError && e.kind === 'NodeNotFound');
+});
+
+test('refusals name the operation and the field, and change nothing', () => {
+  const b = new GraphBuilder();
+  const x = b.buffer('x', 64);
+  const h = b.hostBuffer('h', 64);
+  const other = new GraphBuilder().buffer('x', 64);
+  assert.throws(() => b.buffer('x', 8), /GraphBuilder\.buffer: a buffer named 'x' already exists/);
+  assert.throws(() => b.buffer('y', 0), /GraphBuilder\.buffer: sizeBytes must be an integer in 1\.\./);
+  assert.throws(() => b.kernel('k', { grid: 0, block: 32 }), (e: unknown) => e instanceof InvalidArgumentError && /^GraphBuilder\.kernel: grid must be/.test(e.message));
+  assert.throws(() => b.kernel('k', { grid: 1, block: [32, 64] }), /GraphBuilder\.kernel: block has 32·64·1 = 2048 threads/);
+  assert.throws(() => b.kernel('k', { grid: 1, block: 1, args: [3 as never] }), /args\[0\] must be a buffer declared on this builder/);
+  assert.throws(() => b.kernel('k', { grid: 1, block: 1, args: [other] }), /args\[0\] must be a buffer declared on this builder/);
+  assert.throws(() => b.memcpy({ src: h, dst: h }), /between two host buffers/);
+  assert.throws(() => b.memcpy({ src: x, dst: h, sizeBytes: 65 }), /65 bytes at offset 0 do not fit in buffer 'x'/);
+  assert.throws(() => b.memset(h, 0), /dst must be a device buffer/);
+  assert.throws(() => b.memset(x, 256), /GraphBuilder\.memset: value must be an integer in 0\.\.255/);
+  assert.throws(() => b.memset(x, 0, { elementSize: 4, sizeBytes: 6 }), /multiple of elementSize/);
+  assert.throws(() => b.host(''), /label must be a non-empty string/);
+  assert.throws(() => b.i32(2 ** 31), /GraphBuilder\.i32/);
+  assert.throws(() => b.u64(-1), /out of range/);
+  assert.throws(() => b.kernel('k', { grid: 1, block: 1, bogus: 1 } as never), /unknown option 'bogus'/);
+  const { graph } = b.build();
+  assert.equal(graph.nodeCount(), 0, 'refused calls added nothing');
+  assert.throws(() => b.empty(), (e: unknown) => e instanceof GraphError && e.code === 'BUILDER_BUILT');
+});
+
+test('property: the inferred edges order every conflicting pair exactly as the program order does', () => {
+  // Random programs over 4 buffers: two nodes conflict when one writes a buffer the other uses.
+  const opArb = fc.record({ reads: fc.subarray([0, 1, 2, 3]), writes: fc.subarray([0, 1, 2, 3]) });
+  fc.assert(
+    fc.property(fc.array(opArb, { minLength: 1, maxLength: 40 }), (ops) => {
+      const b = new GraphBuilder();
+      const bufs: BufferRef[] = [0, 1, 2, 3].map((i) => b.buffer(`b${i}`, 16));
+      const ids = ops.map((o, i) =>
+        b.kernel('k', { grid: i + 1, block: 1, reads: o.reads.map((r) => bufs[r]!), writes: o.writes.map((w) => bufs[w]!) }),
+      );
+      const { graph } = b.build();
+      for (let i = 0; i < ops.length; i++) {
+        for (let j = i + 1; j < ops.length; j++) {
+          const a = ops[i]!;
+          const c = ops[j]!;
+          const conflict =
+            a.writes.some((w) => c.reads.includes(w) || c.writes.includes(w)) || c.writes.some((w) => a.reads.includes(w));
+          if (conflict) assert.ok(graph.isReachable(ids[i]!, ids[j]!), `${i} → ${j} conflict must be ordered`);
+          assert.ok(!graph.isReachable(ids[j]!, ids[i]!), 'edges follow program order');
+        }
+      }
+      // No edge without a reason: each edge joins two conflicting nodes.
+      for (const [u, v] of graph.edges()) {
+        const a = ops[u]!;
+        const c = ops[v]!;
+        assert.ok(a.writes.some((w) => c.reads.includes(w) || c.writes.includes(w)) || c.writes.some((w) => a.reads.includes(w)));
+      }
+    }),
+    { numRuns: 200 },
+  );
+});
