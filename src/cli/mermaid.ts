@@ -5,6 +5,7 @@
  * diamond), cross-stream edges dashed, highlighted nodes and edges thick and red.
  */
 import type { ComputeGraph, GraphNode, MemcpyDir } from '../index.js';
+import { HIGHLIGHT, STREAM_COLOURS } from '../model/dot.js';
 
 /** Options of `toMermaid`. */
 export interface MermaidOptions {
@@ -13,8 +14,6 @@ export interface MermaidOptions {
   readonly highlight?: readonly number[];
 }
 
-const STREAM_COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
-const HIGHLIGHT = '#d62728';
 const KIND_FILL: Record<GraphNode['kind'], string> = {
   kernel: '#ffe0a3',
   memcpy: '#cfe2f3',

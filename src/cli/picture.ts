@@ -47,23 +47,9 @@ export function highlightOf(graph: ComputeGraph, options: PictureOptions): numbe
   return [...graph.criticalPath().nodes];
 }
 
-/**
- * Graphviz's default ranking ranks each cluster on its own, so with one cluster per stream an edge
- * between streams can point upwards (the demo graph drew `normalize x → layer1.gemm a` climbing
- * from the bottom of the picture to its top); `newrank=true` ranks the whole graph at once and
- * every edge points down. The model's `toDot` does not set it, and has no option for it: it is
- * added after the header line.
- */
-export function withGlobalRanking(dot: string): string {
-  const nl = dot.indexOf('\n');
-  if (!dot.startsWith('digraph') || nl < 0 || /\bnewrank\b/.test(dot)) return dot;
-  return `${dot.slice(0, nl + 1)}  newrank=true;\n${dot.slice(nl + 1)}`;
-}
-
-/** The graph as Graphviz DOT text (the model's `toDot`, ranked globally). */
+/** The graph as Graphviz DOT text (the model's `toDot`, with the critical path highlighted). */
 export function toDot(graph: ComputeGraph, options: PictureOptions = {}): string {
-  const dot = graph.toDot({ ...(options.title === undefined ? {} : { title: options.title }), highlight: highlightOf(graph, options) });
-  return withGlobalRanking(dot);
+  return graph.toDot({ ...(options.title === undefined ? {} : { title: options.title }), highlight: highlightOf(graph, options) });
 }
 
 let graphviz: Promise<Graphviz> | null = null;

@@ -23,9 +23,12 @@ const KIND_STYLE: Record<GraphNode['kind'], { shape: string; fill: string }> = {
   empty: { shape: 'diamond', fill: '#eeeeee' },
 };
 
-// Distinct, print-safe colours (Tableau 10), one per stream in order of first use.
-const STREAM_COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
-const HIGHLIGHT = '#d62728';
+/** Stream colours. */
+// Distinct, print-safe colours (Tableau 10), one per stream in order of first use. Tableau's red
+// is left out: it is the highlight colour, and a red stream would read as the critical path.
+export const STREAM_COLOURS: readonly string[] = ['#1f77b4', '#ff7f0e', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+/** The colour of a highlighted path (the critical path). */
+export const HIGHLIGHT = '#d62728';
 
 /**
  * Quotes `s` as a DOT label string. Quotes are escaped; every backslash is doubled, so a name
@@ -86,7 +89,10 @@ export function describeWork(node: GraphNode): string {
 /** The DOT text of `store` (options already checked by `ComputeGraph.toDot`). */
 export function renderDot(store: GraphStore, options: DotOptions): string {
   const lines: string[] = ['digraph ComputeGraph {'];
-  lines.push('  graph [rankdir=TB, fontname="Helvetica", fontsize=12];');
+  // newrank: Graphviz ranks each cluster on its own by default, so with a cluster per stream an
+  // edge between streams can point upwards; ranking the whole graph at once keeps every edge
+  // pointing down the page.
+  lines.push('  graph [rankdir=TB, newrank=true, fontname="Helvetica", fontsize=12];');
   lines.push('  node [fontname="Helvetica", fontsize=10, style=filled, penwidth=1.2];');
   lines.push('  edge [color="#555555", arrowsize=0.7];');
   if (options.title !== undefined) lines.push(`  label=${dotString(options.title)}; labelloc=t;`);

@@ -6,7 +6,7 @@ import { Graphviz } from '@hpcc-js/wasm-graphviz';
 import { ComputeGraph, MemcpyDir } from '../../src/index.js';
 import { findFont, loadFont } from '../../src/cli/fonts.js';
 import { mermaidText, toMermaid } from '../../src/cli/mermaid.js';
-import { dotToSvg, formatOf, svgToPng, withGlobalRanking } from '../../src/cli/picture.js';
+import { dotToSvg, formatOf, svgToPng } from '../../src/cli/picture.js';
 import { UsageError } from '../../src/cli/usage-error.js';
 import { assertUserError, cudagraph, graph50, pngSize, svgCounts, tempDir, upwardEdges } from './helpers.js';
 
@@ -96,7 +96,7 @@ test(
     const dot = join(dir, 'g.dot');
     assert.equal(cudagraph(['render', file, '-o', dot]).status, 0);
     const text = readFileSync(dot, 'utf8');
-    assert.match(text, /^digraph ComputeGraph \{\n {2}newrank=true;\n/);
+    assert.match(text, /^digraph ComputeGraph \{\n  graph \[rankdir=TB, newrank=true,/);
     const parsed = JSON.parse((await Graphviz.load()).dot(text, 'json')) as { objects: { name: string }[]; edges?: unknown[] };
     assert.equal(parsed.objects.filter((o) => /^n\d+$/.test(o.name)).length, 50);
     assert.equal(parsed.objects.filter((o) => o.name.startsWith('cluster_')).length, 4);
@@ -149,15 +149,12 @@ test('an empty graph renders (no critical path to draw)', async () => {
   }
 });
 
-test('formatOf and withGlobalRanking', () => {
+test('formatOf', () => {
   assert.equal(formatOf('a/b.SVG'), 'svg');
   assert.equal(formatOf('x.gv'), 'dot');
   assert.equal(formatOf('x.mermaid'), 'mmd');
   assert.throws(() => formatOf('x.jpg'), UsageError);
   assert.throws(() => formatOf('noext'), /cannot tell the picture format from 'noext'/);
-  assert.equal(withGlobalRanking('digraph G {\n  a;\n}\n'), 'digraph G {\n  newrank=true;\n  a;\n}\n');
-  const once = withGlobalRanking('digraph G {\n}\n');
-  assert.equal(withGlobalRanking(once), once);
 });
 
 test('fonts: the preferred file wins, a missing --font is one line, no font at all says what to do', () => {

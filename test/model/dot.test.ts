@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Graphviz } from '@hpcc-js/wasm-graphviz';
 import { ComputeGraph, StreamCapture, StreamId, CaptureEvent, MemcpyDir, NodeId, InvalidArgumentError } from '../../src/index.js';
+import { HIGHLIGHT, STREAM_COLOURS } from '../../src/model/dot.js';
 
 // What Graphviz's own parser makes of our DOT (the `json` output): the real check that the text
 // is valid and escaped right.
@@ -114,4 +115,13 @@ test('toDot of an empty graph is a valid empty digraph; bad options are refused'
   assert.throws(() => g.toDot({ title: 5 } as never), (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith('ComputeGraph.toDot: title'));
   assert.throws(() => g.toDot({ colour: 'x' } as never), (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith('ComputeGraph.toDot: unknown option'));
   assert.throws(() => g.toDot({ highlight: 3 } as never), (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith('ComputeGraph.toDot: highlight'));
+});
+
+test('toDot ranks the whole graph at once (edges between stream clusters point down) and no stream wears the highlight colour', () => {
+  const g = new ComputeGraph();
+  const a = g.addNode({ kind: 'empty', name: 'a', stream: StreamId(0) });
+  const b = g.addNode({ kind: 'empty', name: 'b', stream: StreamId(1) });
+  g.addEdge(a, b);
+  assert.match(g.toDot(), /newrank=true/);
+  assert.ok(!STREAM_COLOURS.includes(HIGHLIGHT));
 });
