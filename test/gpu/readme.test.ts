@@ -1,0 +1,49 @@
+/**
+ * The README's driver-backed capture example, run as written on the GPU: compiled with the
+ * project's tsc (it uses `using` and top-level await) and checked against the output its last
+ * comment promises.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gpuSuite } from './gpu.js';
+
+// dist/test/gpu/ → the package root.
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+
+gpuSuite("README's driver-backed capture example", () => {
+  test('compiles and prints what it promises', () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)]
+      .map((m) => m[1]!)
+      .find((code) => code.includes('StreamGraphCapture.begin(stream'));
+    assert.ok(block, 'README has the driver-backed capture example');
+    const promised = /\n\/\/ (.*)\n$/.exec(block)?.[1];
+    assert.ok(promised, 'the example ends with a comment showing its output');
+    // Inside the project, so tsc finds @types/node; the package name points at the build.
+    const dir = join(root, 'dist', 'readme-example');
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    try {
+      const index = join(root, 'dist', 'src', 'index.js');
+      writeFileSync(join(dir, 'example.ts'), block.replace("from 'cudagraph'", `from ${JSON.stringify(index)}`));
+      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+      const tsc = spawnSync(
+        process.execPath,
+        [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '--target', 'ES2022', '--module', 'NodeNext',
+          '--moduleResolution', 'NodeNext', '--lib', 'ES2022,ESNext.Disposable', '--types', 'node', '--strict',
+          '--skipLibCheck', '--ignoreConfig', '--outDir', dir, join(dir, 'example.ts')],
+        { encoding: 'utf8', cwd: root },
+      );
+      assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+      const run = spawnSync(process.execPath, [join(dir, 'example.js')], { encoding: 'utf8' });
+      assert.equal(run.status, 0, run.stderr);
+      assert.equal(run.stdout.trim(), promised);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
