@@ -25,3 +25,4 @@ export { ComputeGraph, type CriticalPath, type WidestLevel } from './compute-gra
 export { StreamCapture, type EndCaptureOptions } from './stream-capture.js';
 export type { DotOptions } from './dot.js';
 export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
+export { MultiDeviceCapture, MultiDeviceGraph, collectiveLabel, type CollectiveOp, type CollectiveSpec, type RecordedCollective, type MultiDeviceCaptureOptions } from './multi-device-capture.js';
