@@ -10,7 +10,6 @@ import { driverLibraryPath } from '../driver/sys.js';
 import { groupEnd, groupStart, ncclError } from './result.js';
 
 let depth = 0;
-let contextAtStart: bigint | null = null;
 
 /** How many `ncclGroupStart` calls made through cudagraph are not ended yet (0 outside any group). */
 export function ncclGroupDepth(): number {
@@ -25,7 +24,8 @@ export function currentContext(op: string): bigint | null {
 /**
  * Makes `ctx` current again if an NCCL call left another context current. NCCL switches devices
  * inside `ncclCommInitAll` and group ends (`cudaSetDevice`); the object layer keeps a mirror of the
- * current context (`src/cuda/context.ts`) that must stay true.
+ * current context (`src/cuda/context.ts`) that must stay true, so every NCCL call that can switch
+ * is bracketed: the context current before it (the mirror's) is made current again after it.
  */
 export function restoreContext(op: string, ctx: bigint | null): void {
   if (ctx === null || ctx === 0n) return;
@@ -38,10 +38,7 @@ export function restoreContext(op: string, ctx: bigint | null): void {
  * @throws NcclError from NCCL; `NCCL_NOT_LOADED` when no NCCL loads.
  */
 export function ncclGroupStart(): void {
-  const op = 'ncclGroupStart';
-  const ctx = depth === 0 ? currentContext(op) : null;
-  groupStart(op);
-  if (depth === 0) contextAtStart = ctx;
+  groupStart('ncclGroupStart');
   depth++;
 }
 
@@ -53,13 +50,13 @@ export function ncclGroupStart(): void {
 export function ncclGroupEnd(): void {
   const op = 'ncclGroupEnd';
   if (depth === 0) throw new InvalidArgumentError(op, 'group', 'no NCCL group is open (ncclGroupStart was not called)');
+  // The context current now is the one the object layer's mirror holds (the collectives of the
+  // group made their device current); the outermost end launches on every device and may leave
+  // another current.
+  const ctx = depth === 1 ? currentContext(op) : null;
   const rc = groupEnd(op);
   depth--;
-  if (depth === 0) {
-    const ctx = contextAtStart;
-    contextAtStart = null;
-    restoreContext(op, ctx);
-  }
+  restoreContext(op, ctx);
   if (rc !== 0) throw ncclError(rc, op, 'ncclGroupEnd');
 }
 
