@@ -2,6 +2,7 @@ export { StreamId, CaptureEvent, NodeId } from './ids.js';
 export { CaptureStatus } from './capture-status.js';
 export { MemcpyDir, type PeerToPeerDir } from './memcpy-dir.js';
 export { GraphErrorCode } from './error-codes.js';
+export { MultiDeviceCapture, MultiDeviceGraph, collectiveLabel, type CollectiveOp, type CollectiveSpec, type RecordedCollective, type MultiDeviceCaptureOptions } from './multi-device-capture.js';
 export type {
   NodeKind,
   Dim3Tuple,
@@ -25,4 +26,3 @@ export { ComputeGraph, type CriticalPath, type WidestLevel } from './compute-gra
 export { StreamCapture, type EndCaptureOptions } from './stream-capture.js';
 export type { DotOptions } from './dot.js';
 export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
-export { MultiDeviceCapture, MultiDeviceGraph, collectiveLabel, type CollectiveOp, type CollectiveSpec, type RecordedCollective, type MultiDeviceCaptureOptions } from './multi-device-capture.js';
