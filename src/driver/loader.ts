@@ -85,34 +85,50 @@ export function driverCandidates(
   return out;
 }
 
-/** Python site-packages folders that may hold pip's NVIDIA wheels (`nvidia/cuda_nvrtc/lib`, `nvidia/cu13/lib`). */
-function pythonNvidiaLibFolders(env: NodeJS.ProcessEnv): string[] {
+/**
+ * Python `site-packages` / `dist-packages` folders under the usual prefixes (`/usr/local/lib`,
+ * `/usr/lib`, `/opt/conda/lib`, `$CONDA_PREFIX/lib`, `$VIRTUAL_ENV/lib`) and `extraPrefixes`, for
+ * libraries that ship in pip wheels (NVRTC here, NCCL in `src/nccl/loader.ts`). Folders that do not
+ * exist are left out; never throws.
+ */
+export function pythonSitePackages(env: NodeJS.ProcessEnv, extraPrefixes: readonly string[] = []): string[] {
   const prefixes = new Set<string>(['/usr/local/lib', '/usr/lib', '/opt/conda/lib']);
   for (const key of ['CONDA_PREFIX', 'VIRTUAL_ENV']) {
     const v = env[key];
     if (v) prefixes.add(join(v, 'lib'));
   }
+  for (const p of extraPrefixes) prefixes.add(p);
   const out: string[] = [];
   for (const prefix of prefixes) {
     let pythons: string[];
     try {
-      pythons = readdirSync(prefix).filter((d) => /^python3(\.\d+)?$/.test(d));
+      pythons = readdirSync(prefix).filter((d) => /^python3(\.\d+)?$/.test(d)).sort();
     } catch {
       continue;
     }
     for (const py of pythons) {
       for (const site of ['site-packages', 'dist-packages']) {
-        const nvidia = join(prefix, py, site, 'nvidia');
-        let packages: string[];
-        try {
-          packages = readdirSync(nvidia);
-        } catch {
-          continue;
-        }
-        for (const p of packages.sort()) {
-          if (p === 'cuda_nvrtc' || /^cu\d+$/.test(p)) out.push(join(nvidia, p, 'lib'));
-        }
+        const folder = join(prefix, py, site);
+        if (existsSync(folder)) out.push(folder);
       }
+    }
+  }
+  return out;
+}
+
+/** Python site-packages folders that may hold pip's NVIDIA wheels (`nvidia/cuda_nvrtc/lib`, `nvidia/cu13/lib`). */
+function pythonNvidiaLibFolders(env: NodeJS.ProcessEnv): string[] {
+  const out: string[] = [];
+  for (const site of pythonSitePackages(env)) {
+    const nvidia = join(site, 'nvidia');
+    let packages: string[];
+    try {
+      packages = readdirSync(nvidia);
+    } catch {
+      continue;
+    }
+    for (const p of packages.sort()) {
+      if (p === 'cuda_nvrtc' || /^cu\d+$/.test(p)) out.push(join(nvidia, p, 'lib'));
     }
   }
   return out;

@@ -308,8 +308,11 @@ interface KoffiFunction {
   async: AsyncCall;
 }
 
-/** A lazily bound library: symbols resolved on first use, failures remembered. */
-class LazyLibrary {
+/**
+ * A lazily bound library: symbols resolved on first use, failures remembered. Also used by the
+ * NCCL binding (`src/nccl/sys.ts`). @internal
+ */
+export class LazyLibrary {
   readonly #resolved = new Map<string, KoffiFunction>();
   readonly #missing = new Map<string, string>();
 
@@ -341,9 +344,9 @@ class LazyLibrary {
 
 /**
  * One library loaded on first use: the first candidate that loads wins; a failure is remembered
- * (the attempts), so later calls fail fast with the same list.
+ * (the attempts), so later calls fail fast with the same list. Also used by the NCCL binding. @internal
  */
-class LibrarySlot {
+export class LibrarySlot {
   lib: LazyLibrary | null = null;
   attempts: readonly LoadAttempt[] | null = null;
 

@@ -2,6 +2,7 @@ export { StreamId, CaptureEvent, NodeId } from './ids.js';
 export { CaptureStatus } from './capture-status.js';
 export { MemcpyDir, type PeerToPeerDir } from './memcpy-dir.js';
 export { GraphErrorCode } from './error-codes.js';
+export { MultiDeviceCapture, MultiDeviceGraph, collectiveLabel, type CollectiveOp, type CollectiveSpec, type RecordedCollective, type MultiDeviceCaptureOptions } from './multi-device-capture.js';
 export type {
   NodeKind,
   Dim3Tuple,

@@ -1,0 +1,297 @@
+/**
+ * The CPU model of a multi-GPU step: one modelled stream per rank (GPU), the work each rank
+ * records, and NCCL collectives that join the ranks. Built on `StreamCapture` without changing it:
+ * a collective is recorded as one kernel node per rank (what NCCL captures on each device: its
+ * collective kernel), and events make every rank's collective node depend on the work every rank
+ * recorded before it. So the one `ComputeGraph` says what the real per-device graphs cannot say
+ * alone: that rank 1's optimizer step waits for rank 0's gradients.
+ *
+ * Why a node per rank rather than one shared node: each rank's subgraph (its stream's nodes) then
+ * has exactly the shape of that device's real captured graph — same node count, same order — so
+ * it can be compared with what the driver read back; and the rendezvous is the set of cross-rank
+ * edges into the collective nodes, drawn dashed between the ranks' clusters. A single node would
+ * belong to no rank's stream, and every rank's graph would lose its collective.
+ */
+import { InvalidArgumentError } from '../errors/base.js';
+import { GraphError } from '../errors/graph-error.js';
+import { describe, requireInt, requireOneOf, requireOptions, requireSize } from '../util/validate.js';
+import { GraphErrorCode } from './error-codes.js';
+import { NCCL_DATA_TYPE_NAMES, NCCL_RED_OP_NAMES, type NcclDataType, type NcclRedOp } from '../nccl/codes.js';
+import { StreamCapture } from './stream-capture.js';
+import { StreamId, CaptureEvent, type NodeId } from './ids.js';
+import type { ComputeGraph } from './compute-graph.js';
+import type { MemcpyDir } from './memcpy-dir.js';
+import type { DotOptions } from './dot.js';
+
+/** The collectives the model knows (the ones the NCCL binding issues). */
+export type CollectiveOp = 'allReduce' | 'broadcast' | 'reduce' | 'allGather' | 'reduceScatter';
+
+const COLLECTIVE_OPS: readonly CollectiveOp[] = ['allReduce', 'broadcast', 'reduce', 'allGather', 'reduceScatter'];
+const NCCL_NAMES: Record<CollectiveOp, string> = {
+  allReduce: 'ncclAllReduce',
+  broadcast: 'ncclBroadcast',
+  reduce: 'ncclReduce',
+  allGather: 'ncclAllGather',
+  reduceScatter: 'ncclReduceScatter',
+};
+
+/** A collective as the model records it. */
+export interface CollectiveSpec {
+  readonly op: CollectiveOp;
+  /** Element type. */
+  readonly type: NcclDataType;
+  /** Elements per rank, as the NCCL call takes it (allGather: sent; reduceScatter: received). */
+  readonly count: number;
+  /** Reduction, for allReduce, reduce and reduceScatter. */
+  readonly redOp?: NcclRedOp;
+  /** Root rank, for broadcast and reduce. */
+  readonly root?: number;
+}
+
+/** One recorded collective: its spec and its node on each rank (index = rank). */
+export interface RecordedCollective {
+  readonly index: number;
+  readonly spec: CollectiveSpec;
+  readonly nodes: readonly NodeId[];
+}
+
+/** Options of `new MultiDeviceCapture`. */
+export interface MultiDeviceCaptureOptions {
+  /** The StreamId of rank 0; rank r records on `firstStream + r`. Default 0. */
+  readonly firstStream?: number;
+}
+
+/**
+ * Records a multi-GPU step on the CPU: `ranks` modelled streams, per-rank work, and collectives
+ * that join them. `endCapture()` returns a `MultiDeviceGraph` (the whole step as one `ComputeGraph`
+ * plus which node belongs to which rank and which nodes are collectives).
+ *
+ * @example
+ * const cap = new MultiDeviceCapture(2);
+ * cap.beginCapture();
+ * for (let r = 0; r < 2; r++) cap.recordKernel(r, 'grad', 64, 256, 0);
+ * cap.recordCollective({ op: 'allReduce', type: 'f32', count: 1 << 20, redOp: 'sum' });
+ * for (let r = 0; r < 2; r++) cap.recordKernel(r, 'sgd', 64, 256, 0);
+ * const step = cap.endCapture();
+ * step.graph.isReachable(step.nodesOf(0)[0]!, step.nodesOf(1)[2]!); // true: rank 1's update waits for rank 0's gradient
+ */
+export class MultiDeviceCapture {
+  /** Number of ranks. */
+  readonly ranks: number;
+  readonly #first: number;
+  readonly #cap = new StreamCapture();
+  readonly #collectives: RecordedCollective[] = [];
+  #nextEvent = 0;
+  #begun = false;
+  #ended = false;
+
+  /** @throws InvalidArgumentError unless 1 ≤ ranks ≤ 4096 and the streams fit in u32. */
+  constructor(ranks: number, options?: MultiDeviceCaptureOptions) {
+    const op = 'MultiDeviceCapture';
+    this.ranks = requireInt(op, 'ranks', ranks, 1, 4096);
+    const o = requireOptions<MultiDeviceCaptureOptions>(op, options, ['firstStream']);
+    this.#first = o.firstStream === undefined ? 0 : requireInt(op, 'firstStream', o.firstStream, 0, 0xffff_ffff - this.ranks + 1);
+  }
+
+  /** The modelled stream of `rank`. @throws InvalidArgumentError out of range. */
+  stream(rank: number): StreamId {
+    return StreamId(this.#first + requireInt('MultiDeviceCapture.stream', 'rank', rank, 0, this.ranks - 1));
+  }
+
+  /** Begins capture on every rank's stream. @throws GraphError if already begun. */
+  beginCapture(): void {
+    const op = 'MultiDeviceCapture.beginCapture';
+    if (this.#ended) this.#open(op);
+    if (this.#begun) throw new GraphError('Internal', GraphErrorCode.CaptureAlreadyActive, `${op}: capture has already begun`);
+    for (let r = 0; r < this.ranks; r++) this.#cap.beginCapture(this.stream(r));
+    this.#begun = true;
+  }
+
+  /** Records a kernel on `rank` (as `StreamCapture.recordKernel` on its stream). */
+  recordKernel(rank: number, functionName: string, numBlocks: number, threadsPerBlock: number, sharedMem: number): NodeId {
+    return this.#cap.recordKernel(this.#rankStream('MultiDeviceCapture.recordKernel', rank), functionName, numBlocks, threadsPerBlock, sharedMem);
+  }
+
+  /** Records a copy on `rank`. */
+  recordMemcpy(rank: number, name: string, dir: MemcpyDir, sizeBytes: number): NodeId {
+    return this.#cap.recordMemcpy(this.#rankStream('MultiDeviceCapture.recordMemcpy', rank), name, dir, sizeBytes);
+  }
+
+  /** Records a fill on `rank`. */
+  recordMemset(rank: number, name: string, sizeBytes: number, value: number): NodeId {
+    return this.#cap.recordMemset(this.#rankStream('MultiDeviceCapture.recordMemset', rank), name, sizeBytes, value);
+  }
+
+  /** Records a host callback on `rank`. */
+  recordHostCallback(rank: number, label: string): NodeId {
+    return this.#cap.recordHostCallback(this.#rankStream('MultiDeviceCapture.recordHostCallback', rank), label);
+  }
+
+  /**
+   * Records one collective on every rank: a kernel node per rank named after the NCCL call
+   * (`ncclAllReduce(sum, f32 × 1024)`), each depending on the last node of every rank. Returns the
+   * nodes, index = rank. Like the NCCL binding, it checks the spec before recording anything.
+   * @throws InvalidArgumentError for an unknown op, type or reduction, a missing or extra `redOp`
+   *   or `root`, a root out of range, a bad count; GraphError if capture has not begun.
+   */
+  recordCollective(spec: CollectiveSpec): NodeId[] {
+    const op = 'MultiDeviceCapture.recordCollective';
+    const s = this.#checkSpec(op, spec);
+    this.#open(op);
+    const label = collectiveLabel(s);
+    // Every rank's head first, then each rank's node after all of them: the rendezvous.
+    const events: number[] = [];
+    for (let r = 0; r < this.ranks; r++) {
+      const e = this.#nextEvent++;
+      events.push(e);
+      this.#cap.recordEvent(this.stream(r), CaptureEvent(e));
+    }
+    const nodes: NodeId[] = [];
+    for (let r = 0; r < this.ranks; r++) {
+      const st = this.stream(r);
+      for (let q = 0; q < this.ranks; q++) if (q !== r) this.#cap.waitEvent(st, CaptureEvent(events[q]!));
+      nodes.push(this.#cap.recordKernel(st, label, 1, 1, 0));
+    }
+    this.#collectives.push(Object.freeze({ index: this.#collectives.length, spec: s, nodes: Object.freeze(nodes) }));
+    return nodes;
+  }
+
+  /** Nodes recorded so far, on all ranks. */
+  nodeCount(): number {
+    return this.#cap.nodeCount();
+  }
+
+  /**
+   * Ends the capture on every rank and returns the step. The ranks are not joined at the end (each
+   * device's graph ends on its own).
+   * @throws GraphError when capture was not begun or has ended.
+   */
+  endCapture(): MultiDeviceGraph {
+    const graph = this.#cap.endCapture(this.stream(0));
+    this.#ended = true;
+    return new MultiDeviceGraph(graph, this.ranks, this.#first, this.#collectives);
+  }
+
+  /** Refuses calls before `beginCapture` and after `endCapture`, as `StreamCapture` does. */
+  #open(op: string): void {
+    if (this.#ended) {
+      throw new GraphError('Internal', GraphErrorCode.CaptureSessionEnded, `${op}: this capture has ended (endCapture returned its graph)`);
+    }
+    if (!this.#begun) {
+      throw new GraphError('Internal', GraphErrorCode.CaptureNotActive, `${op}: capture has not begun (call beginCapture first)`);
+    }
+  }
+
+  #rankStream(op: string, rank: unknown): StreamId {
+    return StreamId(this.#first + requireInt(op, 'rank', rank, 0, this.ranks - 1));
+  }
+
+  #checkSpec(op: string, spec: unknown): CollectiveSpec {
+    const o = requireOptions<CollectiveSpec>(op, spec, ['op', 'type', 'count', 'redOp', 'root']);
+    if (spec === undefined) throw new InvalidArgumentError(op, 'spec', `spec must be { op, type, count, … }, got ${describe(spec)}`);
+    const kind = requireOneOf(op, 'op', o.op, COLLECTIVE_OPS);
+    const type = requireOneOf(op, 'type', o.type, NCCL_DATA_TYPE_NAMES);
+    const count = requireSize(op, 'count', o.count);
+    const reduces = kind === 'allReduce' || kind === 'reduce' || kind === 'reduceScatter';
+    const rooted = kind === 'broadcast' || kind === 'reduce';
+    if (!reduces && o.redOp !== undefined) throw new InvalidArgumentError(op, 'redOp', `${kind} takes no redOp`);
+    if (!rooted && o.root !== undefined) throw new InvalidArgumentError(op, 'root', `${kind} takes no root`);
+    const redOp = reduces ? requireOneOf(op, 'redOp', o.redOp, NCCL_RED_OP_NAMES) : undefined;
+    const root = rooted ? requireInt(op, 'root', o.root, 0, this.ranks - 1) : undefined;
+    return Object.freeze({
+      op: kind,
+      type,
+      count,
+      ...(redOp !== undefined ? { redOp } : {}),
+      ...(root !== undefined ? { root } : {}),
+    });
+  }
+}
+
+/** The node name of a collective: `ncclAllReduce(sum, f32 × 1024)`, `ncclBroadcast(root 0, f16 × 8)`. */
+export function collectiveLabel(spec: CollectiveSpec): string {
+  const parts: string[] = [];
+  if (spec.redOp !== undefined) parts.push(spec.redOp);
+  if (spec.root !== undefined) parts.push(`root ${spec.root}`);
+  parts.push(`${spec.type} × ${spec.count}`);
+  return `${NCCL_NAMES[spec.op]}(${parts.join(', ')})`;
+}
+
+/**
+ * A recorded multi-GPU step: the `ComputeGraph` of every rank's work (one stream per rank) with
+ * the collectives joining them, and the rank of every node.
+ */
+export class MultiDeviceGraph {
+  /** The whole step. Rank r's nodes are on stream `firstStream + r`. */
+  readonly graph: ComputeGraph;
+  /** Number of ranks. */
+  readonly ranks: number;
+  /** The collectives, in the order recorded. */
+  readonly collectives: readonly RecordedCollective[];
+  readonly #first: number;
+  readonly #collectiveOf: Map<number, number>;
+
+  /** @internal Made by `MultiDeviceCapture.endCapture`. */
+  constructor(graph: ComputeGraph, ranks: number, firstStream: number, collectives: readonly RecordedCollective[]) {
+    this.graph = graph;
+    this.ranks = ranks;
+    this.#first = firstStream;
+    this.collectives = Object.freeze([...collectives]);
+    this.#collectiveOf = new Map();
+    for (const c of collectives) for (const n of c.nodes) this.#collectiveOf.set(n, c.index);
+  }
+
+  /** The rank a node belongs to. @throws GraphError `NodeNotFound` for an unknown id. */
+  rankOf(id: NodeId): number {
+    return this.graph.node(id).stream! - this.#first;
+  }
+
+  /** Rank `rank`'s nodes in the order it recorded them (the order of that device's stream). */
+  nodesOf(rank: number): NodeId[] {
+    const r = requireInt('MultiDeviceGraph.nodesOf', 'rank', rank, 0, this.ranks - 1);
+    const s = this.#first + r;
+    return this.graph
+      .nodes()
+      .filter((n) => n.stream === s)
+      .map((n) => n.id);
+  }
+
+  /** The collective a node stands for (its index in `collectives`), or null for ordinary work. */
+  collectiveOf(id: NodeId): number | null {
+    this.graph.node(id); // NodeNotFound for unknown ids
+    return this.#collectiveOf.get(id) ?? null;
+  }
+
+  /** Edges between ranks: each ends at a collective node (the rendezvous). */
+  crossRankEdges(): [NodeId, NodeId][] {
+    return this.graph.edges().filter(([a, b]) => this.rankOf(a) !== this.rankOf(b));
+  }
+
+  /**
+   * Per rank, how many nodes of each kind it holds, collectives counted apart: what each device's
+   * real captured graph should contain (NCCL's collective kernel being one kernel node there).
+   */
+  rankSummary(): { rank: number; nodes: number; kernels: number; memcpys: number; memsets: number; hostCallbacks: number; collectives: number }[] {
+    const out = Array.from({ length: this.ranks }, (_, rank) => ({ rank, nodes: 0, kernels: 0, memcpys: 0, memsets: 0, hostCallbacks: 0, collectives: 0 }));
+    for (const n of this.graph.nodes()) {
+      const row = out[n.stream! - this.#first]!;
+      row.nodes++;
+      if (this.#collectiveOf.has(n.id)) row.collectives++;
+      else if (n.kind === 'kernel') row.kernels++;
+      else if (n.kind === 'memcpy') row.memcpys++;
+      else if (n.kind === 'memset') row.memsets++;
+      else if (n.kind === 'hostCallback') row.hostCallbacks++;
+    }
+    return out;
+  }
+
+  /** DOT text: one cluster per rank's stream; the rendezvous edges are the dashed cross-stream ones. */
+  toDot(options?: DotOptions): string {
+    return this.graph.toDot(options);
+  }
+
+  /** `MultiDeviceGraph(2 ranks, 6 nodes, 1 collective)`. */
+  toString(): string {
+    return `MultiDeviceGraph(${this.ranks} ranks, ${this.graph.nodeCount()} nodes, ${this.collectives.length} collective${this.collectives.length === 1 ? '' : 's'})`;
+  }
+}
