@@ -3,6 +3,7 @@ import { describe, requireOptions } from '../util/validate.js';
 import { Stream } from '../cuda/stream.js';
 import { StreamGraphCapture } from '../capture/stream-graph-capture.js';
 import type { GraphExec } from '../capture/graph-exec.js';
+import type { Graph } from '../capture/graph.js';
 import type { CaptureMode } from '../capture/capture-mode.js';
 
 /** Options of `captureMultiDevice`. */
@@ -149,7 +150,10 @@ export function captureMultiDevice(
     abandon();
     throw new InvalidArgumentError(op, 'step', 'step returned a promise: a capture must not span an await (the captures were abandoned)');
   }
-  const execs: GraphExec[] = [];
+  // End every capture before instantiating any graph: instantiation is not permitted while
+  // another capture in the process is active (global mode; seen on two H200s as 900 from
+  // cuGraphInstantiateWithParams), and the captures are still active until each one ends.
+  const graphs: Graph[] = [];
   let failure: unknown = null;
   for (const c of caps) {
     if (failure !== null) {
@@ -157,13 +161,25 @@ export function captureMultiDevice(
       continue;
     }
     try {
-      execs.push(c.end());
+      graphs.push(c.endGraph());
     } catch (e) {
       failure = e;
     }
   }
+  const execs: GraphExec[] = [];
+  if (failure === null) {
+    for (const [i, g] of graphs.entries()) {
+      try {
+        execs.push(g.instantiateFor(op, undefined, streams[i]!, true));
+      } catch (e) {
+        failure = e;
+        break;
+      }
+    }
+  }
   if (failure !== null) {
-    for (const e of execs) e.dispose(); // never throws
+    for (const e of execs) e.dispose(); // never throws; each disposes its own graph
+    for (const g of graphs.slice(execs.length)) g.dispose();
     throw failure;
   }
   return new MultiDeviceGraphExec(execs, streams);
