@@ -5,7 +5,7 @@
  * diamond), cross-stream edges dashed, highlighted nodes and edges thick and red.
  */
 import type { ComputeGraph, GraphNode, MemcpyDir } from '../index.js';
-import { HIGHLIGHT, STREAM_COLOURS } from '../model/dot.js';
+import { HIGHLIGHT, STREAM_COLOURS, formatBytes } from '../model/dot.js';
 
 /** Options of `toMermaid`. */
 export interface MermaidOptions {
@@ -37,18 +37,6 @@ export function mermaidText(s: string): string {
   return out;
 }
 
-function bytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = -1;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${Number.isInteger(v) ? v : v.toFixed(1)} ${units[u]}`;
-}
-
 function dirLabel(dir: MemcpyDir): string {
   if (typeof dir === 'object') return `P2P ${dir.srcDevice}→${dir.dstDevice}`;
   return { HostToDevice: 'HtoD', DeviceToHost: 'DtoH', DeviceToDevice: 'DtoD' }[dir];
@@ -64,9 +52,9 @@ function work(n: GraphNode): string {
     case 'kernel':
       return `${n.functionName === n.name ? '' : n.functionName}<<<${dim(n.grid)}, ${dim(n.block)}${n.sharedMem > 0 ? `, ${n.sharedMem}` : ''}>>>`;
     case 'memcpy':
-      return `memcpy ${dirLabel(n.dir)} ${bytes(n.sizeBytes)}`;
+      return `memcpy ${dirLabel(n.dir)} ${formatBytes(n.sizeBytes)}`;
     case 'memset':
-      return `memset ${bytes(n.sizeBytes)} = 0x${n.value.toString(16).padStart(n.elementSize * 2, '0')}`;
+      return `memset ${formatBytes(n.sizeBytes)} = 0x${n.value.toString(16).padStart(n.elementSize * 2, '0')}`;
     case 'hostCallback':
       return 'host callback';
     case 'empty':

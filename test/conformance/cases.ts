@@ -5,6 +5,7 @@
  * size, host callbacks in their label), so recordings can be matched node by node.
  */
 import { op, KERNEL_NAMES, type Op, type Script, type ScriptDir } from './script.js';
+import { mulberry32 } from '../../src/util/random.js';
 
 /** A named case: a script, what it shows, and checks written by hand besides the reference. */
 export interface ConformanceCase {
@@ -249,16 +250,7 @@ export const CASES: readonly ConformanceCase[] = [
 ];
 
 /** A small seeded PRNG (mulberry32): the same seed gives the same program everywhere. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const rng = mulberry32;
 
 /**
  * A random program on `streams` streams of about `ops` operations: work on streams that have
