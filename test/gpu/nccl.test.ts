@@ -17,6 +17,8 @@ import {
   captureMultiDevice,
   loadNccl,
   StreamGraphCapture,
+  GraphCaptureGuard,
+  captureGraph,
   InvalidArgumentError,
   DisposedError,
   type NcclClique,
@@ -207,6 +209,41 @@ ncclSuite('NCCL on one GPU (single-rank communicator)', () => {
       assert.throws(() => comm.abort(), /captured graph\(s\) hold this communicator/);
     } finally {
       for (const b of [ex, ey, ez, gx, gy, gz]) b!.dispose();
+    }
+  });
+
+  test('collectives capture through GraphCaptureGuard and captureGraph too, and their replays compute the step', () => {
+    const n = 1024;
+    const init = Float32Array.from({ length: n }, (_, i) => i - 300);
+    const [x, y, z] = [0, 1, 2].map(() => DeviceBuffer.alloc(d, 4 * n));
+    try {
+      const reset = (): void => {
+        x!.copyFromHost(init);
+        s.synchronize();
+      };
+      const step = (): void => {
+        k.add(s, x!, 1, n);
+        comm.allReduce(s, { send: x!, recv: y!, count: n, type: 'f32', op: 'sum' });
+        comm.broadcast(s, { send: y!, recv: z!, count: n, type: 'f32', root: 0 });
+      };
+      step(); // eager warm-up: NCCL sets up outside the capture
+      s.synchronize();
+      reset();
+      let viaGuard;
+      {
+        using guard = GraphCaptureGuard.begin(s);
+        step();
+        viaGuard = guard.finish();
+      }
+      using g1 = viaGuard;
+      using g2 = captureGraph(s, step);
+      for (let i = 0; i < 5; i++) g1.launch();
+      for (let i = 0; i < 5; i++) g2.launch();
+      s.synchronize();
+      assert.equal(g1.numReplays, 5);
+      assert.deepEqual(readF32(z!), init.map((v) => v + 10), 'ten replays of x += 1, then y = allReduce(x), z = broadcast(y)');
+    } finally {
+      for (const b of [x, y, z]) b!.dispose();
     }
   });
 
