@@ -5,6 +5,8 @@
  *   - a prepared kernel launch: cuLaunchKernel with a launch registered once (function, grid,
  *     block, shared memory, the address of the argument block packed once), launched by a small
  *     integer id and a stream handle;
+ *   - a launch sequence: many registered launches, each with its stream, submitted by one call
+ *     that loops cuLaunchKernel here (a LaunchSequence: no Node-API call per kernel);
  *   - cuGraphLaunch(exec, stream).
  *
  * Everything else stays on koffi, which also remains the whole binding where this addon is absent.
@@ -29,7 +31,7 @@
 #include <string.h>
 
 /* Bumped whenever a function's signature or meaning changes; the JS loader refuses other values. */
-#define HOT_ABI 1
+#define HOT_ABI 2
 
 /* Negative results are the addon's own; zero and positive ones are CUresult values. */
 #define HOT_NOT_BOUND (-1)  /* the driver function has not been bound yet */
@@ -94,6 +96,58 @@ static napi_value hot_launch(napi_env env, napi_callback_info info) {
   int rc = st->cu_launch_kernel(p->fn, p->grid[0], p->grid[1], p->grid[2], p->block[0], p->block[1],
                                 p->block[2], p->shared_mem, (void *)(uintptr_t)stream, p->params, NULL);
   return int_result(env, rc);
+}
+
+/* The elements of a typed array of `type`; false when `v` is not one. */
+static bool typed_array(napi_env env, napi_value v, napi_typedarray_type type, void **data, size_t *length) {
+  bool is;
+  napi_typedarray_type actual;
+  if (napi_is_typedarray(env, v, &is) != napi_ok || !is) return false;
+  return napi_get_typedarray_info(env, v, &actual, length, data, NULL, NULL) == napi_ok && actual == type;
+}
+
+/*
+ * launchSequence(ids: Uint32Array, streams: BigUint64Array, done: Uint32Array): number --
+ * cuLaunchKernel of registered launch ids[i] on streams[i], for i = 0, 1, ... in order, stopping
+ * at the first that fails. Returns 0 when every launch was submitted, else the failed call's
+ * CUresult; done[0] is then the number submitted (the index of the failed entry). NOT_BOUND and
+ * BAD_ID (any id not registered) are answered before anything is launched (done[0] = 0).
+ * The arrays are read where they are now, on every call: nothing keeps a pointer into them.
+ */
+static napi_value hot_launch_sequence(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  hot_state *st;
+  napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
+  void *ids_data, *streams_data, *done_data;
+  size_t n, n_streams, n_done;
+  if (argc < 3 || !typed_array(env, argv[0], napi_uint32_array, &ids_data, &n) ||
+      !typed_array(env, argv[1], napi_biguint64_array, &streams_data, &n_streams) ||
+      !typed_array(env, argv[2], napi_uint32_array, &done_data, &n_done) || n_streams != n || n_done < 1 ||
+      n > UINT32_MAX) {
+    return throw_type(env, "launchSequence(ids: Uint32Array, streams: BigUint64Array (as long as ids), done: Uint32Array)");
+  }
+  const uint32_t *ids = ids_data;
+  const uint64_t *streams = streams_data;
+  uint32_t *done = done_data;
+  done[0] = 0;
+  if (st->cu_launch_kernel == NULL) return int_result(env, HOT_NOT_BOUND);
+  for (size_t i = 0; i < n; i++) {
+    if (ids[i] >= st->used || st->slots[ids[i]].next_free != IN_USE) return int_result(env, HOT_BAD_ID);
+  }
+  const cu_launch_kernel_fn launch = st->cu_launch_kernel;
+  const prepared *slots = st->slots;
+  for (size_t i = 0; i < n; i++) {
+    const prepared *p = &slots[ids[i]];
+    int rc = launch(p->fn, p->grid[0], p->grid[1], p->grid[2], p->block[0], p->block[1], p->block[2], p->shared_mem,
+                    (void *)(uintptr_t)streams[i], p->params, NULL);
+    if (rc != 0) {
+      done[0] = (uint32_t)i;
+      return int_result(env, rc);
+    }
+  }
+  done[0] = (uint32_t)n;
+  return int_result(env, 0);
 }
 
 /*
@@ -261,7 +315,7 @@ NAPI_MODULE_INIT() {
   } fns[] = {
       {"launch", hot_launch},         {"launchKernel", hot_launch_kernel}, {"graphLaunch", hot_graph_launch},
       {"register", hot_register},     {"release", hot_release},            {"registered", hot_registered},
-      {"bind", hot_bind},
+      {"bind", hot_bind},             {"launchSequence", hot_launch_sequence},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value fn;

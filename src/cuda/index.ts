@@ -8,6 +8,7 @@ export { Module, imageKind, type ModuleImageKind } from './module.js';
 export { nvrtcVersion, type CompileOptions } from './nvrtc.js';
 export { Kernel } from './kernel.js';
 export { PreparedLaunch } from './prepared-launch.js';
+export { LaunchSequence, type LaunchSequenceEntry } from './launch-sequence.js';
 export { arg, KernelArgValue, type KernelArg, type ArgType } from './arg.js';
 export type { Dim3, LaunchConfig } from './launch-config.js';
 export { driverAvailable } from './availability.js';

@@ -90,17 +90,45 @@ export class PreparedLaunch {
     const op = 'PreparedLaunch.launch';
     this[LIFETIME].assertAlive(op);
     if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
-    const held = this.#held;
-    for (let i = 0; i < held.length; i++) if (held[i]!.disposed) throw new DisposedError(op, held[i]!.what);
+    this.#assertHeld(op);
     const h = stream.handleFor(op);
     makeCurrent(op, this.#ctx);
     this.#call.launch(op, h);
     const sink = stream[CAPTURE];
     // Register once per capture: a capture loop launches the same prepared launch many times.
-    if (sink !== null && sink !== this.#registeredWith) {
-      for (let i = 0; i < held.length; i++) sink.retain(held[i]!);
-      this.#registeredWith = sink;
-    }
+    if (sink !== null && sink !== this.#registeredWith) this.#register(sink);
+  }
+
+  /**
+   * @internal For `LaunchSequence`: the checks `launch` makes before the driver call (this launch,
+   * its module and its buffer arguments alive), then the launch fixed once.
+   * @throws DisposedError naming `op`.
+   */
+  callFor(op: string): ln.KernelCall {
+    this[LIFETIME].assertAlive(op);
+    this.#assertHeld(op);
+    return this.#call;
+  }
+
+  /**
+   * @internal For `LaunchSequence`: this launch was submitted on a stream recording into `sink`;
+   * registers what it holds with that capture, once per capture, as `launch` does.
+   */
+  launchedInto(sink: CaptureSink): void {
+    if (sink !== this.#registeredWith) this.#register(sink);
+  }
+
+  /** @throws DisposedError naming `op` when the module or a buffer argument is disposed. */
+  #assertHeld(op: string): void {
+    const held = this.#held;
+    for (let i = 0; i < held.length; i++) if (held[i]!.disposed) throw new DisposedError(op, held[i]!.what);
+  }
+
+  /** Makes `sink` keep the module and buffer arguments alive as long as its graph. */
+  #register(sink: CaptureSink): void {
+    const held = this.#held;
+    for (let i = 0; i < held.length; i++) sink.retain(held[i]!);
+    this.#registeredWith = sink;
   }
 
   /**

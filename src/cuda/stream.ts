@@ -9,6 +9,8 @@ import type { CaptureSink } from './capture-hooks.js';
 import { assertNoPendingHostCalls, surfaceHostCallbackErrors } from './host-calls.js';
 import type { Device } from './device.js';
 import { Event } from './event.js';
+import { LaunchSequence } from './launch-sequence.js';
+import type { PreparedLaunch } from './prepared-launch.js';
 
 /** Options of `device.createStream`. */
 export interface StreamOptions {
@@ -182,6 +184,27 @@ export class Stream {
     if (!(other instanceof Stream)) throw new InvalidArgumentError(op, 'other', `other must be a Stream, got ${describe(other)}`);
     other[LIFETIME].assertAlive(op);
     return this.wait(other.#marker());
+  }
+
+  /**
+   * A `LaunchSequence` of `launches`, all on this stream, in order: `seq.launch()` submits every
+   * one with a single call into native code (the Node-API addon loops `cuLaunchKernel` in C), which
+   * removes the per-call cost of crossing from JS when a program submits many launches. A launch
+   * may appear more than once.
+   * @throws InvalidArgumentError when `launches` is not an iterable of `PreparedLaunch` of this
+   *   stream's device; DisposedError when this stream or a launch (or what it holds) is disposed.
+   * @example
+   * using seq = stream.sequence([matmul, bias, relu, matmul2]);
+   * seq.launch();
+   */
+  sequence(launches: Iterable<PreparedLaunch>): LaunchSequence {
+    const op = 'Stream.sequence';
+    this[LIFETIME].assertAlive(op);
+    if (typeof launches !== 'object' || launches === null || typeof (launches as { [Symbol.iterator]?: unknown })[Symbol.iterator] !== 'function') {
+      throw new InvalidArgumentError(op, 'launches', `launches must be an iterable of PreparedLaunch, got ${describe(launches)}`);
+    }
+    const entries = Array.from(launches, (launch) => ({ launch, stream: this }));
+    return new LaunchSequence(INTERNAL, op, entries);
   }
 
   /** Records this stream's reusable fork/join event and returns it. */

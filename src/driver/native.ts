@@ -1,7 +1,7 @@
 /**
  * The optional Node-API addon for the two hot driver calls (`native/cudagraph_hot.c`): the prepared
- * kernel launch (`cuLaunchKernel` of a launch registered once, by a small integer id) and
- * `cuGraphLaunch`. koffi stays the binding for everything else, and for these two calls too where
+ * kernel launch (`cuLaunchKernel` of a launch registered once, by a small integer id; also a whole
+ * sequence of them in one call) and `cuGraphLaunch`. koffi stays the binding for everything else, and for these two calls too where
  * the addon is absent: docs/ffi-decision.md has the measurements.
  *
  * The addon ships prebuilt (`native/prebuilt/<platform>-<arch>/cudagraph_hot.node`, built by
@@ -19,7 +19,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 /** The ABI version this code speaks; the addon reports its own as `abi`. */
-export const NATIVE_ABI = 1;
+export const NATIVE_ABI = 2;
 
 /** The driver functions the addon calls. */
 export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch';
@@ -48,6 +48,12 @@ export interface HotAddon {
     stream: bigint,
     params: bigint,
   ): number;
+  /**
+   * `cuLaunchKernel` of registered launch `ids[i]` on `streams[i]` for every i in order, stopping
+   * at the first failure: returns 0 when all were submitted, else that call's CUresult, with
+   * `done[0]` the number submitted. `NOT_BOUND` and `BAD_ID` come before any launch (`done[0]` 0).
+   */
+  launchSequence(ids: Uint32Array, streams: BigUint64Array, done: Uint32Array): number;
   /** `cuGraphLaunch(exec, stream)`. */
   graphLaunch(exec: bigint, stream: bigint): number;
   /** Keeps a launch (the argument block at `params` must stay put until release); returns its id. */
@@ -121,8 +127,8 @@ export function nativeAddon(): HotAddon | null {
 }
 
 /**
- * Whether the hot calls (`PreparedLaunch.launch`, `kernel.launch`, `GraphExec.launch`) go through
- * the Node-API addon or koffi, and why. Loads the addon on first call; never throws.
+ * Whether the hot calls (`PreparedLaunch.launch`, `LaunchSequence.launch`, `kernel.launch`,
+ * `GraphExec.launch`) go through the Node-API addon or koffi, and why. Loads the addon on first call; never throws.
  */
 export function nativeStatus(): NativeStatus {
   nativeAddon();

@@ -23,7 +23,7 @@ import {
   NATIVE_ABI,
   type HotAddon,
 } from '../../src/driver/native.js';
-import { resetLibrariesForTesting } from '../../src/driver/sys.js';
+import { resetLibrariesForTesting, bindNativeSymbol } from '../../src/driver/sys.js';
 import { setCaptureErrorListener } from '../../src/driver/check.js';
 import { launch as ln, graph as gr } from '../../src/driver/result/index.js';
 import type { KoffiLibrary } from '../../src/driver/koffi.js';
@@ -37,7 +37,7 @@ test('the prebuilt addon loads on linux-x64 without libcuda, and names no CUDA l
   assert.deepEqual(status, { active: true, path: prebuiltAddonPath(), reason: 'loaded' });
   assert.ok(addon !== null);
   assert.equal(addon.abi, NATIVE_ABI);
-  for (const f of ['launch', 'launchKernel', 'graphLaunch', 'register', 'release', 'registered', 'bind'] as const) {
+  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind'] as const) {
     assert.equal(typeof addon[f], 'function', f);
   }
   // The driver's addresses come from the loader: the file must not link or dlopen libcuda itself.
@@ -124,13 +124,21 @@ const RECORDER = `
 /* rec[0] launches, [1] f, [2..8] grid, block, shared memory, [9] stream, [10] params, [11] extra,
    [12] graph launches, [13] exec, [14] stream */
 uint64_t rec[16];
+/* every launch in order: f, stream, params (the first 64 launches) */
+uint64_t launch_log[3 * 64];
 int next_rc;
+/* the launch numbered fail_at (1-based; 0: none) answers fail_rc instead of next_rc */
+int fail_at, fail_rc;
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shm, void *stream, void **params, void **extra) {
-  rec[0]++; rec[1] = (uintptr_t)f;
+  uint64_t k = rec[0]++;
+  rec[1] = (uintptr_t)f;
   rec[2] = gx; rec[3] = gy; rec[4] = gz; rec[5] = bx; rec[6] = by; rec[7] = bz; rec[8] = shm;
   rec[9] = (uintptr_t)stream; rec[10] = (uintptr_t)params; rec[11] = (uintptr_t)extra;
-  return next_rc;
+  if (k < 64) {
+    launch_log[3 * k] = (uintptr_t)f; launch_log[3 * k + 1] = (uintptr_t)stream; launch_log[3 * k + 2] = (uintptr_t)params;
+  }
+  return fail_at != 0 && (uint64_t)fail_at == k + 1 ? fail_rc : next_rc;
 }
 int cuGraphLaunch(void *exec, void *stream) {
   rec[12]++; rec[13] = (uintptr_t)exec; rec[14] = (uintptr_t)stream;
@@ -138,9 +146,17 @@ int cuGraphLaunch(void *exec, void *stream) {
 }
 `;
 
+/** What the recording library saw and how it answers. */
+interface Recorder {
+  /** [f, stream, params] of every launch so far, in order. */
+  launches(): Array<[bigint, bigint, bigint]>;
+  /** Launch number `at` (1-based, counted from the start) answers `rc`; 0 turns it off. */
+  failAt(at: number, rc: number): void;
+}
+
 /** Runs `body` with the recording library standing in for libcuda; `load` may wrap koffi's library. */
 function withRecorder(
-  body: (rec: BigUint64Array, setRc: (rc: number) => void) => void,
+  body: (rec: BigUint64Array, setRc: (rc: number) => void, recorder: Recorder) => void,
   wrap: (lib: KoffiLibrary) => KoffiLibrary = (lib) => lib,
 ): void {
   const dir = mkdtempSync(join(tmpdir(), 'cg-recorder-'));
@@ -153,9 +169,19 @@ function withRecorder(
     const lib = koffi.load(so);
     const rec = new BigUint64Array(koffi.view(lib.symbol('rec') as bigint, 16 * 8));
     const rcAt = lib.symbol('next_rc') as bigint;
+    const log = new BigUint64Array(koffi.view(lib.symbol('launch_log') as bigint, 3 * 64 * 8));
+    const failAtAddress = lib.symbol('fail_at') as bigint;
+    const failRcAddress = lib.symbol('fail_rc') as bigint;
+    const recorder: Recorder = {
+      launches: () => Array.from({ length: Math.min(64, Number(rec[0])) }, (_, k) => [log[3 * k]!, log[3 * k + 1]!, log[3 * k + 2]!]),
+      failAt: (at, rc) => {
+        koffi.encode(failAtAddress, 'int', at);
+        koffi.encode(failRcAddress, 'int', rc);
+      },
+    };
     resetLibrariesForTesting((p) => wrap(koffi.load(p)));
     process.env['CUDA_DRIVER_PATH'] = so;
-    body(rec, (rc) => koffi.encode(rcAt, 'int', rc));
+    body(rec, (rc) => koffi.encode(rcAt, 'int', rc), recorder);
   } finally {
     delete process.env['CUDA_DRIVER_PATH'];
     resetLibrariesForTesting(null);
@@ -258,6 +284,138 @@ test('with the addon, a driver that lacks the symbol fails the launch with the s
       ] as const) {
         assert.throws(run, (e: unknown) => e instanceof CudaError && e.code === 801 && e.driverCall === sym && e.message.includes(`The symbol ${sym} is missing`), `${name} ${sym}`);
       }
+      call.release();
+    } finally {
+      resetLibrariesForTesting(null);
+      setNativeAddonForTesting(saved);
+    }
+  }
+});
+
+test('the addon\'s launchSequence: NOT_BOUND and BAD_ID before any launch, then every launch in order, stopping at the first failure', { skip: (!gcc && 'gcc is absent') || (!linuxX64 && 'not linux-x64') }, () => {
+  const hot = loadNativeAddon({}).addon!;
+  withRecorder((rec, _setRc, recorder) => {
+    setNativeAddonForTesting(hot);
+    const done = new Uint32Array(1);
+    const a = hot.register(0x10n, 1, 1, 1, 32, 1, 1, 0, 0xa0n);
+    const b = hot.register(0x20n, 2, 1, 1, 64, 1, 1, 0, 0xb0n);
+    try {
+      const ids = Uint32Array.of(a, b, a);
+      const streams = BigUint64Array.of(1n, 2n, 3n);
+      done[0] = 7;
+      assert.equal(hot.launchSequence(ids, streams, done), hot.NOT_BOUND);
+      assert.equal(done[0], 0);
+      assert.equal(bindNativeSymbol('test', hot, 'cuLaunchKernel'), true);
+      // An unregistered id anywhere is found before the first launch.
+      assert.equal(hot.launchSequence(Uint32Array.of(a, b, 99999), streams, done), hot.BAD_ID);
+      assert.equal(rec[0], 0n, 'nothing was launched');
+      assert.equal(hot.launchSequence(ids, streams, done), 0);
+      assert.equal(done[0], 3);
+      assert.deepEqual(recorder.launches(), [[0x10n, 1n, 0xa0n], [0x20n, 2n, 0xb0n], [0x10n, 3n, 0xa0n]]);
+      // Registered shape of the last launch (a): grid 1, block 32.
+      assert.deepEqual([rec[2], rec[5], rec[8], rec[11]], [1n, 32n, 0n, 0n]);
+      // Launch number 5 (the second of the next call) fails: the first was submitted, the third not.
+      recorder.failAt(5, 700);
+      assert.equal(hot.launchSequence(ids, streams, done), 700);
+      assert.equal(done[0], 1);
+      assert.equal(rec[0], 5n);
+      recorder.failAt(0, 0);
+      // Views are read where they point (byteOffset honoured).
+      assert.equal(hot.launchSequence(ids.subarray(1), streams.subarray(1), done), 0);
+      assert.equal(done[0], 2);
+      assert.deepEqual(recorder.launches().slice(5), [[0x20n, 2n, 0xb0n], [0x10n, 3n, 0xa0n]]);
+      assert.equal(hot.launchSequence(new Uint32Array(0), new BigUint64Array(0), done), 0);
+      assert.equal(done[0], 0);
+      for (const bad of [
+        () => hot.launchSequence([a] as unknown as Uint32Array, streams.subarray(0, 1), done),
+        () => hot.launchSequence(Int32Array.of(a) as unknown as Uint32Array, streams.subarray(0, 1), done),
+        () => hot.launchSequence(ids, BigInt64Array.of(1n, 2n, 3n) as unknown as BigUint64Array, done),
+        () => hot.launchSequence(ids, streams.subarray(1), done),
+        () => hot.launchSequence(ids, streams, new Uint32Array(0)),
+        () => (hot.launchSequence as (...a: unknown[]) => number)(ids, streams),
+      ]) {
+        assert.throws(bad, TypeError);
+      }
+      assert.equal(rec[0], 7n, 'refused calls launch nothing');
+    } finally {
+      hot.release(a);
+      hot.release(b);
+    }
+  });
+});
+
+test('a launch sequence: both bindings launch every entry in order with the same arguments and stop at the same entry', { skip: !gcc && 'gcc is absent' }, () => {
+  const logs: Array<Array<[bigint, bigint, bigint]>> = [];
+  for (const [name, hot] of bindings()) {
+    withRecorder((_rec, _setRc, recorder) => {
+      setNativeAddonForTesting(hot);
+      const a = ln.prepareLaunch(0x100n, [1, 1, 1], [32, 1, 1], 0, 0xa000n);
+      const b = ln.prepareLaunch(0x200n, [2, 1, 1], [64, 1, 1], 16, 0xb000n);
+      const seq = ln.prepareSequence([a, b, a, b, b], [0x51n, 0x52n, 0x53n, 0x51n, 0x52n]);
+      assert.equal(seq.native, hot !== null, name);
+      assert.equal(seq.length, 5);
+      assert.equal(seq.launch('LaunchSequence.launch'), 0, name);
+      assert.equal(seq.submitted, 5);
+      // The third entry of the second submission (launch number 8) is refused.
+      recorder.failAt(8, 1);
+      assert.equal(seq.launch('LaunchSequence.launch'), 1, name);
+      assert.equal(seq.submitted, 2, name);
+      recorder.failAt(0, 0);
+      assert.equal(seq.launch('LaunchSequence.launch'), 0, name);
+      const log = recorder.launches();
+      const once: Array<[bigint, bigint, bigint]> = [[0x100n, 0x51n, 0xa000n], [0x200n, 0x52n, 0xb000n], [0x100n, 0x53n, 0xa000n], [0x200n, 0x51n, 0xb000n], [0x200n, 0x52n, 0xb000n]];
+      assert.deepEqual(log, [...once, ...once.slice(0, 3), ...once], name);
+      logs.push(log);
+      // Launches prepared on one binding in a sequence prepared on the other: a JS loop, same calls.
+      setNativeAddonForTesting(hot === null ? loadNativeAddon({}).addon : null);
+      const mixed = ln.prepareSequence([b, a], [0x60n, 0x61n]);
+      assert.equal(mixed.native, false, name);
+      assert.equal(mixed.launch('LaunchSequence.launch'), 0);
+      assert.deepEqual(recorder.launches().slice(-2), [[0x200n, 0x60n, 0xb000n], [0x100n, 0x61n, 0xa000n]], name);
+      assert.equal(ln.prepareSequence([], []).launch('LaunchSequence.launch'), 0);
+      assert.throws(() => ln.prepareSequence([a], []), RangeError);
+      a.release();
+      b.release();
+      // Back to the binding under test: leaving withRecorder unbinds the addon in use.
+      setNativeAddonForTesting(hot);
+    });
+  }
+  if (logs.length === 2) assert.deepEqual(logs[0], logs[1], 'the addon and koffi made the same calls');
+});
+
+test('with the addon, a sequence still launches through koffi where the library gives no addresses', { skip: (!gcc && 'gcc is absent') || (!linuxX64 && 'not linux-x64') }, () => {
+  const hot = loadNativeAddon({}).addon!;
+  const noAddresses = (lib: KoffiLibrary): KoffiLibrary => ({ func: lib.func.bind(lib), unload: lib.unload.bind(lib) }) as unknown as KoffiLibrary;
+  withRecorder((_rec, _setRc, recorder) => {
+    setNativeAddonForTesting(hot);
+    const a = ln.prepareLaunch(5n, [1, 1, 1], [64, 1, 1], 0, 0x50n);
+    const b = ln.prepareLaunch(6n, [1, 1, 1], [64, 1, 1], 0, 0x60n);
+    const seq = ln.prepareSequence([a, b, a], [9n, 10n, 11n]);
+    assert.equal(seq.native, true);
+    assert.equal(seq.launch('LaunchSequence.launch'), 0);
+    assert.equal(seq.submitted, 3);
+    recorder.failAt(5, 2);
+    assert.equal(seq.launch('LaunchSequence.launch'), 2);
+    assert.equal(seq.submitted, 1);
+    assert.deepEqual(recorder.launches(), [[5n, 9n, 0x50n], [6n, 10n, 0x60n], [5n, 11n, 0x50n], [5n, 9n, 0x50n], [6n, 10n, 0x60n]]);
+    a.release();
+    b.release();
+  }, noAddresses);
+});
+
+test('a sequence on a driver without cuLaunchKernel fails with the same 801 on both bindings, launching nothing', { skip: !linuxX64 && 'not linux-x64' }, () => {
+  const saved = nativeAddon();
+  for (const [name, hot] of bindings()) {
+    resetLibrariesForTesting(() => koffi.load('libc.so.6'));
+    try {
+      setNativeAddonForTesting(hot);
+      const call = ln.prepareLaunch(1n, [1, 1, 1], [32, 1, 1], 0, 0n);
+      const seq = ln.prepareSequence([call, call], [0n, 0n]);
+      assert.throws(
+        () => seq.launch('LaunchSequence.launch'),
+        (e: unknown) => e instanceof CudaError && e.code === 801 && e.operation === 'LaunchSequence.launch' && e.message.includes('The symbol cuLaunchKernel is missing'),
+        name,
+      );
       call.release();
     } finally {
       resetLibrariesForTesting(null);

@@ -2,6 +2,8 @@
  * Kernel launch (`cuLaunchKernel`): the hot path. The caller passes an argument block it packed
  * once (an array of pointers to argument slots). The call goes through the Node-API addon when it
  * is loaded (`../native.ts`), else through koffi; both give the same results and the same errors.
+ * A sequence of prepared launches (`prepareSequence`) is submitted by one addon call, which loops
+ * `cuLaunchKernel` in C, or by a JS loop on koffi.
  */
 import { driverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
 import { nativeAddon, type HotAddon } from '../native.js';
@@ -74,6 +76,13 @@ export function launchKernel(
 export interface KernelCall {
   /** Launches on `stream`. @throws CudaError when the driver refuses the launch. */
   launch(op: string, stream: bigint): void;
+  /**
+   * Launches on `stream` and returns the CUresult (0: launched) instead of throwing it; a missing
+   * driver or symbol still throws, as `launch` does.
+   */
+  tryLaunch(op: string, stream: bigint): number;
+  /** The launch's id in addon `hot`, or -1 when it is not registered there (a koffi launch). */
+  idIn(hot: HotAddon): number;
   /** Forgets the launch (idempotent); `launch` must not be called afterwards. */
   release(): void;
 }
@@ -89,10 +98,18 @@ class KoffiKernelCall implements KernelCall {
   ) {}
 
   launch(op: string, stream: bigint): void {
+    const rc = this.tryLaunch(op, stream);
+    if (rc !== 0) throw cudaError(rc, op, 'cuLaunchKernel');
+  }
+
+  tryLaunch(op: string, stream: bigint): number {
     const g = this.grid;
     const b = this.block;
-    const rc = koffiLaunch(op, this.fn, g[0], g[1], g[2], b[0], b[1], b[2], this.sharedMem, stream, this.params);
-    if (rc !== 0) throw cudaError(rc, op, 'cuLaunchKernel');
+    return koffiLaunch(op, this.fn, g[0], g[1], g[2], b[0], b[1], b[2], this.sharedMem, stream, this.params);
+  }
+
+  idIn(_hot: HotAddon): number {
+    return -1;
   }
 
   release(): void {}
@@ -122,19 +139,33 @@ class NativeKernelCall implements KernelCall {
     if (rc !== 0) this.#failed(op, stream, rc);
   }
 
-  /** Not a success: bind the driver function on first use (koffi where it cannot be), else throw. */
+  /** Not a success: settle it (below), and throw what stands. */
   #failed(op: string, stream: bigint, rc: number): void {
+    rc = this.#settle(op, stream, rc);
+    if (rc !== 0) throw cudaError(rc, op, 'cuLaunchKernel');
+  }
+
+  tryLaunch(op: string, stream: bigint): number {
+    const rc = this.hot.launch(this.#id, stream);
+    return rc === 0 ? 0 : this.#settle(op, stream, rc);
+  }
+
+  /**
+   * Not a success: bind the driver function on first use and launch again (through koffi where it
+   * cannot be bound); returns the CUresult that stands.
+   */
+  #settle(op: string, stream: bigint, rc: number): number {
     const hot = this.hot;
     if (rc === hot.NOT_BOUND) {
       if (bindNativeSymbol(op, hot, 'cuLaunchKernel')) rc = hot.launch(this.#id, stream);
-      if (rc === hot.NOT_BOUND) {
-        this.fallback.launch(op, stream);
-        return;
-      }
-      if (rc === 0) return;
+      if (rc === hot.NOT_BOUND) return this.fallback.tryLaunch(op, stream);
     }
     if (rc === hot.BAD_ID) throw new Error(`${op}: internal error: launch ${this.#id} is not registered in the native addon`);
-    throw cudaError(rc, op, 'cuLaunchKernel');
+    return rc;
+  }
+
+  idIn(hot: HotAddon): number {
+    return hot === this.hot ? this.#id : -1;
   }
 
   release(): void {
@@ -159,4 +190,107 @@ export function prepareLaunch(
   const koffiCall = new KoffiKernelCall(fn, grid, block, sharedMem, params);
   const hot = nativeAddon();
   return hot === null ? koffiCall : new NativeKernelCall(hot, koffiCall, fn, grid, block, sharedMem, params);
+}
+
+/**
+ * An ordered list of prepared launches, each with its stream, fixed once: `launch(op)` submits them
+ * in order and stops at the first the driver refuses. Made by `prepareSequence`.
+ */
+export interface SequenceCall {
+  /** Number of entries. */
+  readonly length: number;
+  /** True when `launch` is one call into the Node-API addon, which loops `cuLaunchKernel` in C. */
+  readonly native: boolean;
+  /**
+   * Launches the entries in order. Returns 0 when all were submitted, else the CUresult of the
+   * failed entry, whose index (the number submitted before it) is then `submitted`.
+   * @throws CudaError when no driver or no `cuLaunchKernel` loads (before anything is launched).
+   */
+  launch(op: string): number;
+  /** Entries submitted by the last `launch` (all of them when it returned 0). */
+  readonly submitted: number;
+}
+
+/** The JS loop: one `KernelCall` a call (koffi, or the addon's per-launch call), in order. */
+class LoopSequenceCall implements SequenceCall {
+  readonly native = false;
+  submitted = 0;
+
+  constructor(
+    private readonly calls: readonly KernelCall[],
+    private readonly streams: readonly bigint[],
+  ) {}
+
+  get length(): number {
+    return this.calls.length;
+  }
+
+  launch(op: string): number {
+    const calls = this.calls;
+    const streams = this.streams;
+    this.submitted = 0;
+    for (let i = 0; i < calls.length; i++) {
+      const rc = calls[i]!.tryLaunch(op, streams[i]!);
+      if (rc !== 0) return rc;
+      this.submitted = i + 1;
+    }
+    return 0;
+  }
+}
+
+/**
+ * The addon form: the launch ids and stream handles are packed once into typed arrays, and a
+ * submission is one `launchSequence` call (the addon reads the arrays where they are on each call).
+ */
+class NativeSequenceCall implements SequenceCall {
+  readonly native = true;
+  submitted = 0;
+  readonly #done = new Uint32Array(1);
+
+  constructor(
+    private readonly hot: HotAddon,
+    private readonly fallback: LoopSequenceCall,
+    private readonly ids: Uint32Array,
+    private readonly streams: BigUint64Array,
+  ) {}
+
+  get length(): number {
+    return this.ids.length;
+  }
+
+  launch(op: string): number {
+    const hot = this.hot;
+    let rc = hot.launchSequence(this.ids, this.streams, this.#done);
+    if (rc === hot.NOT_BOUND) {
+      if (bindNativeSymbol(op, hot, 'cuLaunchKernel')) rc = hot.launchSequence(this.ids, this.streams, this.#done);
+      if (rc === hot.NOT_BOUND) {
+        rc = this.fallback.launch(op);
+        this.submitted = this.fallback.submitted;
+        return rc;
+      }
+    }
+    if (rc === hot.BAD_ID) throw new Error(`${op}: internal error: a launch of the sequence is not registered in the native addon`);
+    this.submitted = this.#done[0]!;
+    return rc;
+  }
+}
+
+/**
+ * Fixes the sequence "launch `calls[i]` on `streams[i]`, for every i in order". Where the addon is
+ * loaded and registers every call, a submission is one addon call; otherwise it is a JS loop over
+ * the calls (koffi). Both submit the same launches in the same order and stop at the same entry.
+ * Touches no driver. The calls must stay registered (not released) while the sequence is used.
+ */
+export function prepareSequence(calls: readonly KernelCall[], streams: readonly bigint[]): SequenceCall {
+  if (calls.length !== streams.length) throw new RangeError(`prepareSequence: ${calls.length} calls but ${streams.length} streams`);
+  const loop = new LoopSequenceCall([...calls], [...streams]);
+  const hot = nativeAddon();
+  if (hot === null || calls.length === 0) return loop;
+  const ids = new Uint32Array(calls.length);
+  for (let i = 0; i < calls.length; i++) {
+    const id = calls[i]!.idIn(hot);
+    if (id < 0) return loop;
+    ids[i] = id;
+  }
+  return new NativeSequenceCall(hot, loop, ids, BigUint64Array.from(streams));
 }
