@@ -110,7 +110,11 @@ export class LaunchSequence {
         throw new InvalidArgumentError(op, naming, `${entryName(naming, i, 'launch')} is a launch on device ${device.ordinal}; the sequence's first launch is on device ${deviceOrdinal}: a sequence runs on one device`);
       }
       if (stream.device.context !== ctx) {
-        throw new InvalidArgumentError(op, naming, `${entryName(naming, i, 'stream')} is a stream of device ${stream.device.ordinal}; the sequence's launches are on device ${deviceOrdinal}`);
+        const detail =
+          naming === 'launches'
+            ? `launches[${i}] is a launch on device ${deviceOrdinal}; the stream is of device ${stream.device.ordinal}`
+            : `entries[${i}].stream is a stream of device ${stream.device.ordinal}; the sequence's launches are on device ${deviceOrdinal}`;
+        throw new InvalidArgumentError(op, naming, detail);
       }
       let on = launches.get(launch);
       if (on === undefined) launches.set(launch, (on = new Map()));
