@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { buildCWorker } from './gpu/build-c.js';
 import { IMPLS, USAGE, parseOptions, type GpuBenchOptions } from './gpu/options.js';
 import { benchPaths, repoRoot } from './gpu/paths.js';
-import { STEPS, commandFor } from './gpu/plan.js';
+import { STEPS, commandFor, runsStep } from './gpu/plan.js';
 import { buildRows, checkTargets, formatMarkdown, formatText, type BenchResults, type ImplStatus, type StepSamples } from './gpu/report.js';
 import { interleave } from './gpu/stats.js';
 import { WorkerProcess, type WorkerSpec } from './gpu/worker-process.js';
@@ -134,7 +134,7 @@ async function main(): Promise<number> {
   const runRound = async (round: number, reps: number, record: boolean): Promise<void> => {
     for (const turn of interleave(workers, STEPS.length, round)) {
       const w = turn.impl;
-      if (!w.alive) continue;
+      if (!w.alive || !runsStep(STEPS[turn.step]!, w.spec.id)) continue;
       const cmd = commandFor(STEPS[turn.step]!, reps);
       const into = samples.get(w.spec.id)![turn.step]!;
       try {
@@ -186,7 +186,7 @@ async function main(): Promise<number> {
     elapsedSeconds: elapsed(),
     rows,
     targets: checkTargets(rows, labels),
-    steps: STEPS.map((s) => ({ row: s.row, n: s.n, reps: commandFor(s, opts.reps).reps })),
+    steps: STEPS.map((s) => ({ row: s.row, n: s.n, reps: commandFor(s, opts.reps).reps, ...(s.only ? { only: s.only } : {}) })),
     raw: Object.fromEntries(samples),
   };
 

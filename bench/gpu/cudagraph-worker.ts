@@ -3,15 +3,12 @@
  * through cudagraph's public API (the package root, as a user imports it). Usage:
  *   node dist/bench/gpu/cudagraph-worker.js <kernels.ptx>
  * Protocol and row logic: bench/gpu/worker-loop.ts. The hot paths use `PreparedLaunch` (kernel
- * arguments packed once) and `GraphExec.launch`; nothing is allocated inside a timed loop.
- *
- * PENDING: written against notes/API-CUDA.md before the driver layer landed on this branch; it is
- * named `.ts.pending` so that tsc leaves it out. After the merge: rename it to `.ts`, build, and
- * `npm run bench:gpu` picks it up (dist/bench/gpu/cudagraph-worker.js).
+ * arguments packed once) and `GraphExec.launch`; nothing is allocated inside a timed loop. The
+ * cudagraph-only `-seq` rows submit the same N launches as one `LaunchSequence`, built untimed.
  */
 import { readFileSync } from 'node:fs';
 import { Device, DeviceBuffer, Module, StreamGraphCapture, arg } from '../../src/index.js';
-import type { GraphExec, PreparedLaunch, Stream } from '../../src/index.js';
+import type { GraphExec, LaunchSequence, PreparedLaunch, Stream } from '../../src/index.js';
 import { nativeStatus } from '../../src/driver/native.js';
 import { packageVersion, repoRoot } from './paths.js';
 import { serve, type BenchImpl, type WorkerInfo } from './worker-loop.js';
@@ -29,6 +26,8 @@ class CudagraphImpl implements BenchImpl<GraphExec> {
   private readonly buffer: DeviceBuffer;
   private readonly empty: PreparedLaunch;
   private readonly add2: PreparedLaunch;
+  /** The `-seq` rows' sequences of n `empty` launches, by n (built on first use, outside the timed span). */
+  private readonly sequences = new Map<number, LaunchSequence>();
 
   constructor(ptxPath: string) {
     this.device = Device.get(0);
@@ -77,6 +76,48 @@ class CudagraphImpl implements BenchImpl<GraphExec> {
     const graph = cap.end();
     const t2 = now();
     return { captureNs: Number(t1 - t0), instantiateNs: Number(t2 - t1), graph };
+  }
+
+  /**
+   * `capture` with the loop replaced by one `seq.launch()`. Kept apart from `capture` on purpose:
+   * the issue's rows stay measured by the code of the earlier runs, loop and all.
+   */
+  captureSequence(n: number): { captureNs: number; instantiateNs: number; graph: GraphExec } {
+    const seq = this.sequenceOf(n);
+    const s = this.stream;
+    s.synchronize();
+    const t0 = now();
+    const cap = StreamGraphCapture.begin(s, 'global');
+    try {
+      seq.launch();
+    } catch (e) {
+      cap.dispose(); // ends the broken capture so the stream stays usable for the next command
+      throw e;
+    }
+    const t1 = now();
+    const graph = cap.end();
+    const t2 = now();
+    return { captureNs: Number(t1 - t0), instantiateNs: Number(t2 - t1), graph };
+  }
+
+  private sequenceOf(n: number): LaunchSequence {
+    let seq = this.sequences.get(n);
+    if (seq === undefined) {
+      seq = this.stream.sequence(Array.from({ length: n }, () => this.empty));
+      this.sequences.set(n, seq);
+    }
+    return seq;
+  }
+
+  eagerSequence(n: number): number {
+    const seq = this.sequenceOf(n);
+    const s = this.stream;
+    s.synchronize();
+    const t0 = now();
+    seq.launch();
+    const t1 = now();
+    s.synchronize();
+    return Number(t1 - t0);
   }
 
   destroy(graph: GraphExec): void {

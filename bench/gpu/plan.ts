@@ -1,6 +1,7 @@
 /**
- * What `npm run bench:gpu` runs: the steps sent to every worker each round, and the table rows
- * read from their samples (the rows of ANCHORS.md, plus the 2-argument variants).
+ * What `npm run bench:gpu` runs: the steps sent to the workers each round, and the table rows
+ * read from their samples (the rows of ANCHORS.md, plus the 2-argument variants, plus two
+ * cudagraph-only rows of `LaunchSequence` shown beside C's per-call rows).
  */
 import { DEFAULT_REPLAY_LAUNCHES, rowCommand, type RowCommand, type RowName } from './protocol.js';
 
@@ -9,6 +10,16 @@ export interface Step {
   readonly row: RowName;
   readonly n: number;
   readonly repsDivisor: number;
+  /** The implementations that run this step; every one when absent. */
+  readonly only?: readonly string[];
+}
+
+/** The workers that know the `-seq` rows: cudagraph, on the addon and forced onto koffi. */
+export const SEQUENCE_IMPLS: readonly string[] = ['cudagraph', 'cudagraph-koffi'];
+
+/** Whether implementation `id` runs `step`. */
+export function runsStep(step: Step, id: string): boolean {
+  return step.only === undefined || step.only.includes(id);
 }
 
 /** One line of the results table: metric `metric` of step `step`. */
@@ -21,6 +32,13 @@ export interface TableRow {
   readonly metric: string;
   /** Host-cost rows carry the issue's target: within 1.25× of C. `replay` is device time. */
   readonly hostCost: boolean;
+  /**
+   * Not one of issue 3's rows (a cudagraph-only form: `LaunchSequence`): shown with its ratio to C
+   * but never checked against the targets. C's column is then C's per-call row, step `cStep`.
+   */
+  readonly extra: boolean;
+  /** The step whose samples fill C's column (`step` unless set). */
+  readonly cStep?: number;
 }
 
 export const STEPS: readonly Step[] = [
@@ -33,11 +51,19 @@ export const STEPS: readonly Step[] = [
   { row: 'launch', n: 1000, repsDivisor: 1 },
   { row: 'launch', n: 10000, repsDivisor: 1 },
   { row: 'replay', n: 1000, repsDivisor: 1 },
+  // cudagraph only, after the issue's rows (their step indices, and the JSON's raw arrays, stay put).
+  { row: 'eager-seq', n: 1000, repsDivisor: 1, only: SEQUENCE_IMPLS },
+  { row: 'capture-seq', n: 1000, repsDivisor: 1, only: SEQUENCE_IMPLS },
 ];
 
 function row(step: number, metric: string, label: string, hostCost = true): TableRow {
   const s = STEPS[step]!;
-  return { key: `${s.row}/${metric}/${s.n}`, label, n: s.n, step, metric, hostCost };
+  return { key: `${s.row}/${metric}/${s.n}`, label, n: s.n, step, metric, hostCost, extra: false };
+}
+
+/** A cudagraph-only row beside C's per-call row `cStep` (same metric and N). */
+function extraRow(step: number, metric: string, label: string, cStep: number): TableRow {
+  return { ...row(step, metric, label), extra: true, cStep };
 }
 
 export const TABLE_ROWS: readonly TableRow[] = [
@@ -56,6 +82,8 @@ export const TABLE_ROWS: readonly TableRow[] = [
   row(6, 'launch', 'graph launch, host cost of one call'),
   row(7, 'launch', 'graph launch, host cost of one call'),
   row(8, 'replay', 'replay back to back, per node', false),
+  extraRow(9, 'eager', 'eager launch via LaunchSequence, per kernel', 0),
+  extraRow(10, 'capture', 'capture via LaunchSequence, per node', 2),
 ];
 
 /** The command for `step` with `reps` base repetitions (at least 3 after thinning). */

@@ -7,8 +7,12 @@
 import { InvalidArgumentError } from '../../src/errors/base.js';
 import { describe, requireInt } from '../../src/util/validate.js';
 
-/** The rows a worker knows. `-args` rows launch the 2-argument kernel `add2` instead of `empty`. */
-export const ROW_NAMES = ['eager', 'eager-args', 'capture', 'capture-args', 'launch', 'replay'] as const;
+/**
+ * The rows a worker knows. `-args` rows launch the 2-argument kernel `add2` instead of `empty`.
+ * `-seq` rows submit the N launches of `empty` as one cudagraph `LaunchSequence`; only the cudagraph
+ * worker knows them (the plan sends them to no other worker).
+ */
+export const ROW_NAMES = ['eager', 'eager-args', 'capture', 'capture-args', 'launch', 'replay', 'eager-seq', 'capture-seq'] as const;
 export type RowName = (typeof ROW_NAMES)[number];
 
 /** Launches per repetition of the `replay` row when a command does not say. */
@@ -22,6 +26,8 @@ export const ROW_METRICS: Readonly<Record<RowName, readonly string[]>> = {
   'capture-args': ['capture', 'instantiate', 'total'],
   launch: ['launch'],
   replay: ['replay'],
+  'eager-seq': ['eager'],
+  'capture-seq': ['capture', 'instantiate', 'total'],
 };
 
 /** `row <name> <n> <reps> <launches>`: run row `name` at size `n`, `reps` timed repetitions. */

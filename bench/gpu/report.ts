@@ -2,7 +2,7 @@
  * Turns the samples of a `bench:gpu` run into results: a summary per row and implementation,
  * ratios to C, the issue's targets for cudagraph, and the text/Markdown tables.
  */
-import { TABLE_ROWS, type TableRow } from './plan.js';
+import { STEPS, TABLE_ROWS, runsStep, type TableRow } from './plan.js';
 import { beyondSpread, compare, median, summarize, type Comparison, type Summary } from './stats.js';
 
 /** The reference every ratio is taken against. */
@@ -35,6 +35,8 @@ export interface RowResult {
   readonly label: string;
   readonly n: number;
   readonly hostCost: boolean;
+  /** A cudagraph-only row (no target); C's column is C's per-call row (`TableRow.cStep`). */
+  readonly extra: boolean;
   /** Per implementation: the summary, or why there is none. */
   readonly results: Readonly<Record<string, Summary | { readonly error: string }>>;
   /** Per implementation other than C: the comparison with C, where both have a summary. */
@@ -64,7 +66,7 @@ export interface BenchResults {
   readonly rows: readonly RowResult[];
   readonly targets: readonly TargetCheck[];
   /** The plan's steps, in order: `raw[impl][k]` holds the samples of step k. */
-  readonly steps: readonly { readonly row: string; readonly n: number; readonly reps: number }[];
+  readonly steps: readonly { readonly row: string; readonly n: number; readonly reps: number; readonly only?: readonly string[] }[];
   /** Every timed sample (µs) by implementation, step and round, for re-analysis. */
   readonly raw: Readonly<Record<string, readonly StepSamples[]>>;
 }
@@ -95,23 +97,26 @@ function roundMedianMap(row: TableRow, samples: StepSamples | undefined): Map<nu
 /** Summaries and ratios for every table row, for the implementations that ran. */
 export function buildRows(ran: readonly string[], samples: ReadonlyMap<string, readonly StepSamples[]>): RowResult[] {
   return TABLE_ROWS.map((row) => {
+    // C's column of a cudagraph-only row is C's per-call row; implementations that do not run the step have no cell.
+    const stepOf = (id: string): number => (id === BASELINE ? row.cStep ?? row.step : row.step);
+    const shown = ran.filter((id) => id === BASELINE || runsStep(STEPS[row.step]!, id));
     const results: Record<string, Summary | { error: string }> = {};
-    for (const id of ran) results[id] = rowSummary(row, samples.get(id)?.[row.step]);
+    for (const id of shown) results[id] = rowSummary(row, samples.get(id)?.[stepOf(id)]);
     const vsC: Record<string, Comparison> = {};
     const base = results[BASELINE];
     // A median of 0 (a span below the clock's resolution) has no meaningful ratio.
     if (isSummary(base) && base.median > 0) {
-      for (const id of ran) {
+      for (const id of shown) {
         const r = results[id];
         if (id !== BASELINE && isSummary(r)) {
           vsC[id] = compare(r, base, {
-            value: roundMedianMap(row, samples.get(id)?.[row.step]),
-            baseline: roundMedianMap(row, samples.get(BASELINE)?.[row.step]),
+            value: roundMedianMap(row, samples.get(id)?.[stepOf(id)]),
+            baseline: roundMedianMap(row, samples.get(BASELINE)?.[stepOf(BASELINE)]),
           });
         }
       }
     }
-    return { key: row.key, label: row.label, n: row.n, hostCost: row.hostCost, results, vsC };
+    return { key: row.key, label: row.label, n: row.n, hostCost: row.hostCost, extra: row.extra, results, vsC };
   });
 }
 
@@ -124,7 +129,8 @@ export function checkTargets(rows: readonly RowResult[], labels: Readonly<Record
   const checks: TargetCheck[] = [];
   for (const row of rows) {
     const subject = row.results[SUBJECT];
-    if (!isSummary(subject)) continue;
+    // The cudagraph-only rows are not the issue's: reported, never judged.
+    if (!isSummary(subject) || row.extra) continue;
     const vs = row.vsC[SUBJECT];
     if (row.hostCost && vs) {
       checks.push({
@@ -180,7 +186,7 @@ export function tableCells(res: BenchResults): { header: string[]; body: string[
   const hasC = ran.some((i) => i.id === BASELINE);
   const header = ['row (µs)', 'N', ...ran.map((i) => i.label), ...(hasC ? others.map((i) => `${i.label}/C`) : [])];
   const body = res.rows.map((row) => [
-    row.label,
+    row.extra ? `${row.label} †` : row.label,
     String(row.n),
     ...ran.map((i) => cell(row.results[i.id])),
     ...(hasC ? others.map((i) => ratioCell(row.vsC[i.id])) : []),
@@ -191,7 +197,9 @@ export function tableCells(res: BenchResults): { header: string[]; body: string[
 const LEGEND =
   'median of the per-round medians [min–max of the per-round medians]; ratio to C: median of the per-round ratios; ' +
   '* = the two ranges do not overlap (the difference exceeds the run-to-run spread); ' +
-  '+ = the ranges overlap but the ratio is on the same side of 1 in every round (paired, ≥ 5 rounds)';
+  '+ = the ranges overlap but the ratio is on the same side of 1 in every round (paired, ≥ 5 rounds); ' +
+  "† = cudagraph only: the N launches submitted as one LaunchSequence; C's column is C's per-call row of the same N " +
+  "(one cuLaunchKernel per call), and the ratio is to it; not one of issue 3's rows (no target)";
 
 /** The table as aligned plain text, for the terminal. */
 export function formatText(res: BenchResults): string {

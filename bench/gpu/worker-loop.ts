@@ -28,6 +28,31 @@ export interface BenchImpl<G> {
   launchOnce(graph: G): number;
   /** `launches` back-to-back graph launches plus the final synchronisation. */
   replay(graph: G, launches: number): number;
+  /** n launches of `empty` submitted by one call (cudagraph's `LaunchSequence`, built untimed); absent elsewhere. */
+  eagerSequence?(n: number): number;
+  /** begin + the same sequence on the capturing stream, then end + instantiate; absent elsewhere. */
+  captureSequence?(n: number): { captureNs: number; instantiateNs: number; graph: G };
+}
+
+/** The capture metrics of `reps` repetitions (after one warm-up) of `capture`, in µs per node. */
+function captureSamples<G>(impl: BenchImpl<G>, n: number, reps: number, capture: () => { captureNs: number; instantiateNs: number; graph: G }): Record<string, number[]> {
+  const out = { capture: [] as number[], instantiate: [] as number[], total: [] as number[] };
+  for (let i = -1; i < reps; i++) {
+    const r = capture();
+    impl.destroy(r.graph);
+    if (i < 0) continue;
+    out.capture.push(r.captureNs / 1e3 / n);
+    out.instantiate.push(r.instantiateNs / 1e3 / n);
+    out.total.push((r.captureNs + r.instantiateNs) / 1e3 / n);
+  }
+  return out;
+}
+
+/** The optional method `name` of `impl`, bound, or an error naming the row this worker cannot run. */
+function optional<G, K extends 'eagerSequence' | 'captureSequence'>(impl: BenchImpl<G>, name: K, row: string): NonNullable<BenchImpl<G>[K]> {
+  const f = impl[name];
+  if (typeof f !== 'function') throw new Error(`row ${row}: this implementation has no launch sequence`);
+  return f.bind(impl) as NonNullable<BenchImpl<G>[K]>;
 }
 
 /** Runs one command: an untimed warm-up repetition, then `reps` timed ones; samples in µs. */
@@ -45,18 +70,18 @@ export function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): RowReply {
     case 'capture':
     case 'capture-args': {
       const withArgs = row === 'capture-args';
-      const capture: number[] = [];
-      const instantiate: number[] = [];
-      const total: number[] = [];
-      for (let i = -1; i < reps; i++) {
-        const r = impl.capture(n, withArgs);
-        impl.destroy(r.graph);
-        if (i < 0) continue;
-        capture.push(r.captureNs / 1e3 / n);
-        instantiate.push(r.instantiateNs / 1e3 / n);
-        total.push((r.captureNs + r.instantiateNs) / 1e3 / n);
-      }
-      Object.assign(samples, { capture, instantiate, total });
+      Object.assign(samples, captureSamples(impl, n, reps, () => impl.capture(n, withArgs)));
+      break;
+    }
+    case 'eager-seq': {
+      const eager = optional(impl, 'eagerSequence', row);
+      eager(n);
+      samples.eager = Array.from({ length: reps }, () => eager(n) / 1e3 / n);
+      break;
+    }
+    case 'capture-seq': {
+      const capture = optional(impl, 'captureSequence', row);
+      Object.assign(samples, captureSamples(impl, n, reps, () => capture(n)));
       break;
     }
     case 'launch':

@@ -6,7 +6,7 @@ import { InvalidArgumentError } from '../../src/index.js';
 import { formatCommand, parseCommand, parseReady, parseReply, rowCommand, ROW_METRICS, ROW_NAMES } from '../../bench/gpu/protocol.js';
 import { runRow, type BenchImpl } from '../../bench/gpu/worker-loop.js';
 import { parseOptions } from '../../bench/gpu/options.js';
-import { STEPS, TABLE_ROWS, commandFor } from '../../bench/gpu/plan.js';
+import { STEPS, TABLE_ROWS, commandFor, runsStep } from '../../bench/gpu/plan.js';
 import { buildRows, checkTargets, formatMarkdown, formatText, type BenchResults, type StepSamples } from '../../bench/gpu/report.js';
 import { linkCandidates } from '../../bench/gpu/build-c.js';
 
@@ -79,6 +79,12 @@ function clockwork(): BenchImpl<{ n: number; live: boolean }> & { calls: Record<
     readyGraph: (n: number) => (self.live++, { n, live: true }),
     launchOnce: (g: { live: boolean }) => (assert.ok(g.live), count('launch'), 3000),
     replay: (g: { n: number; live: boolean }, launches: number) => (assert.ok(g.live), count('replay'), g.n * launches * 600),
+    eagerSequence: (n: number) => (count('eager-seq'), n * 3000),
+    captureSequence: (n: number) => {
+      count('capture-seq');
+      self.live++;
+      return { captureNs: n * 300, instantiateNs: n * 1500, graph: { n, live: true } };
+    },
   };
   return self;
 }
@@ -107,6 +113,21 @@ test('every row answered by runRow carries exactly the metrics the protocol prom
     assert.ok(reply.ok);
     assert.deepEqual(Object.keys(reply.samples).sort(), [...ROW_METRICS[row]].sort());
     assert.deepEqual(parseReply(JSON.stringify(reply), rowCommand(row, 10, 2)), reply);
+  }
+});
+
+test('the -seq rows: the sequence methods, in µs per kernel or node; a worker without them answers an error', () => {
+  const impl = clockwork();
+  assert.deepEqual(runRow(impl, rowCommand('eager-seq', 1000, 2)), { ok: true, row: 'eager-seq', n: 1000, samples: { eager: [3, 3] } });
+  assert.deepEqual(runRow(impl, rowCommand('capture-seq', 100, 2)), {
+    ok: true, row: 'capture-seq', n: 100, samples: { capture: [0.3, 0.3], instantiate: [1.5, 1.5], total: [1.8, 1.8] },
+  });
+  assert.equal(impl.calls['eager-seq'], 3);
+  assert.equal(impl.calls['capture-seq'], 3);
+  assert.equal(impl.live, 0);
+  const plain: BenchImpl<{ n: number; live: boolean }> = { ...clockwork(), eagerSequence: undefined, captureSequence: undefined };
+  for (const row of ['eager-seq', 'capture-seq']) {
+    assert.throws(() => runRow(plain, rowCommand(row, 10, 2)), /this implementation has no launch sequence/);
   }
 });
 
@@ -152,6 +173,56 @@ test('the plan covers every row of ANCHORS.md and thins only the 10 000-node cap
   for (const r of TABLE_ROWS) assert.ok(ROW_METRICS[STEPS[r.step]!.row].includes(r.metric), r.key);
   assert.deepEqual(STEPS.map((s) => commandFor(s, 30).reps), STEPS.map((s) => (s.n === 10000 && s.row === 'capture' ? 10 : 30)));
   assert.equal(commandFor(STEPS[4]!, 1).reps, 3);
+});
+
+test('the issue\'s rows keep their steps and keys; the two LaunchSequence rows run on cudagraph only, beside C\'s per-call rows', () => {
+  // The rows issue 3 judges, as the earlier runs defined them (bench/results/2026-11-30-nvidia-h200-4.json).
+  assert.deepEqual(STEPS.slice(0, 9).map((s) => `${s.row}/${s.n}/${s.only === undefined}`), [
+    'eager/1000/true', 'eager-args/1000/true', 'capture/1000/true', 'capture-args/1000/true', 'capture/10000/true',
+    'launch/10/true', 'launch/1000/true', 'launch/10000/true', 'replay/1000/true',
+  ]);
+  assert.deepEqual(TABLE_ROWS.filter((r) => !r.extra).map((r) => `${r.key}@${r.step}`), [
+    'eager/eager/1000@0', 'eager-args/eager/1000@1', 'capture/capture/1000@2', 'capture/instantiate/1000@2', 'capture/total/1000@2',
+    'capture-args/capture/1000@3', 'capture-args/instantiate/1000@3', 'capture-args/total/1000@3', 'capture/capture/10000@4',
+    'capture/instantiate/10000@4', 'capture/total/10000@4', 'launch/launch/10@5', 'launch/launch/1000@6', 'launch/launch/10000@7',
+    'replay/replay/1000@8',
+  ]);
+  const extra = TABLE_ROWS.filter((r) => r.extra);
+  assert.deepEqual(extra.map((r) => [r.key, r.label, STEPS[r.cStep!]!.row, STEPS[r.cStep!]!.n]), [
+    ['eager-seq/eager/1000', 'eager launch via LaunchSequence, per kernel', 'eager', 1000],
+    ['capture-seq/capture/1000', 'capture via LaunchSequence, per node', 'capture', 1000],
+  ]);
+  for (const r of extra) {
+    assert.deepEqual(['c', 'cudagraph', 'cudagraph-koffi', 'cupy', 'torch'].map((id) => runsStep(STEPS[r.step]!, id)), [false, true, true, false, false]);
+  }
+});
+
+test('a LaunchSequence row: cudagraph against C\'s per-call samples, no CuPy or PyTorch cell, and no target', () => {
+  // Distinct values per step: C's per-call eager row is 4 µs, cudagraph's sequence row 3.6 µs.
+  const samples = new Map<string, StepSamples[]>(
+    (['c', 'cudagraph', 'cupy'] as const).map((id) => [id, STEPS.map((s, k) => ({
+      rounds: runsStep(s, id)
+        ? [0, 1, 2].map((r) => ({ round: r, samples: Object.fromEntries(ROW_METRICS[s.row].map((m) => [m, [id === 'c' ? 4 : k === 9 ? 3.6 : 5]])) }))
+        : [],
+      errors: [],
+    }))]),
+  );
+  const rows = buildRows(['c', 'cudagraph', 'cupy'], samples);
+  const seq = rows.find((r) => r.key === 'eager-seq/eager/1000')!;
+  assert.equal(seq.extra, true);
+  assert.equal((seq.results.c as { median: number }).median, 4);
+  assert.equal((seq.results.cudagraph as { median: number }).median, 3.6);
+  assert.equal(seq.results.cupy, undefined);
+  assert.ok(Math.abs(seq.vsC.cudagraph!.ratio - 0.9) < 1e-12);
+  const targets = checkTargets(rows, { c: 'C driver', cudagraph: 'cudagraph', cupy: 'CuPy' });
+  assert.ok(targets.every((t) => !t.key.includes('-seq/')));
+  const res: BenchResults = {
+    schema: 2, date: '2026-11-30T12:00:00.000Z', gpu: 'g', driverVersion: null, options: {},
+    implementations: [{ id: 'c', label: 'C driver', status: 'ran' }, { id: 'cudagraph', label: 'cudagraph', status: 'ran' }, { id: 'cupy', label: 'CuPy', status: 'ran' }],
+    roundsRun: 3, stoppedEarly: null, elapsedSeconds: 1, rows, targets, steps: [], raw: {},
+  };
+  const line = formatMarkdown(res).split('\n').find((l) => l.startsWith('| eager launch via LaunchSequence'))!;
+  assert.equal(line, '| eager launch via LaunchSequence, per kernel † | 1000 | 4.00 [4.00–4.00] | 3.60 [3.60–3.60] | — | 0.90×* | — |');
 });
 
 /** Samples where every implementation's every metric is `base[id]` µs, in `rounds` rounds. */
@@ -206,8 +277,10 @@ test('buildRows pairs rounds: a drift that moves every implementation together s
 test('checkTargets: 1.25× of C on host-cost rows, ahead of CuPy and PyTorch on every row', () => {
   const labels = { c: 'C driver', cudagraph: 'cudagraph', cupy: 'CuPy', torch: 'PyTorch' };
   const good = checkTargets(buildRows(['c', 'cudagraph', 'cupy', 'torch'], flat({ c: 4, cudagraph: 4.8, cupy: 6, torch: 10 }, 3)), labels);
-  const hostRows = TABLE_ROWS.filter((r) => r.hostCost).length;
-  assert.equal(good.length, hostRows + 2 * TABLE_ROWS.length);
+  // The LaunchSequence rows are not judged; the issue's rows are.
+  const judged = TABLE_ROWS.filter((r) => !r.extra);
+  const hostRows = judged.filter((r) => r.hostCost).length;
+  assert.equal(good.length, hostRows + 2 * judged.length);
   assert.ok(good.every((t) => t.pass));
   const bad = checkTargets(buildRows(['c', 'cudagraph', 'cupy'], flat({ c: 4, cudagraph: 5.2, cupy: 5 }, 3)), labels);
   assert.ok(bad.filter((t) => t.target.startsWith('≤')).every((t) => !t.pass));
@@ -215,7 +288,7 @@ test('checkTargets: 1.25× of C on host-cost rows, ahead of CuPy and PyTorch on 
   assert.deepEqual(checkTargets(buildRows(['c', 'cupy'], flat({ c: 4, cupy: 5 }, 3)), labels), []);
   // cudagraph's own koffi variant is a column to compare with, not a target to beat.
   const withKoffi = checkTargets(buildRows(['c', 'cudagraph', 'cudagraph-koffi', 'cupy'], flat({ c: 4, cudagraph: 4.8, 'cudagraph-koffi': 4.5, cupy: 6 }, 3)), labels);
-  assert.equal(withKoffi.length, hostRows + TABLE_ROWS.length);
+  assert.equal(withKoffi.length, hostRows + judged.length);
   assert.ok(withKoffi.every((t) => t.pass && !t.target.includes('koffi')));
 });
 
@@ -232,7 +305,8 @@ test('the text and Markdown tables show every row and every implementation that 
   };
   const text = formatText(res).split('\n');
   assert.match(text[0]!, /C driver\s+CuPy\s+CuPy\/C/);
-  assert.equal(text.filter((l) => l.includes('1.25×*')).length, TABLE_ROWS.length); // 5.01 / 4.01, beyond spread
+  // 5.01 / 4.01, beyond spread, on every row CuPy runs (not the cudagraph-only rows).
+  assert.equal(text.filter((l) => l.includes('1.25×*')).length, TABLE_ROWS.filter((r) => !r.extra).length);
   const md = formatMarkdown(res);
   assert.match(md, /^# GPU benchmark, 2026-11-30, NVIDIA H200/);
   assert.match(md, /\| cudagraph \|  \| skipped: not built \|/);

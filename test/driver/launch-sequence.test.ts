@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Device, DeviceBuffer, Module, LaunchSequence, InvalidArgumentError, DisposedError, CudaError, arg } from '../../src/index.js';
 import type { PreparedLaunch, Stream, Kernel } from '../../src/index.js';
-import { loadNativeAddon, setNativeAddonForTesting, type HotAddon } from '../../src/driver/native.js';
+import { bindings, onBinding } from './bindings.js';
 import { CAPTURE, LIFETIME } from '../../src/cuda/internal.js';
 import { captureStarted, captureEnded, type CaptureSink } from '../../src/cuda/capture-hooks.js';
 import type { Lifetime } from '../../src/cuda/lifetime.js';
@@ -111,21 +111,6 @@ const driver = standIn();
 const skip = driver === null && 'gcc is absent';
 process.on('exit', () => driver?.close());
 
-/** The bindings to compare: the addon (where it loads) and koffi. */
-function bindings(): Array<[string, HotAddon | null]> {
-  const hot = loadNativeAddon({}).addon;
-  return hot === null ? [['koffi', null]] : [['addon', hot], ['koffi', null]];
-}
-
-/** Runs `body` with launches prepared (and sequences made) on `hot` (null: koffi). */
-function onBinding<T>(hot: HotAddon | null, body: () => T): T {
-  const saved = setNativeAddonForTesting(hot);
-  try {
-    return body();
-  } finally {
-    setNativeAddonForTesting(saved);
-  }
-}
 
 /** The launches made while `body` ran. */
 function launchesDuring(body: () => void): Seen[] {
@@ -183,19 +168,24 @@ function prepareThree(f: ReturnType<typeof fixtures>): [PreparedLaunch, Prepared
   ];
 }
 
+/** a, b, a, c, b: a and c on s1, b on s2 (a repeats; two streams). */
+function fiveEntries(f: ReturnType<typeof fixtures>, a: PreparedLaunch, b: PreparedLaunch, c: PreparedLaunch): { launch: PreparedLaunch; stream: Stream }[] {
+  return [
+    { launch: a, stream: f.s1 },
+    { launch: b, stream: f.s2 },
+    { launch: a, stream: f.s1 },
+    { launch: c, stream: f.s1 },
+    { launch: b, stream: f.s2 },
+  ];
+}
+
 test('a sequence launches every entry in order, exactly as launching each would, on both bindings', { skip }, () => {
   const f = fixtures();
   const runs: Seen[][] = [];
   for (const [name, hot] of bindings()) {
     onBinding(hot, () => {
       const [a, b, c] = prepareThree(f);
-      const entries = [
-        { launch: a, stream: f.s1 },
-        { launch: b, stream: f.s2 },
-        { launch: a, stream: f.s1 },
-        { launch: c, stream: f.s1 },
-        { launch: b, stream: f.s2 },
-      ];
+      const entries = fiveEntries(f, a, b, c);
       const one = launchesDuring(() => entries.forEach((e) => e.launch.launch(e.stream)));
       using seq = new LaunchSequence(entries);
       assert.equal(seq.native, hot !== null, name);
@@ -240,13 +230,7 @@ test('entry k refused: a CudaError naming the entry, entries before it submitted
   for (const [name, hot] of bindings()) {
     onBinding(hot, () => {
       const [a, b, c] = prepareThree(f);
-      using seq = new LaunchSequence([
-        { launch: a, stream: f.s1 },
-        { launch: b, stream: f.s2 },
-        { launch: a, stream: f.s1 },
-        { launch: c, stream: f.s1 },
-        { launch: b, stream: f.s2 },
-      ]);
+      using seq = new LaunchSequence(fiveEntries(f, a, b, c));
       driver!.failAt(driver!.count() + 4, 1);
       let thrown: unknown;
       const seen = launchesDuring(() => {
@@ -285,13 +269,7 @@ test('under capture: the same resources registered as by single launches, once p
   for (const [name, hot] of bindings()) {
     onBinding(hot, () => {
       const [a, b, c] = prepareThree(f);
-      const entries = [
-        { launch: a, stream: f.s1 },
-        { launch: b, stream: f.s2 },
-        { launch: a, stream: f.s1 },
-        { launch: c, stream: f.s1 },
-        { launch: b, stream: f.s2 },
-      ];
+      const entries = fiveEntries(f, a, b, c);
       using seq = new LaunchSequence(entries);
       const what = (sink: RecordingSink): string[] => sink.retained.map((l) => l.what);
       const single = capturing([f.s1], () => entries.forEach((e) => e.launch.launch(e.stream)));

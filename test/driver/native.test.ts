@@ -21,12 +21,12 @@ import {
   prebuiltAddonPath,
   setNativeAddonForTesting,
   NATIVE_ABI,
-  type HotAddon,
 } from '../../src/driver/native.js';
 import { resetLibrariesForTesting, bindNativeSymbol } from '../../src/driver/sys.js';
 import { setCaptureErrorListener } from '../../src/driver/check.js';
 import { launch as ln, graph as gr } from '../../src/driver/result/index.js';
 import type { KoffiLibrary } from '../../src/driver/koffi.js';
+import { bindings } from './bindings.js';
 
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
 const linuxX64 = process.platform === 'linux' && process.arch === 'x64';
@@ -190,11 +190,6 @@ function withRecorder(
   }
 }
 
-/** Which binding to run a check on: the addon (where it loads) and koffi. */
-function bindings(): Array<[string, HotAddon | null]> {
-  const hot = loadNativeAddon({}).addon;
-  return hot === null ? [['koffi', null]] : [['addon', hot], ['koffi', null]];
-}
 
 test('both bindings pass every argument of cuLaunchKernel and cuGraphLaunch through unchanged', { skip: !gcc && 'gcc is absent' }, () => {
   for (const [name, hot] of bindings()) {
@@ -270,7 +265,7 @@ test('with the addon, a library that gives no symbol addresses still launches, t
   }, noAddresses);
 });
 
-test('with the addon, a driver that lacks the symbol fails the launch with the same 801 as koffi', { skip: !linuxX64 && 'not linux-x64' }, () => {
+test('with the addon, a driver that lacks the symbol fails the launch (and a launch sequence) with the same 801 as koffi', { skip: !linuxX64 && 'not linux-x64' }, () => {
   const saved = nativeAddon();
   for (const [name, hot] of bindings()) {
     // libc stands in for an old driver without cuLaunchKernel and cuGraphLaunch.
@@ -281,6 +276,7 @@ test('with the addon, a driver that lacks the symbol fails the launch with the s
       for (const [sym, run] of [
         ['cuLaunchKernel', () => call.launch('PreparedLaunch.launch', 0n)],
         ['cuGraphLaunch', () => gr.graphLaunch('GraphExec.launch', 1n, 0n)],
+        ['cuLaunchKernel', () => ln.prepareSequence([call, call], [0n, 0n]).launch('LaunchSequence.launch')],
       ] as const) {
         assert.throws(run, (e: unknown) => e instanceof CudaError && e.code === 801 && e.driverCall === sym && e.message.includes(`The symbol ${sym} is missing`), `${name} ${sym}`);
       }
@@ -403,23 +399,3 @@ test('with the addon, a sequence still launches through koffi where the library 
   }, noAddresses);
 });
 
-test('a sequence on a driver without cuLaunchKernel fails with the same 801 on both bindings, launching nothing', { skip: !linuxX64 && 'not linux-x64' }, () => {
-  const saved = nativeAddon();
-  for (const [name, hot] of bindings()) {
-    resetLibrariesForTesting(() => koffi.load('libc.so.6'));
-    try {
-      setNativeAddonForTesting(hot);
-      const call = ln.prepareLaunch(1n, [1, 1, 1], [32, 1, 1], 0, 0n);
-      const seq = ln.prepareSequence([call, call], [0n, 0n]);
-      assert.throws(
-        () => seq.launch('LaunchSequence.launch'),
-        (e: unknown) => e instanceof CudaError && e.code === 801 && e.operation === 'LaunchSequence.launch' && e.message.includes('The symbol cuLaunchKernel is missing'),
-        name,
-      );
-      call.release();
-    } finally {
-      resetLibrariesForTesting(null);
-      setNativeAddonForTesting(saved);
-    }
-  }
-});

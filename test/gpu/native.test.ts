@@ -7,27 +7,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Device, DeviceBuffer, Module, Stream, StreamGraphCapture, CudaError, arg } from '../../src/index.js';
-import { loadNativeAddon, nativeStatus, setNativeAddonForTesting, type HotAddon } from '../../src/driver/native.js';
-import { gpuSuite, fixturePtx, readU32 } from './gpu.js';
+import { nativeStatus } from '../../src/driver/native.js';
+import { gpuSuite, fixturePtx, readU32, bindings, onBinding } from './gpu.js';
 
 const koffiForced = /^(0|false|off|no)$/i.test((process.env['CUDAGRAPH_NATIVE'] ?? '').trim());
 const linuxX64 = process.platform === 'linux' && process.arch === 'x64';
 
-/** The bindings to compare: the addon (where it loads) and koffi. */
-function bindings(): Array<[string, HotAddon | null]> {
-  const hot = loadNativeAddon({}).addon;
-  return hot === null ? [['koffi', null]] : [['addon', hot], ['koffi', null]];
-}
-
-/** Runs `body` with launches prepared (and graphs launched) through `hot` (null: koffi). */
-function onBinding(hot: HotAddon | null, body: () => void): void {
-  const saved = setNativeAddonForTesting(hot);
-  try {
-    body();
-  } finally {
-    setNativeAddonForTesting(saved);
-  }
-}
 
 gpuSuite('hot calls: Node-API addon and koffi', () => {
   test('the binding is the one the environment asks for', () => {
