@@ -25,6 +25,21 @@ export const NATIVE_ABI = 2;
 export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch';
 
 /**
+ * A kernel launch's shape in `cuLaunchKernel`'s argument order: function, grid x/y/z, block x/y/z,
+ * dynamic shared memory. Named once, so the addon's calls and the checked wrapper cannot disagree.
+ */
+export type LaunchShape = [
+  fn: bigint,
+  gridX: number,
+  gridY: number,
+  gridZ: number,
+  blockX: number,
+  blockY: number,
+  blockZ: number,
+  sharedMem: number,
+];
+
+/**
  * The addon's functions (the C file documents each). Results are CUresult values (0 = success),
  * or the addon's own negative codes `NOT_BOUND` (bind the driver function, then call again) and
  * `BAD_ID` (no launch registered under that id).
@@ -36,18 +51,7 @@ export interface HotAddon {
   /** `cuLaunchKernel` of registered launch `id` on `stream`. */
   launch(id: number, stream: bigint): number;
   /** `cuLaunchKernel` with every argument given (one-off launches). */
-  launchKernel(
-    fn: bigint,
-    gridX: number,
-    gridY: number,
-    gridZ: number,
-    blockX: number,
-    blockY: number,
-    blockZ: number,
-    sharedMem: number,
-    stream: bigint,
-    params: bigint,
-  ): number;
+  launchKernel(...call: [...LaunchShape, stream: bigint, params: bigint]): number;
   /**
    * `cuLaunchKernel` of registered launch `ids[i]` on `streams[i]` for every i in order, stopping
    * at the first failure: returns 0 when all were submitted, else that call's CUresult, with
@@ -57,17 +61,7 @@ export interface HotAddon {
   /** `cuGraphLaunch(exec, stream)`. */
   graphLaunch(exec: bigint, stream: bigint): number;
   /** Keeps a launch (the argument block at `params` must stay put until release); returns its id. */
-  register(
-    fn: bigint,
-    gridX: number,
-    gridY: number,
-    gridZ: number,
-    blockX: number,
-    blockY: number,
-    blockZ: number,
-    sharedMem: number,
-    params: bigint,
-  ): number;
+  register(...launch: [...LaunchShape, params: bigint]): number;
   /** Forgets launch `id`; false when none was registered under it. */
   release(id: number): boolean;
   /** How many launches are registered. */

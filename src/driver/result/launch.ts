@@ -6,13 +6,17 @@
  * `cuLaunchKernel` in C, or by a JS loop on koffi.
  */
 import { driverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
-import { nativeAddon, type HotAddon } from '../native.js';
+import { nativeAddon, type HotAddon, type LaunchShape } from '../native.js';
 import { cudaError } from '../check.js';
 
 let cuLaunchKernel: DriverApi['cuLaunchKernel'] | null = null;
 onLibrariesReset(() => (cuLaunchKernel = null));
 
-/** `cuLaunchKernel` through koffi; returns the CUresult. */
+/**
+ * `cuLaunchKernel` through koffi; returns the CUresult. The parameters are spelled out rather than
+ * taken as a `LaunchShape` rest tuple: this is the koffi fallback's hot path, and a rest parameter
+ * would build an array on every launch.
+ */
 function koffiLaunch(
   op: string,
   fn: bigint,
@@ -42,29 +46,17 @@ function koffiLaunch(
 }
 
 /** Launches `fn` on `stream` with the packed parameter array at address `params` (one-off launches). */
-export function launchKernel(
-  op: string,
-  fn: bigint,
-  gridX: number,
-  gridY: number,
-  gridZ: number,
-  blockX: number,
-  blockY: number,
-  blockZ: number,
-  sharedMem: number,
-  stream: bigint,
-  params: bigint,
-): void {
+export function launchKernel(op: string, ...call: [...LaunchShape, stream: bigint, params: bigint]): void {
   const hot = nativeAddon();
   let rc = -1;
   if (hot !== null) {
-    rc = hot.launchKernel(fn, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMem, stream, params);
+    rc = hot.launchKernel(...call);
     if (rc === hot.NOT_BOUND && bindNativeSymbol(op, hot, 'cuLaunchKernel')) {
-      rc = hot.launchKernel(fn, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMem, stream, params);
+      rc = hot.launchKernel(...call);
     }
   }
   if (hot === null || rc === hot.NOT_BOUND) {
-    rc = koffiLaunch(op, fn, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMem, stream, params);
+    rc = koffiLaunch(op, ...call);
   }
   if (rc !== 0) throw cudaError(rc, op, 'cuLaunchKernel');
 }
