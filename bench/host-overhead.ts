@@ -1,0 +1,167 @@
+/**
+ * `npm run bench:host`: what cudagraph adds on top of the driver on its hot calls, measured on any
+ * machine with gcc, GPU or not. It builds a no-op stand-in for libcuda (bench/host/stand-in-driver.c:
+ * every cuLaunchKernel and cuGraphLaunch returns success at once), loads it as the driver of this
+ * process, and times, in ns per call, interleaved over several rounds (medians of the per-round
+ * medians, and their min–max):
+ *
+ *   - `addon launch`: the Node-API addon's registered launch called directly (the binding's floor);
+ *   - `PreparedLaunch.launch`: the public call, eager, and on a capturing stream;
+ *   - the same on koffi (the addon switched off in-process);
+ *   - `addon graphLaunch` and `GraphExec.launch`.
+ *
+ * The driver does nothing, so each figure is the cost of the call itself: the JS checks, the FFI
+ * transition and the argument conversion. On the GPU the driver's own work comes on top (bench:gpu).
+ *
+ *   node dist/bench/host-overhead.js [--rounds 7] [--calls 200000] [--out file.json]
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({ options: { rounds: { type: 'string' }, calls: { type: 'string' }, out: { type: 'string' } } });
+const ROUNDS = Number(values.rounds ?? 7);
+const CALLS = Number(values.calls ?? 200_000);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !Number.isInteger(CALLS) || CALLS < 1000) {
+  process.stderr.write('bench:host: --rounds must be an integer ≥ 1 and --calls an integer ≥ 1000\n');
+  process.exit(2);
+}
+
+// Build the stand-in and make it this process's driver before cudagraph loads one (it loads lazily).
+const source = fileURLToPath(new URL('../../bench/host/stand-in-driver.c', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'cudagraph-bench-host-'));
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+const so = join(dir, 'libcuda-stand-in.so');
+const cc = spawnSync('gcc', ['-O2', '-fPIC', '-shared', '-o', so, source], { encoding: 'utf8' });
+if (cc.status !== 0) {
+  process.stderr.write(`bench:host: building the stand-in driver with gcc failed${cc.error ? `: ${cc.error.message}` : `:\n${cc.stderr}`}\n`);
+  process.exit(1);
+}
+process.env['CUDA_DRIVER_PATH'] = so;
+
+const { Device, Module, StreamGraphCapture, DeviceBuffer, arg } = await import('../src/index.js');
+const { nativeAddon, nativeStatus, setNativeAddonForTesting } = await import('../src/driver/native.js');
+const { bindNativeSymbol } = await import('../src/driver/sys.js');
+
+const device = Device.get(0);
+const stream = device.createStream({ nonBlocking: true });
+const sh = stream.handle;
+const module = Module.load(device, '// stand-in: any text\n');
+const buffer = DeviceBuffer.alloc(device, 1024);
+const kernel = module.function('add2');
+const prepared = kernel.prepare({ grid: 1, block: 256, args: [buffer, arg.i32(256)] });
+const hot = nativeAddon();
+const binding = nativeStatus();
+setNativeAddonForTesting(null);
+const preparedKoffi = kernel.prepare({ grid: 1, block: 256, args: [buffer, arg.i32(256)] });
+setNativeAddonForTesting(hot);
+const exec = (() => {
+  const cap = StreamGraphCapture.begin(stream);
+  prepared.launch(stream);
+  return cap.end();
+})();
+const execHandle = exec.handle;
+prepared.launch(stream); // binds cuLaunchKernel into the addon
+exec.launch(stream); // and cuGraphLaunch
+const id = hot !== null ? prepared.callFor('bench').idIn(hot) : -1;
+if (hot !== null) bindNativeSymbol('bench', hot, 'cuLaunchKernel');
+
+type Column = { name: string; run: (n: number) => void };
+const columns: Column[] = [
+  {
+    name: 'empty loop',
+    run: (n) => {
+      let x = 0;
+      for (let i = 0; i < n; i++) x += i;
+      if (x < 0) throw new Error('unreachable');
+    },
+  },
+  ...(hot !== null
+    ? [
+        {
+          name: 'addon launch (raw)',
+          run: (n: number) => {
+            for (let i = 0; i < n; i++) hot.launch(id, sh);
+          },
+        },
+      ]
+    : []),
+  {
+    name: 'PreparedLaunch.launch',
+    run: (n) => {
+      for (let i = 0; i < n; i++) prepared.launch(stream);
+    },
+  },
+  {
+    name: 'PreparedLaunch.launch, capturing',
+    run: (n) => {
+      const cap = StreamGraphCapture.begin(stream);
+      try {
+        for (let i = 0; i < n; i++) prepared.launch(stream);
+      } finally {
+        cap.endGraph().dispose();
+      }
+    },
+  },
+  {
+    name: 'PreparedLaunch.launch on koffi',
+    run: (n) => {
+      for (let i = 0; i < n; i++) preparedKoffi.launch(stream);
+    },
+  },
+  ...(hot !== null
+    ? [
+        {
+          name: 'addon graphLaunch (raw)',
+          run: (n: number) => {
+            for (let i = 0; i < n; i++) hot.graphLaunch(execHandle, sh);
+          },
+        },
+      ]
+    : []),
+  {
+    name: 'GraphExec.launch',
+    run: (n) => {
+      for (let i = 0; i < n; i++) exec.launch(stream);
+    },
+  },
+];
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+// Warm up every column (JIT), then rounds: each column once per round, in a rotating order;
+// within a round a column's figure is the median of 5 timed batches.
+for (const c of columns) c.run(CALLS);
+const perRound = new Map<string, number[]>(columns.map((c) => [c.name, []]));
+for (let r = 0; r < ROUNDS; r++) {
+  for (let k = 0; k < columns.length; k++) {
+    const c = columns[(k + r) % columns.length]!;
+    const batches: number[] = [];
+    for (let b = 0; b < 5; b++) {
+      const t0 = process.hrtime.bigint();
+      c.run(CALLS);
+      batches.push(Number(process.hrtime.bigint() - t0) / CALLS);
+    }
+    perRound.get(c.name)!.push(median(batches));
+  }
+}
+
+const rows = columns.map((c) => {
+  const xs = perRound.get(c.name)!;
+  return { column: c.name, ns: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
+});
+const cpu = (readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/) ?? [])[1] ?? process.arch;
+const header = `bench:host — ns per call against a no-op driver; ${ROUNDS} rounds × 5 batches × ${CALLS} calls; ${cpu}, Node ${process.version}; binding: ${binding.active ? 'Node-API addon' : `koffi (${binding.reason})`}`;
+process.stdout.write(`${header}\n\n| call | ns per call | [min–max of round medians] |\n|---|---:|---:|\n`);
+for (const r of rows) process.stdout.write(`| ${r.column} | ${r.ns.toFixed(1)} | [${r.min.toFixed(1)}–${r.max.toFixed(1)}] |\n`);
+if (values.out !== undefined) writeFileSync(values.out, JSON.stringify({ header, rounds: ROUNDS, calls: CALLS, rows, perRound: Object.fromEntries(perRound) }, null, 2) + '\n');
+exec.dispose();
+prepared.dispose();
+preparedKoffi.dispose();
