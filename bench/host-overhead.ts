@@ -5,10 +5,11 @@
  * process, and times, in ns per call, interleaved over several rounds (medians of the per-round
  * medians, and their min–max):
  *
- *   - `addon launch`: the Node-API addon's registered launch called directly (the binding's floor);
+ *   - the Node-API addon's registered launch called directly, with Node-API arguments and through
+ *     its mailbox (the binding's floor);
  *   - `PreparedLaunch.launch`: the public call, eager, and on a capturing stream;
  *   - the same on koffi (the addon switched off in-process);
- *   - `addon graphLaunch` and `GraphExec.launch`.
+ *   - the addon's graph launch, both forms, and `GraphExec.launch`.
  *
  * The driver does nothing, so each figure is the cost of the call itself: the JS checks, the FFI
  * transition and the argument conversion. On the GPU the driver's own work comes on top (bench:gpu).
@@ -43,7 +44,7 @@ if (cc.status !== 0) {
 process.env['CUDA_DRIVER_PATH'] = so;
 
 const { Device, Module, StreamGraphCapture, DeviceBuffer, arg } = await import('../src/index.js');
-const { nativeAddon, nativeStatus, setNativeAddonForTesting } = await import('../src/driver/native.js');
+const { nativeAddon, nativeStatus, setNativeAddonForTesting, mailboxOf, MAILBOX } = await import('../src/driver/native.js');
 const { bindNativeSymbol } = await import('../src/driver/sys.js');
 
 const device = Device.get(0);
@@ -82,9 +83,21 @@ const columns: Column[] = [
   ...(hot !== null
     ? [
         {
-          name: 'addon launch (raw)',
+          name: 'addon launch(id, stream) (raw)',
           run: (n: number) => {
             for (let i = 0; i < n; i++) hot.launch(id, sh);
+          },
+        },
+        {
+          name: 'addon launchFromMailbox (raw)',
+          run: (n: number) => {
+            const box = mailboxOf(hot);
+            for (let i = 0; i < n; i++) {
+              box.u32[MAILBOX.ID] = id;
+              box.u64[MAILBOX.STREAM] = sh;
+              hot.launchFromMailbox();
+              if (box.i32[MAILBOX.RESULT] !== 0) throw new Error('launch failed');
+            }
           },
         },
       ]
@@ -115,9 +128,21 @@ const columns: Column[] = [
   ...(hot !== null
     ? [
         {
-          name: 'addon graphLaunch (raw)',
+          name: 'addon graphLaunch(exec, stream) (raw)',
           run: (n: number) => {
             for (let i = 0; i < n; i++) hot.graphLaunch(execHandle, sh);
+          },
+        },
+        {
+          name: 'addon graphLaunchFromMailbox (raw)',
+          run: (n: number) => {
+            const box = mailboxOf(hot);
+            for (let i = 0; i < n; i++) {
+              box.u64[MAILBOX.EXEC] = execHandle;
+              box.u64[MAILBOX.STREAM] = sh;
+              hot.graphLaunchFromMailbox();
+              if (box.i32[MAILBOX.RESULT] !== 0) throw new Error('graph launch failed');
+            }
           },
         },
       ]

@@ -9,6 +9,13 @@
  *     that loops cuLaunchKernel here (a LaunchSequence: no Node-API call per kernel);
  *   - cuGraphLaunch(exec, stream).
  *
+ * The two per-call hot functions also have a "mailbox" form that takes no Node-API arguments and
+ * returns nothing: the JS side writes the launch id, stream and graph into a small ArrayBuffer
+ * shared with this addon (one per Node environment, made once by mailbox()), calls
+ * launchFromMailbox() / graphLaunchFromMailbox(), and reads the CUresult back from the same buffer.
+ * Reading each Node-API argument and creating the result costs about 5-7 ns apiece, a third to a
+ * half of the call (docs/ffi-decision.md, "mailbox"); the buffer costs a plain memory access.
+ *
  * Everything else stays on koffi, which also remains the whole binding where this addon is absent.
  *
  * The addon links nothing but Node-API (resolved from the node process) and libc's allocator: it
@@ -31,7 +38,7 @@
 #include <string.h>
 
 /* Bumped whenever a function's signature or meaning changes; the JS loader refuses other values. */
-#define HOT_ABI 2
+#define HOT_ABI 3
 
 /* Negative results are the addon's own; zero and positive ones are CUresult values. */
 #define HOT_NOT_BOUND (-1)  /* the driver function has not been bound yet */
@@ -51,6 +58,21 @@ typedef struct {
   int32_t next_free; /* -1 while in use; else the next free slot (or -2 at the end of the list) */
 } prepared;
 
+/*
+ * The mailbox's layout (little-endian, as the JS typed arrays over it see it):
+ *   bytes 0-3   u32  id      registered launch to launch (launchFromMailbox)
+ *   bytes 4-7   i32  result  what the last mailbox call returned: a CUresult or HOT_NOT_BOUND/BAD_ID
+ *   bytes 8-15  u64  stream  the stream of both calls
+ *   bytes 16-23 u64  exec    the executable graph (graphLaunchFromMailbox)
+ */
+#define MAILBOX_BYTES 64
+typedef struct {
+  uint32_t id;
+  int32_t result;
+  uint64_t stream;
+  uint64_t exec;
+} mailbox_layout;
+
 typedef struct {
   cu_launch_kernel_fn cu_launch_kernel;
   cu_graph_launch_fn cu_graph_launch;
@@ -58,6 +80,8 @@ typedef struct {
   uint32_t capacity;
   uint32_t used;       /* slots handed out at least once: [0, used) */
   int32_t free_head;   /* first free slot below `used`, or -2 */
+  mailbox_layout *mailbox; /* the backing store of the ArrayBuffer mailbox() made, or NULL */
+  napi_ref mailbox_ref;    /* keeps that ArrayBuffer (and so its backing store) alive */
 } hot_state;
 
 #define IN_USE (-1)
@@ -96,6 +120,66 @@ static napi_value hot_launch(napi_env env, napi_callback_info info) {
   int rc = st->cu_launch_kernel(p->fn, p->grid[0], p->grid[1], p->grid[2], p->block[0], p->block[1],
                                 p->block[2], p->shared_mem, (void *)(uintptr_t)stream, p->params, NULL);
   return int_result(env, rc);
+}
+
+/*
+ * mailbox(): ArrayBuffer -- this environment's mailbox (layout above), made on the first call; the
+ * same buffer on every later call. It stays alive, at the same address, as long as the environment.
+ */
+static napi_value hot_mailbox(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  napi_value ab;
+  if (st->mailbox_ref != NULL) {
+    if (napi_get_reference_value(env, st->mailbox_ref, &ab) != napi_ok || ab == NULL) {
+      napi_throw_error(env, NULL, "mailbox: lost the mailbox");
+      return NULL;
+    }
+    return ab;
+  }
+  void *data;
+  if (napi_create_arraybuffer(env, MAILBOX_BYTES, &data, &ab) != napi_ok ||
+      napi_create_reference(env, ab, 1, &st->mailbox_ref) != napi_ok) {
+    napi_throw_error(env, NULL, "mailbox: could not make the mailbox");
+    return NULL;
+  }
+  memset(data, 0, MAILBOX_BYTES);
+  st->mailbox = data;
+  return ab;
+}
+
+/*
+ * launchFromMailbox(): undefined -- launch(mailbox.id, mailbox.stream), its result written to
+ * mailbox.result. Does nothing (result BAD_ID) before mailbox() has been called.
+ */
+static napi_value hot_launch_from_mailbox(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  mailbox_layout *m = st->mailbox;
+  if (m == NULL) return NULL;
+  const uint32_t id = m->id;
+  if (st->cu_launch_kernel == NULL) {
+    m->result = HOT_NOT_BOUND;
+  } else if (id >= st->used || st->slots[id].next_free != IN_USE) {
+    m->result = HOT_BAD_ID;
+  } else {
+    const prepared *p = &st->slots[id];
+    m->result = st->cu_launch_kernel(p->fn, p->grid[0], p->grid[1], p->grid[2], p->block[0], p->block[1], p->block[2],
+                                     p->shared_mem, (void *)(uintptr_t)m->stream, p->params, NULL);
+  }
+  return NULL;
+}
+
+/* graphLaunchFromMailbox(): undefined -- cuGraphLaunch(mailbox.exec, mailbox.stream) into mailbox.result. */
+static napi_value hot_graph_launch_from_mailbox(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  mailbox_layout *m = st->mailbox;
+  if (m == NULL) return NULL;
+  m->result = st->cu_graph_launch == NULL
+                  ? HOT_NOT_BOUND
+                  : st->cu_graph_launch((void *)(uintptr_t)m->exec, (void *)(uintptr_t)m->stream);
+  return NULL;
 }
 
 /* The elements of a typed array of `type`; false when `v` is not one. */
@@ -293,6 +377,7 @@ static void free_state(napi_env env, void *data, void *hint) {
   (void)env;
   (void)hint;
   hot_state *st = data;
+  /* The environment is going away: its references and values go with it. */
   free(st->slots);
   free(st);
 }
@@ -316,6 +401,8 @@ NAPI_MODULE_INIT() {
       {"launch", hot_launch},         {"launchKernel", hot_launch_kernel}, {"graphLaunch", hot_graph_launch},
       {"register", hot_register},     {"release", hot_release},            {"registered", hot_registered},
       {"bind", hot_bind},             {"launchSequence", hot_launch_sequence},
+      {"mailbox", hot_mailbox},       {"launchFromMailbox", hot_launch_from_mailbox},
+      {"graphLaunchFromMailbox", hot_graph_launch_from_mailbox},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value fn;

@@ -19,7 +19,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 /** The ABI version this code speaks; the addon reports its own as `abi`. */
-export const NATIVE_ABI = 2;
+export const NATIVE_ABI = 3;
 
 /** The driver functions the addon calls. */
 export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch';
@@ -60,6 +60,15 @@ export interface HotAddon {
   launchSequence(ids: Uint32Array, streams: BigUint64Array, done: Uint32Array): number;
   /** `cuGraphLaunch(exec, stream)`. */
   graphLaunch(exec: bigint, stream: bigint): number;
+  /**
+   * This environment's mailbox (64 bytes, the same buffer on every call; layout in `Mailbox`):
+   * the per-call hot functions below read their arguments from it and write their result into it.
+   */
+  mailbox(): ArrayBuffer;
+  /** `launch(mailbox id, mailbox stream)`, the result written to the mailbox. */
+  launchFromMailbox(): void;
+  /** `graphLaunch(mailbox exec, mailbox stream)`, the result written to the mailbox. */
+  graphLaunchFromMailbox(): void;
   /** Keeps a launch (the argument block at `params` must stay put until release); returns its id. */
   register(...launch: [...LaunchShape, params: bigint]): number;
   /** Forgets launch `id`; false when none was registered under it. */
@@ -68,6 +77,36 @@ export interface HotAddon {
   registered(): number;
   /** Sets the address of driver function `name` (0n unbinds); false for an unknown name. */
   bind(name: HotSymbol, address: bigint): boolean;
+}
+
+/**
+ * Typed views of an addon's mailbox, the buffer through which the per-call hot functions take
+ * their arguments and give their result: passing them as Node-API arguments costs about 5–7 ns
+ * each, and the result as many again, against about 1 ns for a typed-array store or load
+ * (docs/ffi-decision.md, "mailbox"). Write the inputs, call, read `i32[RESULT]`.
+ */
+export interface Mailbox {
+  /** Index `ID` (u32): the registered launch. Index `RESULT` (i32, read as i32): the last result. */
+  readonly u32: Uint32Array;
+  readonly i32: Int32Array;
+  /** Index `STREAM` (u64): the stream. Index `EXEC` (u64): the executable graph. */
+  readonly u64: BigUint64Array;
+}
+
+/** Slots of the mailbox, by view (must match `mailbox_layout` in native/cudagraph_hot.c). */
+export const MAILBOX = { ID: 0, RESULT: 1, STREAM: 1, EXEC: 2 } as const;
+
+const mailboxes = new WeakMap<HotAddon, Mailbox>();
+
+/** The typed views of `hot`'s mailbox (made once per addon object). */
+export function mailboxOf(hot: HotAddon): Mailbox {
+  let m = mailboxes.get(hot);
+  if (m === undefined) {
+    const buffer = hot.mailbox();
+    m = { u32: new Uint32Array(buffer), i32: new Int32Array(buffer), u64: new BigUint64Array(buffer) };
+    mailboxes.set(hot, m);
+  }
+  return m;
 }
 
 /** Whether the addon is in use, where it was loaded from, and why not when it is not. */

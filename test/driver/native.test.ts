@@ -21,6 +21,8 @@ import {
   prebuiltAddonPath,
   setNativeAddonForTesting,
   NATIVE_ABI,
+  mailboxOf,
+  MAILBOX,
 } from '../../src/driver/native.js';
 import { resetLibrariesForTesting, bindNativeSymbol } from '../../src/driver/sys.js';
 import { setCaptureErrorListener } from '../../src/driver/check.js';
@@ -117,6 +119,64 @@ test('registered launches: ids are reused after release; unbound functions, unkn
   assert.throws(() => hot.launch(0, -1n), TypeError, 'a negative handle is refused');
   assert.throws(() => hot.graphLaunch(1 as unknown as bigint, 0n), TypeError);
   assert.throws(() => hot.register(1n, 1, 1, 1, 32, 1, 1, 0, 'x' as unknown as bigint), TypeError);
+});
+
+test('the mailbox: one buffer per environment; the mailbox calls report NOT_BOUND and BAD_ID in it as the argument forms return them', { skip: !linuxX64 && 'not linux-x64' }, async () => {
+  const hot = loadNativeAddon({}).addon!;
+  const box = mailboxOf(hot);
+  assert.equal(hot.mailbox(), hot.mailbox(), 'the same ArrayBuffer every time');
+  assert.equal(box.u32.buffer, hot.mailbox());
+  assert.equal(box.u32.byteLength, 64);
+  hot.bind('cuLaunchKernel', 0n);
+  hot.bind('cuGraphLaunch', 0n);
+  const a = hot.register(1n, 1, 1, 1, 32, 1, 1, 0, 0n);
+  try {
+    box.u32[MAILBOX.ID] = a;
+    box.u64[MAILBOX.STREAM] = 0n;
+    box.i32[MAILBOX.RESULT] = 12345;
+    assert.equal(hot.launchFromMailbox(), undefined);
+    assert.equal(box.i32[MAILBOX.RESULT], hot.NOT_BOUND);
+    box.u64[MAILBOX.EXEC] = 1n;
+    box.i32[MAILBOX.RESULT] = 12345;
+    hot.graphLaunchFromMailbox();
+    assert.equal(box.i32[MAILBOX.RESULT], hot.NOT_BOUND);
+    // Bound to a harmless address only to get past the NOT_BOUND check: BAD_ID comes before any call.
+    hot.bind('cuLaunchKernel', 8n);
+    try {
+      box.u32[MAILBOX.ID] = 1e6;
+      hot.launchFromMailbox();
+      assert.equal(box.i32[MAILBOX.RESULT], hot.BAD_ID);
+      hot.release(a);
+      box.u32[MAILBOX.ID] = a;
+      hot.launchFromMailbox();
+      assert.equal(box.i32[MAILBOX.RESULT], hot.BAD_ID, 'a released id');
+    } finally {
+      hot.bind('cuLaunchKernel', 0n);
+    }
+  } finally {
+    hot.release(a);
+  }
+  // A worker thread is another environment: its own mailbox, and the calls do nothing before it exists.
+  const { Worker } = await import('node:worker_threads');
+  const path = prebuiltAddonPath();
+  const worker = new Worker(
+    `const { createRequire } = require('node:module');
+     const { parentPort } = require('node:worker_threads');
+     const hot = createRequire(${JSON.stringify(path)})(${JSON.stringify(path)});
+     hot.launchFromMailbox();
+     hot.graphLaunchFromMailbox();
+     const box = new Int32Array(hot.mailbox());
+     box[1] = 7;
+     parentPort.postMessage([box[1], new Int32Array(hot.mailbox())[1]]);`,
+    { eval: true },
+  );
+  const seen = await new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  await worker.terminate();
+  assert.deepEqual(seen, [7, 7], 'the worker sees its own writes');
+  assert.notEqual(box.i32[MAILBOX.RESULT], 7, "the worker's mailbox is not this thread's");
 });
 
 const RECORDER = `

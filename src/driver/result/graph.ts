@@ -1,6 +1,6 @@
 /** Stream capture and graphs (`cuStream*Capture*`, `cuGraph*`). */
 import { driverSymbol, hasDriverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
-import { nativeAddon } from '../native.js';
+import { nativeAddon, mailboxOf, MAILBOX, type HotAddon, type Mailbox } from '../native.js';
 import { check, cudaError } from '../check.js';
 import {
   KERNEL_NODE_PARAMS as K,
@@ -235,8 +235,28 @@ onLibrariesReset(() => (cuGraphLaunch = null));
  */
 export function graphLaunch(op: string, exec: bigint, stream: bigint): void {
   const hot = nativeAddon();
-  const rc = hot !== null ? hot.graphLaunch(exec, stream) : (cuGraphLaunch ??= driverSymbol(op, 'cuGraphLaunch'))(exec, stream);
+  let rc: number;
+  if (hot !== null) {
+    // The mailbox form of hot.graphLaunch(exec, stream): no Node-API arguments, no result value.
+    const box = hot === boxOwner ? graphBox! : boxFor(hot);
+    box.u64[MAILBOX.EXEC] = exec;
+    box.u64[MAILBOX.STREAM] = stream;
+    hot.graphLaunchFromMailbox();
+    rc = box.i32[MAILBOX.RESULT]!;
+  } else {
+    rc = (cuGraphLaunch ??= driverSymbol(op, 'cuGraphLaunch'))(exec, stream);
+  }
   if (rc !== 0) graphLaunchFailed(op, exec, stream, rc);
+}
+
+/** The mailbox of the addon `graphLaunch` last used (the addon changes only in tests). */
+let boxOwner: HotAddon | null = null;
+let graphBox: Mailbox | null = null;
+
+function boxFor(hot: HotAddon): Mailbox {
+  graphBox = mailboxOf(hot);
+  boxOwner = hot;
+  return graphBox;
 }
 
 /** Not a success: bind the driver function into the addon on first use (koffi where it cannot be), else throw. */

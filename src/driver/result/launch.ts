@@ -6,7 +6,7 @@
  * `cuLaunchKernel` in C, or by a JS loop on koffi.
  */
 import { driverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
-import { nativeAddon, type HotAddon, type LaunchShape } from '../native.js';
+import { nativeAddon, mailboxOf, MAILBOX, type HotAddon, type LaunchShape, type Mailbox } from '../native.js';
 import { cudaError } from '../check.js';
 
 let cuLaunchKernel: DriverApi['cuLaunchKernel'] | null = null;
@@ -113,6 +113,7 @@ class KoffiKernelCall implements KernelCall {
  */
 class NativeKernelCall implements KernelCall {
   #id: number;
+  readonly #box: Mailbox;
 
   constructor(
     private readonly hot: HotAddon,
@@ -123,11 +124,17 @@ class NativeKernelCall implements KernelCall {
     sharedMem: number,
     params: bigint,
   ) {
+    this.#box = mailboxOf(hot);
     this.#id = hot.register(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedMem, params);
   }
 
   launch(op: string, stream: bigint): void {
-    const rc = this.hot.launch(this.#id, stream);
+    // The mailbox form of hot.launch(id, stream): no Node-API arguments, no result value.
+    const box = this.#box;
+    box.u32[MAILBOX.ID] = this.#id;
+    box.u64[MAILBOX.STREAM] = stream;
+    this.hot.launchFromMailbox();
+    const rc = box.i32[MAILBOX.RESULT]!;
     if (rc !== 0) this.#failed(op, stream, rc);
   }
 
@@ -138,7 +145,11 @@ class NativeKernelCall implements KernelCall {
   }
 
   tryLaunch(op: string, stream: bigint): number {
-    const rc = this.hot.launch(this.#id, stream);
+    const box = this.#box;
+    box.u32[MAILBOX.ID] = this.#id;
+    box.u64[MAILBOX.STREAM] = stream;
+    this.hot.launchFromMailbox();
+    const rc = box.i32[MAILBOX.RESULT]!;
     return rc === 0 ? 0 : this.#settle(op, stream, rc);
   }
 
