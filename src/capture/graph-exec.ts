@@ -5,10 +5,13 @@ import { cudaError } from '../driver/check.js';
 import { CU_GRAPH_EXEC_UPDATE_RESULT } from '../driver/layouts.js';
 import { INTERNAL, CAPTURE, LIFETIME } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
+import { checkEpoch } from '../cuda/check-epoch.js';
 import { Lifetime, keepFailure } from '../cuda/lifetime.js';
 import { hostCallsSubmitted } from '../cuda/host-calls.js';
 import { Stream } from '../cuda/stream.js';
 import { Graph } from './graph.js';
+
+const LAUNCH = 'GraphExec.launch';
 
 /**
  * An executable graph (`CUgraphExec`): `launch()` replays all its work with one `cuGraphLaunch`.
@@ -32,6 +35,10 @@ export class GraphExec {
   #launches = 0;
   /** cudagraph host-function calls one launch makes (counted for the synchronous-wait guard). */
   #hostCalls: number;
+  /** The stream `launch`'s checks last passed with, its handle, and the check epoch then. */
+  #checkedStream: Stream | null = null;
+  #checkedHandle = 0n;
+  #checkedEpoch = -1;
   /** Lifetimes this exec holds: its graph (index 0 is kept in step with #graph). */
   readonly #held: Lifetime[];
 
@@ -90,17 +97,31 @@ export class GraphExec {
    * where a driver captures it, that capture keeps this exec alive.
    */
   launch(stream?: Stream): void {
-    const op = 'GraphExec.launch';
-    this[LIFETIME].assertAlive(op);
-    const s = stream === undefined ? this.stream : stream;
-    if (!(s instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(s)}`);
-    const h = s.handleFor(op);
-    makeCurrent(op, this.#ctx);
-    gr.graphLaunch(op, this.#handle, h);
+    // Fast path: the checks passed for this stream and nothing that could fail them has happened
+    // since (cuda/check-epoch.ts); otherwise run them all, in the order of the errors they throw.
+    const s = stream === undefined ? this.#stream : stream;
+    if (s === null || s !== this.#checkedStream || checkEpoch.value !== this.#checkedEpoch) {
+      this.#checkedHandle = this.#check(stream);
+    }
+    const checked = this.#checkedStream!;
+    makeCurrent(LAUNCH, this.#ctx);
+    gr.graphLaunch(LAUNCH, this.#handle, this.#checkedHandle);
     this.#launches++;
     if (this.#hostCalls !== 0) hostCallsSubmitted(this.#hostCalls);
-    const sink = s[CAPTURE];
+    const sink = checked[CAPTURE];
     if (sink !== null) sink.retain(this[LIFETIME]);
+  }
+
+  /** The checks of `launch`; on success remembers the stream and the epoch, and returns its handle. */
+  #check(stream: Stream | undefined): bigint {
+    this[LIFETIME].assertAlive(LAUNCH);
+    const s = stream === undefined ? this.stream : stream;
+    if (!(s instanceof Stream)) throw new InvalidArgumentError(LAUNCH, 'stream', `stream must be a Stream, got ${describe(s)}`);
+    const epoch = checkEpoch.value;
+    const h = s.handleFor(LAUNCH);
+    this.#checkedStream = s;
+    this.#checkedEpoch = epoch;
+    return h;
   }
 
   /** Uploads the graph's work to the device ahead of launch (`cuGraphUpload`), on `stream` (default `this.stream`). */

@@ -15,6 +15,7 @@
  * through events, so only "no JS host call pending anywhere" makes a synchronous wait safe.
  */
 import { HostCallbackError } from '../errors/host-callback-error.js';
+import { invalidateChecks } from './check-epoch.js';
 
 /** State read on hot paths: plain fields, no calls. */
 export const hostCallState = {
@@ -41,6 +42,7 @@ export function hostCallStarted(): void {
 export function keepHostCallbackError(label: string, error: unknown): void {
   kept.push({ label, error });
   hostCallState.errorPending = true;
+  invalidateChecks();
 }
 
 /**

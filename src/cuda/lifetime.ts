@@ -14,6 +14,7 @@
 import { DisposedError } from '../errors/base.js';
 import { CudaError } from '../errors/cuda-error.js';
 import { hostCallState, surfaceHostCallbackErrors } from './host-calls.js';
+import { invalidateChecks } from './check-epoch.js';
 
 const deferred: Array<() => void> = [];
 let deferDepth = 0;
@@ -26,6 +27,7 @@ function runCleanup(cleanup: () => void): void {
   } catch (e) {
     keptErrors.push(e);
     cleanupErrorPending = true;
+    invalidateChecks();
   }
 }
 
@@ -139,6 +141,7 @@ export class Lifetime {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
+    invalidateChecks();
     registry.unregister(this);
     if (this.#holders === 0) this.#free();
   }
@@ -149,6 +152,7 @@ export class Lifetime {
    */
   markFreed(): void {
     this.#disposed = true;
+    invalidateChecks();
     this.#freed = true;
     registry.unregister(this);
   }
@@ -157,6 +161,7 @@ export class Lifetime {
   collected(): void {
     if (this.#disposed) return;
     this.#disposed = true;
+    invalidateChecks();
     if (this.#holders === 0) this.#free();
   }
 
@@ -174,6 +179,7 @@ export class Lifetime {
 export function keepCleanupError(error: unknown): void {
   keptErrors.push(error);
   cleanupErrorPending = true;
+  invalidateChecks();
 }
 
 /** Keeps a failed free of a driver call's CUresult (for cleanups written as `keep(rc, …)`). */
@@ -181,4 +187,5 @@ export function keepFailure(code: number, operation: string, driverCall: string)
   if (code === 0) return;
   keptErrors.push(new CudaError({ code, operation, driverCall }));
   cleanupErrorPending = true;
+  invalidateChecks();
 }

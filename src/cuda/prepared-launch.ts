@@ -3,6 +3,7 @@ import { describe, requireInt } from '../util/validate.js';
 import { launch as ln } from '../driver/result/index.js';
 import { INTERNAL, CAPTURE, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
+import { checkEpoch } from './check-epoch.js';
 import { Lifetime } from './lifetime.js';
 import type { CaptureSink } from './capture-hooks.js';
 import { normalizeArg, writeArg, type KernelArg, type KernelArgValue } from './arg.js';
@@ -11,6 +12,8 @@ import { packArgs, type PackedArgs } from './packed-args.js';
 import { Stream } from './stream.js';
 import type { Kernel } from './kernel.js';
 import type { DeviceBuffer } from './device-buffer.js';
+
+const LAUNCH = 'PreparedLaunch.launch';
 
 /**
  * A kernel launch packed once: the hot path. `launch(stream)` makes one `cuLaunchKernel` call
@@ -37,6 +40,10 @@ export class PreparedLaunch {
   readonly #held: Lifetime[];
   /** The last capture this launch registered its resources with (setArg resets it). */
   #registeredWith: CaptureSink | null = null;
+  /** The stream `launch`'s checks last passed with, its handle, and the check epoch then. */
+  #checkedStream: Stream | null = null;
+  #checkedHandle = 0n;
+  #checkedEpoch = -1;
 
   /** @internal Use `kernel.prepare(config)`. */
   constructor(key: typeof INTERNAL, kernel: Kernel, fn: bigint, c: CheckedConfig) {
@@ -87,16 +94,25 @@ export class PreparedLaunch {
    * @throws DisposedError when this, the stream, the module or an argument buffer is disposed.
    */
   launch(stream: Stream): void {
-    const op = 'PreparedLaunch.launch';
-    this[LIFETIME].assertAlive(op);
-    if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
-    this.#assertHeld(op);
-    const h = stream.handleFor(op);
-    makeCurrent(op, this.#ctx);
-    this.#call.launch(op, h);
+    // Fast path: the checks below passed for this stream and nothing that could fail them has
+    // happened since (check-epoch.ts); otherwise run them all, in the order of the errors they throw.
+    if (stream !== this.#checkedStream || checkEpoch.value !== this.#checkedEpoch) this.#check(stream);
+    makeCurrent(LAUNCH, this.#ctx);
+    this.#call.launch(LAUNCH, this.#checkedHandle);
     const sink = stream[CAPTURE];
     // Register once per capture: a capture loop launches the same prepared launch many times.
     if (sink !== null && sink !== this.#registeredWith) this.#register(sink);
+  }
+
+  /** The checks of `launch`; on success remembers the stream, its handle and the epoch. */
+  #check(stream: Stream): void {
+    this[LIFETIME].assertAlive(LAUNCH);
+    if (!(stream instanceof Stream)) throw new InvalidArgumentError(LAUNCH, 'stream', `stream must be a Stream, got ${describe(stream)}`);
+    this.#assertHeld(LAUNCH);
+    const epoch = checkEpoch.value;
+    this.#checkedHandle = stream.handleFor(LAUNCH);
+    this.#checkedStream = stream;
+    this.#checkedEpoch = epoch;
   }
 
   /**
@@ -161,6 +177,7 @@ export class PreparedLaunch {
     }
     this.#args[index] = a;
     this.#registeredWith = null;
+    this.#checkedStream = null; // what the launch holds changed: check it again
   }
 
   /** Frees the argument block and releases the module and buffers. Idempotent; never throws. */
