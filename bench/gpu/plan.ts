@@ -39,6 +39,11 @@ export interface TableRow {
   readonly extra: boolean;
   /** The step whose samples fill C's column (`step` unless set). */
   readonly cStep?: number;
+  /**
+   * The harness's own cost, not a library's (the `timer` metric: the first clock read after a
+   * wait, in each language): shown for every implementation, never judged.
+   */
+  readonly harness?: boolean;
 }
 
 export const STEPS: readonly Step[] = [
@@ -81,6 +86,8 @@ export const TABLE_ROWS: readonly TableRow[] = [
   row(5, 'launch', 'graph launch, host cost of one call'),
   row(6, 'launch', 'graph launch, host cost of one call'),
   row(7, 'launch', 'graph launch, host cost of one call'),
+  { ...row(5, 'timer', 'first clock read after the wait', false), harness: true },
+  { ...row(7, 'timer', 'first clock read after the wait', false), harness: true },
   row(8, 'replay', 'replay back to back, per node', false),
   extraRow(9, 'eager', 'eager launch via LaunchSequence, per kernel', 0),
   extraRow(10, 'capture', 'capture via LaunchSequence, per node', 2),

@@ -24,7 +24,7 @@ export const ROW_METRICS: Readonly<Record<RowName, readonly string[]>> = {
   'eager-args': ['eager'],
   capture: ['capture', 'instantiate', 'total'],
   'capture-args': ['capture', 'instantiate', 'total'],
-  launch: ['launch'],
+  launch: ['launch', 'timer'],
   replay: ['replay'],
   'eager-seq': ['eager'],
   'capture-seq': ['capture', 'instantiate', 'total'],

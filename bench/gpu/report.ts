@@ -37,6 +37,8 @@ export interface RowResult {
   readonly hostCost: boolean;
   /** A cudagraph-only row (no target); C's column is C's per-call row (`TableRow.cStep`). */
   readonly extra: boolean;
+  /** The harness's own cost in each language (`TableRow.harness`): shown, never judged. */
+  readonly harness?: boolean;
   /** Per implementation: the summary, or why there is none. */
   readonly results: Readonly<Record<string, Summary | { readonly error: string }>>;
   /** Per implementation other than C: the comparison with C, where both have a summary. */
@@ -116,7 +118,7 @@ export function buildRows(ran: readonly string[], samples: ReadonlyMap<string, r
         }
       }
     }
-    return { key: row.key, label: row.label, n: row.n, hostCost: row.hostCost, extra: row.extra, results, vsC };
+    return { key: row.key, label: row.label, n: row.n, hostCost: row.hostCost, extra: row.extra, harness: row.harness === true, results, vsC };
   });
 }
 
@@ -129,8 +131,8 @@ export function checkTargets(rows: readonly RowResult[], labels: Readonly<Record
   const checks: TargetCheck[] = [];
   for (const row of rows) {
     const subject = row.results[SUBJECT];
-    // The cudagraph-only rows are not the issue's: reported, never judged.
-    if (!isSummary(subject) || row.extra) continue;
+    // The cudagraph-only rows are not the issue's, and the harness rows are no library's: reported, never judged.
+    if (!isSummary(subject) || row.extra || row.harness === true) continue;
     const vs = row.vsC[SUBJECT];
     if (row.hostCost && vs) {
       checks.push({
@@ -186,7 +188,7 @@ export function tableCells(res: BenchResults): { header: string[]; body: string[
   const hasC = ran.some((i) => i.id === BASELINE);
   const header = ['row (µs)', 'N', ...ran.map((i) => i.label), ...(hasC ? others.map((i) => `${i.label}/C`) : [])];
   const body = res.rows.map((row) => [
-    row.extra ? `${row.label} †` : row.label,
+    row.extra ? `${row.label} †` : row.harness === true ? `${row.label} ‡` : row.label,
     String(row.n),
     ...ran.map((i) => cell(row.results[i.id])),
     ...(hasC ? others.map((i) => ratioCell(row.vsC[i.id])) : []),
@@ -199,7 +201,9 @@ const LEGEND =
   '* = the two ranges do not overlap (the difference exceeds the run-to-run spread); ' +
   '+ = the ranges overlap but the ratio is on the same side of 1 in every round (paired, ≥ 5 rounds); ' +
   "† = cudagraph only: the N launches submitted as one LaunchSequence; C's column is C's per-call row of the same N " +
-  "(one cuLaunchKernel per call), and the ratio is to it; not one of issue 3's rows (no target)";
+  "(one cuLaunchKernel per call), and the ratio is to it; not one of issue 3's rows (no target); " +
+  '‡ = the harness, not a library: the span between the first and the second clock read after the wait, which every ' +
+  "worker makes before it times a single graph launch call from the second read (docs/benchmark.md); no target";
 
 /** The table as aligned plain text, for the terminal. */
 export function formatText(res: BenchResults): string {

@@ -24,8 +24,12 @@ export interface BenchImpl<G> {
   destroy(graph: G): void;
   /** A graph of n empty nodes, launched once and synchronised (untimed). */
   readyGraph(n: number): G;
-  /** One graph launch call on an idle stream. */
-  launchOnce(graph: G): number;
+  /**
+   * One graph launch call on an idle stream: `launchNs`, timed from a second clock read after the
+   * wait to the call's return, and `timerNs`, the span between the first and second reads (the
+   * harness's own cost right after a wait; docs/benchmark.md).
+   */
+  launchOnce(graph: G): { launchNs: number; timerNs: number };
   /** `launches` back-to-back graph launches plus the final synchronisation. */
   replay(graph: G, launches: number): number;
   /** n launches of `empty` submitted by one call (cudagraph's `LaunchSequence`, built untimed); absent elsewhere. */
@@ -90,7 +94,9 @@ export function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): RowReply {
       try {
         if (row === 'launch') {
           impl.launchOnce(graph);
-          samples.launch = Array.from({ length: reps }, () => impl.launchOnce(graph) / 1e3);
+          const pairs = Array.from({ length: reps }, () => impl.launchOnce(graph));
+          samples.launch = pairs.map((p) => p.launchNs / 1e3);
+          samples.timer = pairs.map((p) => p.timerNs / 1e3);
         } else {
           impl.replay(graph, launches);
           samples.replay = Array.from({ length: reps }, () => impl.replay(graph, launches) / 1e3 / (launches * n));
