@@ -15,6 +15,16 @@ import { describe, requireInt } from '../../src/util/validate.js';
 export const ROW_NAMES = ['eager', 'eager-args', 'capture', 'capture-args', 'launch', 'replay', 'eager-seq', 'capture-seq'] as const;
 export type RowName = (typeof ROW_NAMES)[number];
 
+/**
+ * Untimed repetitions before the timed ones of a `launch` row, in every worker (C, Python, Node
+ * alike; bench/gpu/c/worker.c and bench/gpu/py/common.py repeat the number). One repetition is a
+ * single call, so a JIT-compiled worker would otherwise be timed while its code still runs in the
+ * interpreter (V8 optimises a function after it has run for a while, not after one call): a
+ * thousand calls, about 15 ms, reach the steady state the other rows reach inside their first
+ * repetition of a thousand launches. The other rows keep one warm-up repetition.
+ */
+export const LAUNCH_WARMUP_REPS = 1000;
+
 /** Launches per repetition of the `replay` row when a command does not say. */
 export const DEFAULT_REPLAY_LAUNCHES = 10;
 

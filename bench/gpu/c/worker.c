@@ -207,6 +207,9 @@ static int rep_replay(CUgraphExec exec, int n, int launches, double *per_node) {
   return 0;
 }
 
+/* Untimed repetitions before a `launch` row's timed ones, as in every worker (bench/gpu/protocol.ts). */
+#define LAUNCH_WARMUP_REPS 1000
+
 static double xs_a[MAX_REPS], xs_b[MAX_REPS], xs_c[MAX_REPS];
 
 /* Runs one row: an untimed warm-up repetition (index -1), then `reps` timed ones. */
@@ -239,7 +242,8 @@ static int run_row(const char *row, int n, int reps, int launches) {
     int is_launch = row[0] == 'l';
     CUgraphExec exec;
     if (ready_graph(n, &exec)) return -1;
-    for (int i = -1; i < reps; i++) {
+    /* Untimed warm-up: LAUNCH_WARMUP_REPS repetitions for `launch` (bench/gpu/protocol.ts says why), one for `replay`. */
+    for (int i = is_launch ? -LAUNCH_WARMUP_REPS : -1; i < reps; i++) {
       double *x = i < 0 ? &scratch_a : &xs_a[i];
       double *t = i < 0 ? &scratch_b : &xs_b[i];
       int failed = is_launch ? rep_launch(exec, x, t) : rep_replay(exec, n, launches, x);

@@ -17,6 +17,10 @@ import json
 import sys
 from time import perf_counter_ns
 
+# Untimed repetitions before a `launch` row's timed ones, as in every worker (bench/gpu/protocol.ts,
+# LAUNCH_WARMUP_REPS, says why).
+LAUNCH_WARMUP_REPS = 1000
+
 
 def _ready_graph(impl, n):
     """A graph of n empty nodes, launched once and synced (untimed)."""
@@ -71,7 +75,8 @@ def _row(impl, row, n, reps, launches):
         sync, go = impl.sync, impl.launcher(graph)
         try:
             if row == "launch":
-                _launch_once(sync, go)
+                for _ in range(LAUNCH_WARMUP_REPS):
+                    _launch_once(sync, go)
                 pairs = [_launch_once(sync, go) for _ in range(reps)]
                 return {"launch": [p[0] / 1e3 for p in pairs], "timer": [p[1] / 1e3 for p in pairs]}
             _replay(sync, go, launches)
