@@ -16,14 +16,17 @@ export const ROW_NAMES = ['eager', 'eager-args', 'capture', 'capture-args', 'lau
 export type RowName = (typeof ROW_NAMES)[number];
 
 /**
- * Untimed repetitions before the timed ones of a `launch` row, in every worker (C, Python, Node
- * alike; bench/gpu/c/worker.c and bench/gpu/py/common.py repeat the number). One repetition is a
- * single call, so a JIT-compiled worker would otherwise be timed while its code still runs in the
- * interpreter (V8 optimises a function after it has run for a while, not after one call): a
- * thousand calls, about 15 ms, reach the steady state the other rows reach inside their first
- * repetition of a thousand launches. The other rows keep one warm-up repetition.
+ * Untimed repetitions before the timed ones of a `launch` row of `n` nodes, in every worker (C,
+ * Python, Node alike; bench/gpu/c/worker.c and bench/gpu/py/common.py repeat the rule): enough
+ * single calls to reach a JIT's steady state on the first launch row a worker runs (10 nodes: a
+ * thousand calls; V8 optimises a function after it has run for a while, not after one call, and one
+ * repetition is one call), while the device time stays near 10 000 replayed nodes a row (1000
+ * nodes: 10, 10 000 nodes: 1). The other rows keep one warm-up repetition: each of theirs makes a
+ * thousand launches already.
  */
-export const LAUNCH_WARMUP_REPS = 1000;
+export function launchWarmupReps(n: number): number {
+  return Math.min(1000, Math.max(1, Math.ceil(10000 / n)));
+}
 
 /** Launches per repetition of the `replay` row when a command does not say. */
 export const DEFAULT_REPLAY_LAUNCHES = 10;

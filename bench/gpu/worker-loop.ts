@@ -5,7 +5,7 @@
  * must stay tight, since the loop is what is measured.
  */
 import { createInterface } from 'node:readline';
-import { LAUNCH_WARMUP_REPS, parseCommand, type RowCommand, type RowReply } from './protocol.js';
+import { launchWarmupReps, parseCommand, type RowCommand, type RowReply } from './protocol.js';
 
 /** What a worker is, reported in its ready line. */
 export interface WorkerInfo {
@@ -59,7 +59,7 @@ function optional<G, K extends 'eagerSequence' | 'captureSequence'>(impl: BenchI
   return f.bind(impl) as NonNullable<BenchImpl<G>[K]>;
 }
 
-/** Runs one command: untimed warm-up (one repetition; `LAUNCH_WARMUP_REPS` for `launch`), then `reps` timed ones; samples in µs. */
+/** Runs one command: untimed warm-up (one repetition; `launchWarmupReps(n)` for `launch`), then `reps` timed ones; samples in µs. */
 export function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): RowReply {
   const { row, n, reps, launches } = cmd;
   const samples: Record<string, number[]> = {};
@@ -93,7 +93,7 @@ export function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): RowReply {
       const graph = impl.readyGraph(n);
       try {
         if (row === 'launch') {
-          for (let i = 0; i < LAUNCH_WARMUP_REPS; i++) impl.launchOnce(graph);
+          for (let i = launchWarmupReps(n); i > 0; i--) impl.launchOnce(graph);
           const pairs = Array.from({ length: reps }, () => impl.launchOnce(graph));
           samples.launch = pairs.map((p) => p.launchNs / 1e3);
           samples.timer = pairs.map((p) => p.timerNs / 1e3);

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InvalidArgumentError } from '../../src/index.js';
-import { formatCommand, parseCommand, parseReady, parseReply, rowCommand, ROW_METRICS, ROW_NAMES, LAUNCH_WARMUP_REPS } from '../../bench/gpu/protocol.js';
+import { formatCommand, parseCommand, parseReady, parseReply, rowCommand, ROW_METRICS, ROW_NAMES, launchWarmupReps } from '../../bench/gpu/protocol.js';
 import { runRow, type BenchImpl } from '../../bench/gpu/worker-loop.js';
 import { parseOptions } from '../../bench/gpu/options.js';
 import { STEPS, TABLE_ROWS, commandFor, runsStep } from '../../bench/gpu/plan.js';
@@ -89,7 +89,7 @@ function clockwork(): BenchImpl<{ n: number; live: boolean }> & { calls: Record<
   return self;
 }
 
-test('runRow converts spans to µs per kernel, per node or per call, and skips its warm-up repetitions (one; LAUNCH_WARMUP_REPS for launch)', () => {
+test('runRow converts spans to µs per kernel, per node or per call, and skips its warm-up repetitions (one; launchWarmupReps(n) for launch)', () => {
   const impl = clockwork();
   assert.deepEqual(runRow(impl, rowCommand('eager', 1000, 3)), { ok: true, row: 'eager', n: 1000, samples: { eager: [4, 4, 4] } });
   assert.deepEqual(runRow(impl, rowCommand('eager-args', 10, 2)), {
@@ -102,7 +102,8 @@ test('runRow converts spans to µs per kernel, per node or per call, and skips i
   assert.deepEqual(runRow(impl, rowCommand('replay', 1000, 2, 10)), { ok: true, row: 'replay', n: 1000, samples: { replay: [0.6, 0.6] } });
   assert.equal(impl.calls.eager, 4); // 3 timed + 1 warm-up
   assert.equal(impl.calls.capture, 3);
-  assert.equal(impl.calls.launch, 4 + LAUNCH_WARMUP_REPS);
+  assert.equal(impl.calls.launch, 4 + 1000);
+  assert.deepEqual([10, 1000, 10000, 3].map(launchWarmupReps), [1000, 10, 1, 1000]);
   assert.equal(impl.calls.replay, 3);
   assert.equal(impl.live, 0, 'every graph destroyed');
 });

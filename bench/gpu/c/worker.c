@@ -207,8 +207,12 @@ static int rep_replay(CUgraphExec exec, int n, int launches, double *per_node) {
   return 0;
 }
 
-/* Untimed repetitions before a `launch` row's timed ones, as in every worker (bench/gpu/protocol.ts). */
-#define LAUNCH_WARMUP_REPS 1000
+/* Untimed repetitions before a `launch` row's timed ones, as in every worker (bench/gpu/protocol.ts,
+ * launchWarmupReps, says why). */
+static int launch_warmup_reps(int n) {
+  int r = (10000 + n - 1) / n;
+  return r < 1 ? 1 : r > 1000 ? 1000 : r;
+}
 
 static double xs_a[MAX_REPS], xs_b[MAX_REPS], xs_c[MAX_REPS];
 
@@ -242,8 +246,8 @@ static int run_row(const char *row, int n, int reps, int launches) {
     int is_launch = row[0] == 'l';
     CUgraphExec exec;
     if (ready_graph(n, &exec)) return -1;
-    /* Untimed warm-up: LAUNCH_WARMUP_REPS repetitions for `launch` (bench/gpu/protocol.ts says why), one for `replay`. */
-    for (int i = is_launch ? -LAUNCH_WARMUP_REPS : -1; i < reps; i++) {
+    /* Untimed warm-up: launch_warmup_reps(n) repetitions for `launch`, one for `replay`. */
+    for (int i = is_launch ? -launch_warmup_reps(n) : -1; i < reps; i++) {
       double *x = i < 0 ? &scratch_a : &xs_a[i];
       double *t = i < 0 ? &scratch_b : &xs_b[i];
       int failed = is_launch ? rep_launch(exec, x, t) : rep_replay(exec, n, launches, x);

@@ -17,9 +17,12 @@ import json
 import sys
 from time import perf_counter_ns
 
-# Untimed repetitions before a `launch` row's timed ones, as in every worker (bench/gpu/protocol.ts,
-# LAUNCH_WARMUP_REPS, says why).
-LAUNCH_WARMUP_REPS = 1000
+
+
+def launch_warmup_reps(n):
+    """Untimed repetitions before a `launch` row's timed ones, as in every worker
+    (bench/gpu/protocol.ts, launchWarmupReps, says why)."""
+    return min(1000, max(1, -(-10000 // n)))
 
 
 def _ready_graph(impl, n):
@@ -75,7 +78,7 @@ def _row(impl, row, n, reps, launches):
         sync, go = impl.sync, impl.launcher(graph)
         try:
             if row == "launch":
-                for _ in range(LAUNCH_WARMUP_REPS):
+                for _ in range(launch_warmup_reps(n)):
                     _launch_once(sync, go)
                 pairs = [_launch_once(sync, go) for _ in range(reps)]
                 return {"launch": [p[0] / 1e3 for p in pairs], "timer": [p[1] / 1e3 for p in pairs]}
