@@ -47,13 +47,14 @@ const seq = s.sequence(Array.from({ length: NODES }, () => empty));
 const seq10k = s.sequence(Array.from({ length: 10 * NODES }, () => empty));
 
 /** Capture of `nodes` launches: µs per node of begin + the launches (as bench:gpu's capture row), then end + destroy. */
-function captureSpan(record: () => void, nodes = NODES): number {
+function captureSpan(record: () => void, nodes = NODES, instantiate = false): number {
   s.synchronize();
   const t0 = hr();
   const c = StreamGraphCapture.begin(s);
   record();
   const t1 = hr();
-  c.endGraph().dispose();
+  if (instantiate) c.end().dispose();
+  else c.endGraph().dispose();
   return Number(t1 - t0) / nodes;
 }
 
@@ -121,6 +122,11 @@ const variants: Record<string, () => number> = {
       for (let i = 0; i < 10 * NODES; i++) empty.launch(s);
     }, 10 * NODES),
   'capture 10000, per node: one LaunchSequence': () => captureSpan(() => seq10k.launch(), 10 * NODES),
+  'capture 10000 then instantiate + destroy (bench shape), per node: JS loop': () =>
+    captureSpan(() => {
+      for (let i = 0; i < 10 * NODES; i++) empty.launch(s);
+    }, 10 * NODES, true),
+  'capture 10000 then instantiate + destroy (bench shape), per node: LaunchSequence': () => captureSpan(() => seq10k.launch(), 10 * NODES, true),
   'no wait: exec.launch right after the previous launch (queue ~2 deep)': () => {
     s.synchronize();
     exec.launch(s);
