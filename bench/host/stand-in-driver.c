@@ -10,6 +10,12 @@ typedef unsigned long long u64;
 static u64 current_ctx, next_stream = 0x5000, next_module = 0x7000, next_fn = 0xf000, next_mem = 0xd0000000ull;
 static int capturing;
 u64 launches, graph_launches;
+/* The order of destroys (for tests): 1 = cuGraphDestroy, 2 = cuGraphExecDestroy; the first 64. */
+u64 destroy_log[64], destroys;
+static void log_destroy(u64 kind) {
+  if (destroys < 64) destroy_log[destroys] = kind;
+  destroys++;
+}
 int cuInit(unsigned flags) { (void)flags; return 0; }
 int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
 int cuGetErrorString(int e, const char **s) { (void)e; (void)s; return 1; }
@@ -44,6 +50,6 @@ int cuStreamEndCapture(u64 s, u64 *g) { (void)s; capturing = 0; *g = 0x9000; ret
 int cuStreamIsCapturing(u64 s, int *status) { (void)s; *status = capturing; return 0; }
 int cuGraphGetNodes(u64 g, u64 *nodes, size_t *n) { (void)g; if (nodes) nodes[0] = 0xa000; *n = 1; return 0; }
 int cuGraphInstantiateWithFlags(u64 *e, u64 g, u64 flags) { (void)g; (void)flags; *e = 0xb000; return 0; }
-int cuGraphExecDestroy(u64 e) { (void)e; return 0; }
-int cuGraphDestroy(u64 g) { (void)g; return 0; }
+int cuGraphExecDestroy(u64 e) { (void)e; log_destroy(2); return 0; }
+int cuGraphDestroy(u64 g) { (void)g; log_destroy(1); return 0; }
 int cuGraphLaunch(u64 e, u64 s) { (void)e; (void)s; graph_launches++; return 0; }

@@ -19,6 +19,8 @@ interface Probe {
   timedLaunch(exec: bigint, stream: bigint): number;
   cycle(exec: bigint, stream: bigint): number;
   sync(stream: bigint): number;
+  bindCapture(addresses: BigUint64Array): void;
+  captureCycle(fn: bigint, stream: bigint, n: number, templateFirst: boolean): number;
 }
 const require = createRequire(import.meta.url);
 const probe = require(process.argv[2]!) as Probe;
@@ -38,6 +40,14 @@ s.synchronize();
 const raw = exec.handle;
 const lib = koffi.load(driverLibraryPath()!);
 probe.bind(lib.symbol('cuGraphLaunch') as bigint, lib.symbol('cuStreamSynchronize') as bigint);
+probe.bindCapture(
+  BigUint64Array.from(
+    ['cuLaunchKernel', 'cuStreamBeginCapture_v2', 'cuStreamEndCapture', 'cuGraphInstantiateWithFlags', 'cuGraphDestroy', 'cuGraphExecDestroy'].map(
+      (name) => lib.symbol(name) as bigint,
+    ),
+  ),
+);
+const fnHandle = empty.kernel.handle;
 const koffiLaunch = lib.func('int cuGraphLaunch(uint64_t exec, uint64_t stream)') as (e: bigint, s: bigint) => number;
 const hot = nativeAddon();
 const box = hot !== null ? mailboxOf(hot) : null;
@@ -127,6 +137,10 @@ const variants: Record<string, () => number> = {
       for (let i = 0; i < 10 * NODES; i++) empty.launch(s);
     }, 10 * NODES, true),
   'capture 10000 then instantiate + destroy (bench shape), per node: LaunchSequence': () => captureSpan(() => seq10k.launch(), 10 * NODES, true),
+  "capture 10000 in C in this process, instantiate, destroy template then exec (the C worker's order)": () =>
+    probe.captureCycle(fnHandle, sh, 10 * NODES, true),
+  "capture 10000 in C in this process, instantiate, destroy exec then template (cudagraph's order)": () =>
+    probe.captureCycle(fnHandle, sh, 10 * NODES, false),
   'no wait: exec.launch right after the previous launch (queue ~2 deep)': () => {
     s.synchronize();
     exec.launch(s);

@@ -178,7 +178,15 @@ export class GraphExec {
    */
   dispose(): void {
     const graph = this.#graph;
-    this[LIFETIME].dispose();
+    const life = this[LIFETIME];
+    // When the exec is freed now and is the only holder of the template it owns, destroy the
+    // template first (as CuPy, PyTorch and C programs do right after instantiating): the driver
+    // records the next capture faster after that order (docs/ffi-decision.md). What the graph's
+    // work uses stays alive until both are gone.
+    if (this.#ownsGraph && !life.disposed && life.holders === 0 && graph[LIFETIME].holders === 1) {
+      graph.destroyTemplateBeforeExec('GraphExec.dispose');
+    }
+    life.dispose();
     if (this.#ownsGraph) graph.dispose();
   }
 

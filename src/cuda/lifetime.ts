@@ -50,6 +50,11 @@ export function resumeCleanups(): void {
   }
 }
 
+/** True while frees are held back (a capture is active): a free made now would be deferred. */
+export function cleanupsDeferred(): boolean {
+  return deferDepth > 0;
+}
+
 /** Number of frees waiting for the active captures to end (for tests and diagnostics). */
 export function deferredCleanupCount(): number {
   return deferred.length;
