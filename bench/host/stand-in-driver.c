@@ -3,11 +3,19 @@
  * device, a stream, a module, a kernel, a buffer and a captured graph with made-up handles, and
  * every cuLaunchKernel / cuGraphLaunch with success at once. Timing cudagraph's hot calls against
  * it measures what cudagraph and its binding add on top of the driver, on a machine without a GPU.
+ *
+ * Tests build it too (test/driver/hot-path-checks.test.ts as it is; test/driver/launch-sequence.test.ts
+ * with -DSTAND_IN_DEVICES=2 -DSTAND_IN_OWN_LAUNCH and a cuLaunchKernel of its own that writes down
+ * each launch, using `launches` and `current_ctx` from here).
  */
+#ifndef STAND_IN_DEVICES
+#define STAND_IN_DEVICES 1
+#endif
 #include <stddef.h>
 #include <string.h>
 typedef unsigned long long u64;
-static u64 current_ctx, next_stream = 0x5000, next_module = 0x7000, next_fn = 0xf000, next_mem = 0xd0000000ull;
+u64 current_ctx;
+static u64 next_stream = 0x5000, next_module = 0x7000, next_fn = 0xf000, next_mem = 0xd0000000ull;
 static int capturing;
 u64 launches, graph_launches;
 /* The order of destroys (for tests): 1 = cuGraphDestroy, 2 = cuGraphExecDestroy; the first 64. */
@@ -20,7 +28,7 @@ int cuInit(unsigned flags) { (void)flags; return 0; }
 int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
 int cuGetErrorString(int e, const char **s) { (void)e; (void)s; return 1; }
 int cuGetErrorName(int e, const char **s) { (void)e; (void)s; return 1; }
-int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+int cuDeviceGetCount(int *n) { *n = STAND_IN_DEVICES; return 0; }
 int cuDeviceGet(int *d, int ordinal) { *d = ordinal; return 0; }
 int cuDeviceGetName(char *name, int len, int dev) { (void)dev; strncpy(name, "stand-in", len); return 0; }
 int cuDeviceGetAttribute(int *v, int attr, int dev) { (void)dev; *v = attr == 75 ? 9 : attr == 76 ? 0 : 128; return 0; }
@@ -39,12 +47,14 @@ int cuMemFree_v2(u64 p) { (void)p; return 0; }
 int cuModuleLoadDataEx(u64 *m, const void *img, unsigned n, void *o, void *v) { (void)img; (void)n; (void)o; (void)v; *m = next_module += 0x10; return 0; }
 int cuModuleUnload(u64 m) { (void)m; return 0; }
 int cuModuleGetFunction(u64 *f, u64 m, const char *name) { (void)m; (void)name; *f = next_fn += 0x10; return 0; }
+#ifndef STAND_IN_OWN_LAUNCH
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shm, void *stream, void **params, void **extra) {
   (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shm; (void)stream; (void)params; (void)extra;
   launches++;
   return 0;
 }
+#endif
 int cuStreamBeginCapture_v2(u64 s, int mode) { (void)s; (void)mode; capturing = 1; return 0; }
 int cuStreamEndCapture(u64 s, u64 *g) { (void)s; capturing = 0; *g = 0x9000; return 0; }
 int cuStreamIsCapturing(u64 s, int *status) { (void)s; *status = capturing; return 0; }

@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Device, DeviceBuffer, Module, LaunchSequence, InvalidArgumentError, DisposedError, CudaError, arg } from '../../src/index.js';
 import type { PreparedLaunch, Stream, Kernel } from '../../src/index.js';
 import { bindings, onBinding } from './bindings.js';
@@ -23,34 +24,18 @@ import type { Lifetime } from '../../src/cuda/lifetime.js';
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
 const gcc = spawnSync('gcc', ['--version']).status === 0;
 
-const STAND_IN = `
+/**
+ * The stand-in's launch: writes down each one. The rest of the stand-in (device, context, streams,
+ * buffers, modules, capture) is bench/host/stand-in-driver.c, built with two devices.
+ */
+const RECORDING_LAUNCH = `
 #include <stdint.h>
-#include <string.h>
 typedef unsigned long long u64;
+extern u64 launches, current_ctx;
 /* per launch: f, grid x, block x, stream, the first argument (as u32), the current context */
 u64 launch_log[6 * 512];
-u64 launches;
 /* launch number fail_at (1-based, counted from the start; 0: none) answers fail_rc */
 int fail_at, fail_rc;
-static u64 current_ctx, next_stream = 0x5000, next_module = 0x7000, next_fn = 0xf000, next_mem = 0xd0000000ull;
-int cuInit(unsigned flags) { (void)flags; return 0; }
-int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
-int cuGetErrorString(int e, const char **s) { (void)e; (void)s; return 1; }
-int cuDeviceGetCount(int *n) { *n = 2; return 0; }
-int cuDeviceGet(int *d, int ordinal) { *d = ordinal; return 0; }
-int cuDeviceGetName(char *name, int len, int dev) { (void)dev; strncpy(name, "stand-in", len); return 0; }
-int cuDeviceGetAttribute(int *v, int attr, int dev) { (void)dev; *v = attr == 75 ? 9 : attr == 76 ? 0 : 128; return 0; }
-int cuDeviceTotalMem_v2(size_t *b, int dev) { (void)dev; *b = 1u << 30; return 0; }
-int cuDevicePrimaryCtxRetain(u64 *ctx, int dev) { *ctx = 0xc0 + dev; return 0; }
-int cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; return 0; }
-int cuCtxSetCurrent(u64 ctx) { current_ctx = ctx; return 0; }
-int cuStreamCreateWithPriority(u64 *s, unsigned flags, int prio) { (void)flags; (void)prio; *s = next_stream += 0x10; return 0; }
-int cuStreamDestroy_v2(u64 s) { (void)s; return 0; }
-int cuMemAlloc_v2(u64 *p, size_t n) { *p = next_mem; next_mem += (n + 255) & ~(size_t)255; return 0; }
-int cuMemFree_v2(u64 p) { (void)p; return 0; }
-int cuModuleLoadDataEx(u64 *m, const void *img, unsigned n, void *o, void *v) { (void)img; (void)n; (void)o; (void)v; *m = next_module += 0x10; return 0; }
-int cuModuleUnload(u64 m) { (void)m; return 0; }
-int cuModuleGetFunction(u64 *f, u64 m, const char *name) { (void)m; (void)name; *f = next_fn += 0x10; return 0; }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shm, void *stream, void **params, void **extra) {
   (void)gy; (void)gz; (void)by; (void)bz; (void)shm; (void)extra;
@@ -63,6 +48,7 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
   return fail_at != 0 && (u64)fail_at == k + 1 ? fail_rc : 0;
 }
 `;
+const SHARED_STAND_IN = fileURLToPath(new URL('../../../bench/host/stand-in-driver.c', import.meta.url));
 
 /** One launch as the stand-in saw it. */
 interface Seen {
@@ -78,9 +64,13 @@ interface Seen {
 function standIn(): { seen: () => Seen[]; count: () => number; failAt: (k: number, rc: number) => void; close: () => void } | null {
   if (!gcc) return null;
   const dir = mkdtempSync(join(tmpdir(), 'cg-stand-in-'));
-  writeFileSync(join(dir, 'driver.c'), STAND_IN);
+  writeFileSync(join(dir, 'launch.c'), RECORDING_LAUNCH);
   const so = join(dir, 'libcuda-stand-in.so');
-  const cc = spawnSync('gcc', ['-O1', '-fPIC', '-shared', '-Wall', '-o', so, join(dir, 'driver.c')], { encoding: 'utf8' });
+  const cc = spawnSync(
+    'gcc',
+    ['-O1', '-fPIC', '-shared', '-Wall', '-DSTAND_IN_DEVICES=2', '-DSTAND_IN_OWN_LAUNCH', '-o', so, SHARED_STAND_IN, join(dir, 'launch.c')],
+    { encoding: 'utf8' },
+  );
   assert.equal(cc.status, 0, cc.stderr);
   process.env['CUDA_DRIVER_PATH'] = so;
   const lib = koffi.load(so);
