@@ -64,3 +64,12 @@ export class SuppressedCleanupError extends CudagraphError {
     this.suppressed = suppressed;
   }
 }
+
+/**
+ * The error a constructor that users must not call throws (objects made by a factory, such as
+ * `device.createStream()`): an `InvalidArgumentError` whose operation is `new ClassName` and whose
+ * message names the factory to use.
+ */
+export function privateConstructorError(className: string, factory: string): InvalidArgumentError {
+  return new InvalidArgumentError(`new ${className}`, 'key', `${className} objects are made by ${factory}, not by new ${className}()`);
+}
