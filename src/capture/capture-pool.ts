@@ -1,5 +1,5 @@
-import { InvalidArgumentError, DisposedError } from '../errors/base.js';
-import { describe, requireOptions, requireSize } from '../util/validate.js';
+import { InvalidArgumentError, DisposedError, privateConstructorError } from '../errors/base.js';
+import { describe, requireInstance, requireOptions, requireSize } from '../util/validate.js';
 import { INTERNAL, LIFETIME } from '../cuda/internal.js';
 import { Lifetime, surfaceCleanupErrors } from '../cuda/lifetime.js';
 import { Device } from '../cuda/device.js';
@@ -91,18 +91,29 @@ export class CapturePool {
   constructor(options?: CapturePoolOptions) {
     const op = 'CapturePool';
     const o = requireOptions<CapturePoolOptions>(op, options, ['device', 'releaseThreshold']);
-    if (o.device !== undefined && !(o.device instanceof Device)) {
-      throw new InvalidArgumentError(op, 'device', `device must be a Device, got ${describe(o.device)}`);
-    }
+    if (o.device !== undefined) requireInstance(op, 'device', o.device, Device);
     this.#releaseThreshold = o.releaseThreshold === undefined ? 0 : requireSize(op, 'releaseThreshold', o.releaseThreshold);
     const state: PoolState = { records: [], memory: null };
     if (o.device !== undefined) state.memory = new PoolMemory(op, o.device, this.#releaseThreshold);
     this.#state = state;
     this.id = nextId++;
-    this.#life = new Lifetime(`CapturePool #${this.id}`, this, () => {
-      for (const life of state.records.splice(0)) life.release();
-      state.memory?.retire();
-    });
+    // Retiring the memory can wait for the GPU (it synchronizes before destroying the CUDA pool,
+    // which the driver cannot survive with frees still pending): deferred while a JS host call
+    // is in flight.
+    this.#life = new Lifetime(
+      `CapturePool #${this.id}`,
+      this,
+      () => {
+        for (const life of state.records.splice(0)) life.release();
+        state.memory?.retire();
+      },
+      { waits: true },
+    );
+  }
+
+  /** @internal True for a CapturePool this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is CapturePool {
+    return typeof value === 'object' && value !== null && #state in value;
   }
 
   /** The handle this pool was created for by `graphPoolHandle()`, or null. */
@@ -233,7 +244,7 @@ export class CapturePool {
 
   /** @internal The registry hands this pool's creator claim to handle `handle`. */
   adoptHandle(key: typeof INTERNAL, handle: number, forget: () => void): void {
-    if (key !== INTERNAL) throw new TypeError('CapturePool.adoptHandle is internal');
+    if (key !== INTERNAL) throw privateConstructorError('CapturePool', 'new CapturePool() (adoptHandle is internal)');
     this.#handle = handle;
     this.#forgetHandle = forget;
   }

@@ -1,5 +1,5 @@
-import { InvalidArgumentError, DisposedError } from '../errors/base.js';
-import { describe, requireInt } from '../util/validate.js';
+import { InvalidArgumentError, DisposedError, privateConstructorError } from '../errors/base.js';
+import { describe, requireInstance, requireInt } from '../util/validate.js';
 import { graph as gr, module as mod } from '../driver/result/index.js';
 import { INTERNAL, LIFETIME } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
@@ -68,7 +68,7 @@ export class CapturedGraph {
 
   /** @internal Made by `GraphCaptureGuard.finish`; takes one hold on `pool` (released on dispose). */
   constructor(key: typeof INTERNAL, exec: GraphExec, stream: Stream, pool: CapturePool | null) {
-    if (key !== INTERNAL) throw new TypeError('CapturedGraph: use GraphCaptureGuard.finish()');
+    if (key !== INTERNAL) throw privateConstructorError('CapturedGraph', 'GraphCaptureGuard.finish()');
     this.#exec = exec;
     this.stream = stream;
     this.device = stream.device;
@@ -87,6 +87,11 @@ export class CapturedGraph {
         holdings.pool?.releaseHold();
       }
     });
+  }
+
+  /** @internal True for a CapturedGraph this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is CapturedGraph {
+    return typeof value === 'object' && value !== null && #exec in value;
   }
 
   /** Number of nodes of the graph. */
@@ -131,8 +136,7 @@ export class CapturedGraph {
   }
 
   #streamFor(op: string, stream: unknown): Stream {
-    const s = stream === undefined ? this.stream : stream;
-    if (!(s instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(s)}`);
+    const s = stream === undefined ? this.stream : requireInstance(op, 'stream', stream, Stream);
     if (s.disposed) {
       throw new DisposedError(op, stream === undefined ? `the captured stream ${s} (pass another stream: launch(stream))` : String(s));
     }

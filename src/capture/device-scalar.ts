@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireInt, requireOneOf } from '../util/validate.js';
+import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
+import { describe, requireInt, requireOneOf, assertInstance } from '../util/validate.js';
 import { INTERNAL } from '../cuda/internal.js';
 import { Stream } from '../cuda/stream.js';
 import { DeviceBuffer } from '../cuda/device-buffer.js';
@@ -60,7 +60,7 @@ export class DeviceScalar {
 
   /** @internal Use `DeviceScalar.create`. */
   constructor(key: typeof INTERNAL, stream: Stream, type: ScalarType, buffer: DeviceBuffer, value: number | bigint) {
-    if (key !== INTERNAL) throw new TypeError('DeviceScalar: use DeviceScalar.create(stream, type, value)');
+    if (key !== INTERNAL) throw privateConstructorError('DeviceScalar', 'DeviceScalar.create(stream, type, value)');
     this.stream = stream;
     this.type = type;
     this.buffer = buffer;
@@ -74,7 +74,7 @@ export class DeviceScalar {
    */
   static create(stream: Stream, type: ScalarType, initial: number | bigint): DeviceScalar {
     const op = 'DeviceScalar.create';
-    if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
+    assertInstance(op, 'stream', stream, Stream);
     const t = requireOneOf(op, 'type', type, TYPES);
     const v = checkScalar(op, t, initial);
     stream.handleFor(op);
@@ -116,7 +116,7 @@ export class DeviceScalar {
   set(value: number | bigint, stream?: Stream): void {
     const op = 'DeviceScalar.set';
     const s = stream ?? this.stream;
-    if (!(s instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(s)}`);
+    assertInstance(op, 'stream', s, Stream);
     const v = checkScalar(op, this.type, value);
     this.buffer.ptrFor(op);
     if (s.isCapturing) {

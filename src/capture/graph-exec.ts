@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '../errors/base.js';
-import { describe } from '../util/validate.js';
+import { DisposedError, privateConstructorError } from '../errors/base.js';
+import { requireInstance } from '../util/validate.js';
 import { graph as gr } from '../driver/result/index.js';
 import { cudaError } from '../driver/check.js';
 import { CU_GRAPH_EXEC_UPDATE_RESULT } from '../driver/layouts.js';
@@ -7,7 +7,7 @@ import { INTERNAL, CAPTURE, LIFETIME } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
 import { checkEpoch } from '../cuda/check-epoch.js';
 import { Lifetime, keepFailure } from '../cuda/lifetime.js';
-import { hostCallsSubmitted } from '../cuda/host-calls.js';
+import { graphHostCallsSubmitted } from '../cuda/host-function.js';
 import { Stream } from '../cuda/stream.js';
 import { Graph } from './graph.js';
 
@@ -31,10 +31,11 @@ export class GraphExec {
   readonly #ctx: bigint;
   #graph: Graph;
   #ownsGraph: boolean;
-  #stream: Stream | null;
+  /** The stream `launch()` uses by default, fixed when the exec is made (never switched silently). */
+  readonly #stream: Stream;
   #launches = 0;
-  /** cudagraph host-function calls one launch makes (counted for the synchronous-wait guard). */
-  #hostCalls: number;
+  /** The host functions one launch calls (one id per host node): kept alive and counted in flight per launch. */
+  #hostFunctions: readonly number[];
   /** The stream `launch`'s checks last passed with, its handle, and the check epoch then. */
   #checkedStream: Stream | null = null;
   #checkedHandle = 0n;
@@ -43,15 +44,15 @@ export class GraphExec {
   readonly #held: Lifetime[];
 
   /** @internal Made by `Graph.instantiate` and `StreamGraphCapture.end`. */
-  constructor(key: typeof INTERNAL, graph: Graph, handle: bigint, stream: Stream | null, ownsGraph: boolean) {
-    if (key !== INTERNAL) throw new TypeError('GraphExec: use capture.end() or graph.instantiate()');
+  constructor(key: typeof INTERNAL, graph: Graph, handle: bigint, stream: Stream, ownsGraph: boolean) {
+    if (key !== INTERNAL) throw privateConstructorError('GraphExec', 'capture.end() or graph.instantiate()');
     this.#graph = graph;
     this.#handle = handle;
     this.#ctx = graph.device.context;
     this.#stream = stream;
     this.#ownsGraph = ownsGraph;
     this.nodeCount = graph.nodeCount;
-    this.#hostCalls = graph.jsHostCallCount('GraphExec');
+    this.#hostFunctions = graph.jsHostFunctionIds('GraphExec');
     graph[LIFETIME].retain();
     const held = [graph[LIFETIME]];
     this.#held = held;
@@ -62,6 +63,11 @@ export class GraphExec {
         for (const l of held.splice(0)) l.release();
       }
     });
+  }
+
+  /** @internal True for a GraphExec this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is GraphExec {
+    return typeof value === 'object' && value !== null && #handle in value;
   }
 
   /** The template graph (for read-back and DOT). Replaced by `update(graph)`. */
@@ -75,9 +81,12 @@ export class GraphExec {
     return this.#handle;
   }
 
-  /** The stream `launch()` uses by default: the captured stream, else the device's default stream. */
+  /**
+   * The stream `launch()` and `upload()` use by default: the captured stream, or the stream given
+   * to (else the device's default stream at) `instantiate`. Fixed for the exec's life: once it is
+   * disposed, a launch without a stream is refused rather than sent elsewhere.
+   */
   get stream(): Stream {
-    if (this.#stream === null || this.#stream.disposed) this.#stream = this.#graph.device.stream();
     return this.#stream;
   }
 
@@ -95,19 +104,22 @@ export class GraphExec {
    * Replays the graph on `stream` (default: `this.stream`) with one `cuGraphLaunch`. The CUDA 13.0
    * driver refuses a graph launch on a capturing stream (900, which invalidates that capture);
    * where a driver captures it, that capture keeps this exec alive.
+   * @throws DisposedError for a disposed exec or stream (also the default stream: pass another);
+   *   InvalidArgumentError for a non-Stream; HostCallbackError when a host call is in flight and
+   *   the driver's queue could fill; CudaError from the driver.
    */
   launch(stream?: Stream): void {
     // Fast path: the checks passed for this stream and nothing that could fail them has happened
     // since (cuda/check-epoch.ts); otherwise run them all, in the order of the errors they throw.
     const s = stream === undefined ? this.#stream : stream;
-    if (s === null || s !== this.#checkedStream || checkEpoch.value !== this.#checkedEpoch) {
+    if (s !== this.#checkedStream || checkEpoch.value !== this.#checkedEpoch) {
       this.#checkedHandle = this.#check(stream);
     }
     const checked = this.#checkedStream!;
     makeCurrent(LAUNCH, this.#ctx);
     gr.graphLaunch(LAUNCH, this.#handle, this.#checkedHandle);
     this.#launches++;
-    if (this.#hostCalls !== 0) hostCallsSubmitted(this.#hostCalls);
+    if (this.#hostFunctions.length !== 0) graphHostCallsSubmitted(this.#hostFunctions);
     const sink = checked[CAPTURE];
     if (sink !== null) sink.retain(this[LIFETIME]);
   }
@@ -115,8 +127,7 @@ export class GraphExec {
   /** The checks of `launch`; on success remembers the stream and the epoch, and returns its handle. */
   #check(stream: Stream | undefined): bigint {
     this[LIFETIME].assertAlive(LAUNCH);
-    const s = stream === undefined ? this.stream : stream;
-    if (!(s instanceof Stream)) throw new InvalidArgumentError(LAUNCH, 'stream', `stream must be a Stream, got ${describe(s)}`);
+    const s = this.#streamFor(LAUNCH, stream);
     const epoch = checkEpoch.value;
     const h = s.handleFor(LAUNCH);
     this.#checkedStream = s;
@@ -124,12 +135,19 @@ export class GraphExec {
     return h;
   }
 
+  /** `stream`, or the default stream; refuses a non-Stream, and a disposed default stream by name. */
+  #streamFor(op: string, stream: Stream | undefined): Stream {
+    if (stream !== undefined) return requireInstance(op, 'stream', stream, Stream);
+    const s = this.#stream;
+    if (s.disposed) throw new DisposedError(op, `the exec's default stream ${s} (pass another stream: launch(stream))`);
+    return s;
+  }
+
   /** Uploads the graph's work to the device ahead of launch (`cuGraphUpload`), on `stream` (default `this.stream`). */
   upload(stream?: Stream): void {
     const op = 'GraphExec.upload';
     this[LIFETIME].assertAlive(op);
-    const s = stream === undefined ? this.stream : stream;
-    if (!(s instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(s)}`);
+    const s = this.#streamFor(op, stream);
     makeCurrent(op, this.#ctx);
     gr.graphUpload(op, this.#handle, s.handleFor(op));
   }
@@ -145,7 +163,7 @@ export class GraphExec {
   update(graph: Graph): void {
     const op = 'GraphExec.update';
     this[LIFETIME].assertAlive(op);
-    if (!(graph instanceof Graph)) throw new InvalidArgumentError(op, 'graph', `graph must be a Graph, got ${describe(graph)}`);
+    requireInstance(op, 'graph', graph, Graph);
     const g = graph.handle;
     makeCurrent(op, this.#ctx);
     const out = gr.graphExecUpdate(op, this.#handle, g);
@@ -167,7 +185,7 @@ export class GraphExec {
     this.#held[0] = graph[LIFETIME];
     this.#graph = graph;
     this.#ownsGraph = false;
-    this.#hostCalls = graph.jsHostCallCount(op);
+    this.#hostFunctions = graph.jsHostFunctionIds(op);
     old[LIFETIME].release();
     if (oldOwned) old.dispose();
   }

@@ -1,8 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireBoolean, requireOptions } from '../util/validate.js';
+import { privateConstructorError } from '../errors/base.js';
+import { requireBoolean, requireInstance, requireOptions } from '../util/validate.js';
 import { graph as gr, graphBuild as gb, module as mod, memory as mem } from '../driver/result/index.js';
 import { CU, CU_GRAPH_NODE_TYPE, CU_MEMORYTYPE } from '../driver/layouts.js';
 import { INTERNAL, LIFETIME } from '../cuda/internal.js';
@@ -13,7 +13,7 @@ import { hostFunctionLabel, hostFunctionsExist, isHostTrampoline } from '../cuda
 import { ComputeGraph } from '../model/compute-graph.js';
 import type { NodeSpec } from '../model/node.js';
 import { NodeId } from '../model/ids.js';
-import type { Stream } from '../cuda/stream.js';
+import { Stream } from '../cuda/stream.js';
 import { GraphExec } from './graph-exec.js';
 import { checkInstantiateFlags, type InstantiateFlags } from './instantiate-flags.js';
 import type { CapturedNodeInfo, CopyDirection, GraphNodeType, GraphReadBack } from './node-info.js';
@@ -35,8 +35,8 @@ export class Graph {
   /** @internal */
   readonly [LIFETIME]: Lifetime;
   readonly #handle: bigint;
-  /** JS host calls one launch makes; null until counted (known at once for lowered graphs). */
-  #jsHostCalls: number | null = null;
+  /** The host function of each JS host node (its id); null until read (known at once for lowered graphs). */
+  #jsHostFunctions: readonly number[] | null = null;
   /** Set once the `CUgraph` has been destroyed (by the Lifetime's cleanup or `destroyTemplateBeforeExec`). */
   readonly #destroyed = { done: false };
 
@@ -45,7 +45,7 @@ export class Graph {
    * (already retained on its behalf; released when the graph is destroyed).
    */
   constructor(key: typeof INTERNAL, device: Device, handle: bigint, held: readonly Lifetime[]) {
-    if (key !== INTERNAL) throw new TypeError('Graph: use Graph.create() or a capture');
+    if (key !== INTERNAL) throw privateConstructorError('Graph', 'Graph.create() or a capture');
     this.device = device;
     this.#handle = handle;
     const keep = [...held];
@@ -74,14 +74,17 @@ export class Graph {
     keepFailure(gr.graphDestroy(op, this.#handle), op, 'cuGraphDestroy');
   }
 
+  /** @internal True for a Graph this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is Graph {
+    return typeof value === 'object' && value !== null && #handle in value;
+  }
+
   /** An empty graph on `device` (default: device 0) (`cuGraphCreate`). */
   static create(device?: Device): Graph {
     const op = 'Graph.create';
-    if (device !== undefined && !(device instanceof Device)) {
-      throw new InvalidArgumentError(op, 'device', `device must be a Device, got ${describe(device)}`);
-    }
+    if (device !== undefined) requireInstance(op, 'device', device, Device);
     surfaceCleanupErrors(op);
-    const d = device ?? Device.get(0);
+    const d = device ?? Device.getFor(op, 0);
     makeCurrent(op, d.context);
     return new Graph(INTERNAL, d, gr.graphCreate(op), []);
   }
@@ -159,23 +162,25 @@ export class Graph {
   }
 
   /**
-   * @internal The number of cudagraph host-function calls one launch of this graph makes (its host
-   * nodes that call the trampoline). Counted once, and only while host functions exist.
+   * @internal The host functions one launch of this graph calls: the id (`userData`) of each host
+   * node that calls the cudagraph trampoline. Read once, and only while host functions exist.
    */
-  jsHostCallCount(op: string): number {
-    if (this.#jsHostCalls !== null) return this.#jsHostCalls;
-    if (!hostFunctionsExist()) return 0;
-    let n = 0;
+  jsHostFunctionIds(op: string): readonly number[] {
+    if (this.#jsHostFunctions !== null) return this.#jsHostFunctions;
+    if (!hostFunctionsExist()) return [];
+    const ids: number[] = [];
     for (const h of gr.graphNodes(op, this.#handle)) {
-      if (CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] === 'host' && isHostTrampoline(gb.hostNodeParams(op, h).fn)) n++;
+      if (CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] !== 'host') continue;
+      const p = gb.hostNodeParams(op, h);
+      if (isHostTrampoline(p.fn)) ids.push(Number(p.userData));
     }
-    this.#jsHostCalls = n;
-    return n;
+    this.#jsHostFunctions = Object.freeze(ids);
+    return this.#jsHostFunctions;
   }
 
-  /** @internal Sets the host-call count of a graph built node by node (lowering knows it). */
-  setJsHostCallCount(n: number): void {
-    this.#jsHostCalls = n;
+  /** @internal Sets the host functions of a graph built node by node (lowering knows them). */
+  setJsHostFunctionIds(ids: readonly number[]): void {
+    this.#jsHostFunctions = Object.freeze([...ids]);
   }
 
   /** @internal A node's description for error messages: `#3 (kernel 'axpy')`. */
@@ -212,11 +217,14 @@ export class Graph {
 
   /**
    * Instantiates the graph into a launchable `GraphExec`. The exec keeps this graph (and what it
-   * holds) alive; `exec.launch()` defaults to `stream`, else the device's default stream.
+   * holds) alive; `exec.launch()` defaults to `stream`, else the device's default stream (as it
+   * is now: the exec keeps that stream as its default).
    * @throws InvalidArgumentError for bad flags; CudaError naming the instantiation result and the failing node.
    */
   instantiate(flags?: InstantiateFlags, stream?: Stream): GraphExec {
-    return this.instantiateFor('Graph.instantiate', flags, stream ?? null, false);
+    const op = 'Graph.instantiate';
+    if (stream !== undefined) requireInstance(op, 'stream', stream, Stream);
+    return this.instantiateFor(op, flags, stream ?? null, false);
   }
 
   /** @internal Instantiation shared with `StreamGraphCapture.end`; `owns` makes the exec dispose this graph with itself. */
@@ -225,8 +233,10 @@ export class Graph {
     const f = checkInstantiateFlags(op, flags);
     makeCurrent(op, this.device.context);
     const upload = f.upload !== null ? f.upload.handleFor(op) : null;
+    // The exec's default stream is fixed now: the given one, else the device's default stream.
+    const launchOn = stream ?? this.device.stream();
     const exec = gr.graphInstantiate(op, this.#handle, f.bits, upload, (n) => this.describeNode(op, n));
-    return new GraphExec(INTERNAL, this, exec, stream, owns);
+    return new GraphExec(INTERNAL, this, exec, launchOn, owns);
   }
 
   /**

@@ -1,6 +1,7 @@
-import { InvalidArgumentError, SuppressedCleanupError } from '../errors/base.js';
+import { SuppressedCleanupError, privateConstructorError } from '../errors/base.js';
 import { CudaError } from '../errors/cuda-error.js';
-import { describe, requireOptions } from '../util/validate.js';
+import { InvalidArgumentError } from '../errors/base.js';
+import { describe, requireInstance, requireOptions, assertInstance } from '../util/validate.js';
 import { CaptureStatus } from '../model/capture-status.js';
 import { graph as gr } from '../driver/result/index.js';
 import { INTERNAL } from '../cuda/internal.js';
@@ -118,7 +119,7 @@ export class GraphCaptureGuard {
 
   /** @internal Use `GraphCaptureGuard.begin`, `beginWithMode` or `beginWithPool`. */
   constructor(key: typeof INTERNAL, capture: StreamGraphCapture, pool: CapturePool | null, pooled: DeviceBuffer[]) {
-    if (key !== INTERNAL) throw new TypeError('GraphCaptureGuard: use GraphCaptureGuard.begin(stream)');
+    if (key !== INTERNAL) throw privateConstructorError('GraphCaptureGuard', 'GraphCaptureGuard.begin(stream)');
     this.#capture = capture;
     this.stream = capture.stream;
     this.mode = capture.mode;
@@ -163,12 +164,10 @@ export class GraphCaptureGuard {
     return GraphCaptureGuard.captureFor('GraphCaptureGuard.capture', stream, fn, options);
   }
 
-  static #open(op: string, stream: unknown, mode: unknown, pool: unknown): GraphCaptureGuard {
-    if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
+  static #open(op: string, stream: unknown, mode: unknown, given: unknown): GraphCaptureGuard {
+    assertInstance(op, 'stream', stream, Stream);
     const m = requireCaptureMode(op, mode);
-    if (pool !== null && !(pool instanceof CapturePool)) {
-      throw new InvalidArgumentError(op, 'pool', `pool must be a CapturePool, got ${describe(pool)}`);
-    }
+    const pool = given === null ? null : requireInstance(op, 'pool', given, CapturePool);
     // The pool's memory is created before the capture begins: creating it is not capture-safe.
     if (pool !== null) pool.holdFor(op, stream);
     try {
@@ -184,6 +183,10 @@ export class GraphCaptureGuard {
               },
             };
       const capture = StreamGraphCapture.beginFor(op, stream, m, allocator);
+      // A guard dropped without finish() or dispose() is abandoned when its capture is collected:
+      // the pool memory it took and its hold on the pool go back then. (The closure holds the pool
+      // and the list, never the guard.)
+      if (pool !== null) capture.onCollected(() => releasePooled(pool, pooled));
       return new GraphCaptureGuard(INTERNAL, capture, pool, pooled);
     } catch (e) {
       pool?.releaseHold();
@@ -216,6 +219,11 @@ export class GraphCaptureGuard {
       );
     }
     return guard.finish(o.flags === undefined ? undefined : { flags: o.flags });
+  }
+
+  /** @internal True for a GraphCaptureGuard this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is GraphCaptureGuard {
+    return typeof value === 'object' && value !== null && #capture in value;
   }
 
   /** `capturing` until `finish()` (then `finished`, or `failed` when it threw) or `dispose()` (`abandoned`). */
@@ -339,21 +347,7 @@ export class GraphCaptureGuard {
     } catch (e) {
       failure = e;
     }
-    const pool = this.pool;
-    if (pool !== null) {
-      for (const buffer of this.#pooled.splice(0)) {
-        try {
-          pool.forgetAllocation(buffer);
-        } catch (e) {
-          failure ??= e;
-        }
-      }
-      try {
-        pool.releaseHold();
-      } catch (e) {
-        failure ??= e;
-      }
-    }
+    if (this.pool !== null) failure ??= releasePooled(this.pool, this.#pooled);
     return failure;
   }
 
@@ -381,6 +375,27 @@ export class GraphCaptureGuard {
   toString(): string {
     return `GraphCaptureGuard(${this.stream}, ${this.mode}, ${this.#state})`;
   }
+}
+
+/**
+ * Gives back the pool memory a failed or abandoned capture took from `pool` and drops the capture's
+ * hold on it. Never throws; returns the first failure or null.
+ */
+function releasePooled(pool: CapturePool, pooled: DeviceBuffer[]): unknown {
+  let failure: unknown = null;
+  for (const buffer of pooled.splice(0)) {
+    try {
+      pool.forgetAllocation(buffer);
+    } catch (e) {
+      failure ??= e;
+    }
+  }
+  try {
+    pool.releaseHold();
+  } catch (e) {
+    failure ??= e;
+  }
+  return failure;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireBoolean, requireOptions } from '../util/validate.js';
+import { describe, requireBoolean, requireOptions, assertInstance } from '../util/validate.js';
 import { CUDA_GRAPH_INSTANTIATE_FLAG as F } from '../driver/layouts.js';
 import { Stream } from '../cuda/stream.js';
 
@@ -30,7 +30,7 @@ export function checkInstantiateFlags(op: string, flags: unknown): CheckedFlags 
   if (f.useNodePriority !== undefined && requireBoolean(op, 'useNodePriority', f.useNodePriority)) bits |= F.USE_NODE_PRIORITY;
   let upload: Stream | null = null;
   if (f.upload !== undefined) {
-    if (!(f.upload instanceof Stream)) throw new InvalidArgumentError(op, 'upload', `upload must be a Stream, got ${describe(f.upload)}`);
+    assertInstance(op, 'upload', f.upload, Stream);
     upload = f.upload;
     bits |= F.UPLOAD;
   }

@@ -6,9 +6,9 @@
  * modules, with their arguments bound; copies and fills are bound to named buffers; host nodes to
  * JS callbacks. (The upstream Rust lowers every node to an empty placeholder.)
  */
-import { InvalidArgumentError } from '../errors/base.js';
+import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
 import { CudaError } from '../errors/cuda-error.js';
-import { describe, requireOptions } from '../util/validate.js';
+import { describe, requireInstance, requireOptions } from '../util/validate.js';
 import { graph as gr, graphBuild as gb } from '../driver/result/index.js';
 import { INTERNAL, LIFETIME } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
@@ -67,7 +67,7 @@ export class LoweredGraph {
 
   /** @internal Made by `lowerGraph`. */
   constructor(key: typeof INTERNAL, graph: Graph, source: ComputeGraph, handles: BigUint64Array, owned: HostFunction[]) {
-    if (key !== INTERNAL) throw new TypeError('LoweredGraph: use lowerGraph(graph, bindings)');
+    if (key !== INTERNAL) throw privateConstructorError('LoweredGraph', 'lowerGraph(graph, bindings)');
     this.graph = graph;
     this.source = source;
     this.#handles = handles;
@@ -145,10 +145,10 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
   if (bindings === undefined) throw new InvalidArgumentError(OP, 'bindings', 'bindings { modules, … } are required');
   const modules = Array.isArray(b.modules) ? (b.modules as readonly Module[]) : b.modules === undefined ? [] : [b.modules as Module];
   modules.forEach((m, i) => {
-    if (!(m instanceof Module)) throw new InvalidArgumentError(OP, `modules[${i}]`, `modules[${i}] must be a Module, got ${describe(m)}`);
+    requireInstance(OP, `modules[${i}]`, m, Module);
   });
-  if (b.device !== undefined && !(b.device instanceof Device)) throw new InvalidArgumentError(OP, 'device', `device must be a Device, got ${describe(b.device)}`);
-  const device = b.device ?? modules[0]?.device ?? Device.get(0);
+  if (b.device !== undefined) requireInstance(OP, 'device', b.device, Device);
+  const device = b.device ?? modules[0]?.device ?? Device.getFor(OP, 0);
   surfaceCleanupErrors(OP);
 
   const nodes = graph.nodes();
@@ -175,13 +175,13 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
   };
   const device_ = (n: GraphNode, ref: BufferRef, need: number): DeviceBuffer => {
     const buf = b.buffers?.[ref.name];
-    if (!(buf instanceof DeviceBuffer)) return fail(n, `buffer '${ref.name}' is not bound: give bindings.buffers['${ref.name}'] (a DeviceBuffer)`);
+    if (!DeviceBuffer.is(buf)) return fail(n, `buffer '${ref.name}' is not bound: give bindings.buffers['${ref.name}'] (a DeviceBuffer)`);
     if (buf.byteLength < need) return fail(n, `buffer '${ref.name}' holds ${buf.byteLength} bytes, the node needs ${need}`);
     return buf;
   };
   const host_ = (n: GraphNode, ref: BufferRef, need: number): PinnedHostBuffer => {
     const buf = b.hostBuffers?.[ref.name];
-    if (!(buf instanceof PinnedHostBuffer)) {
+    if (!PinnedHostBuffer.is(buf)) {
       return fail(n, `host buffer '${ref.name}' is not bound: give bindings.hostBuffers['${ref.name}'] (a PinnedHostBuffer: the graph copies it at every launch)`);
     }
     if (buf.byteLength < need) return fail(n, `host buffer '${ref.name}' holds ${buf.byteLength} bytes, the node needs ${need}`);
@@ -212,7 +212,7 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
   makeCurrent(OP, device.context);
   const handle = gr.graphCreate(OP);
   const handles = new BigUint64Array(nodes.length);
-  let hostNodes = 0;
+  const hostIds: number[] = [];
   try {
     for (const n of nodes) {
       switch (n.kind) {
@@ -272,14 +272,14 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
           const given = b.callbacks?.[n.label] ?? binding?.fn ?? null;
           if (given === null) return fail(n, `no callback for label '${n.label}': give bindings.callbacks['${n.label}'] or a function to GraphBuilder.host`);
           let hf: HostFunction;
-          if (given instanceof HostFunction) hf = given;
+          if (HostFunction.is(given)) hf = given;
           else if (typeof given === 'function') {
             hf = HostFunction.create(given, { label: n.label });
             owned.push(hf);
           } else return fail(n, `callbacks['${n.label}'] must be a function or a HostFunction, got ${describe(given)}`);
           handles[n.id] = gb.addHostNode(OP, handle, hostTrampoline(), BigInt(hf.id));
           held.add(hf[LIFETIME]);
-          hostNodes++;
+          hostIds.push(hf.id);
           break;
         }
         case 'empty':
@@ -302,6 +302,6 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
   }
   for (const l of held) l.retain();
   const g = new Graph(INTERNAL, device, handle, [...held]);
-  g.setJsHostCallCount(hostNodes);
+  g.setJsHostFunctionIds(hostIds);
   return new LoweredGraph(INTERNAL, g, graph, handles, owned);
 }

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireInt, requireOptions } from '../util/validate.js';
+import { describe, requireInt, requireOptions, assertInstance } from '../util/validate.js';
 import { Stream } from '../cuda/stream.js';
 import { GraphCaptureGuard, ASYNC_CAPTURE_RULE, isAsyncFunction, isThenable, type CaptureBody, type CaptureOptions } from './guard.js';
 import { CaptureStateError } from './guard-errors.js';
@@ -36,11 +36,9 @@ export function makeGraphed(stream: Stream, fn: CaptureBody, options?: MakeGraph
   const warmup = o.warmup === undefined ? 3 : requireInt(op, 'warmup', o.warmup, 0, 1_000_000);
   // Everything the capture will check, checked before the warm-up runs.
   if (o.mode !== undefined) requireCaptureMode(op, o.mode);
-  if (o.pool !== undefined && !(o.pool instanceof CapturePool)) {
-    throw new InvalidArgumentError(op, 'pool', `pool must be a CapturePool, got ${describe(o.pool)}`);
-  }
+  if (o.pool !== undefined) assertInstance(op, 'pool', o.pool, CapturePool);
   checkInstantiateFlags(op, o.flags);
-  if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
+  assertInstance(op, 'stream', stream, Stream);
   stream.handleFor(op);
   if (stream.isCapturing) {
     throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing: warm-up work would be recorded into that capture');

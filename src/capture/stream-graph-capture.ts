@@ -1,6 +1,6 @@
-import { InvalidArgumentError } from '../errors/base.js';
+import { DisposedError, InvalidArgumentError, privateConstructorError } from '../errors/base.js';
 import { CudaError } from '../errors/cuda-error.js';
-import { describe } from '../util/validate.js';
+import { describe, requireInstance } from '../util/validate.js';
 import { CaptureStatus } from '../model/capture-status.js';
 import { graph as gr, init, event as ev, stream as st } from '../driver/result/index.js';
 import { cudaError } from '../driver/check.js';
@@ -8,7 +8,8 @@ import { CU, CU_STREAM_CAPTURE_STATUS } from '../driver/layouts.js';
 import { INTERNAL, CAPTURE } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
 import { captureStarted, captureEnded, type CaptureSink } from '../cuda/capture-hooks.js';
-import { surfaceCleanupErrors, keepFailure, type Lifetime } from '../cuda/lifetime.js';
+import { surfaceCleanupErrors, keepFailure, keepCleanupError, takeCleanupError, type Lifetime } from '../cuda/lifetime.js';
+import { takeHostCallbackError } from '../cuda/host-calls.js';
 import { Stream } from '../cuda/stream.js';
 import type { DeviceBuffer } from '../cuda/device-buffer.js';
 import { requireCaptureMode, driverCaptureMode, type CaptureMode } from './capture-mode.js';
@@ -53,151 +54,97 @@ export interface CaptureAllocator {
 }
 
 /**
- * Driver-backed stream capture (`cuStreamBeginCapture_v2` / `cuStreamEndCapture`): work submitted
- * to the stream while the capture is active is recorded, not executed, and `end()` instantiates it
- * into a launchable `GraphExec`. Every buffer, module and pinned host buffer the captured work
- * touches is kept alive by the graph.
- *
- * Exactly one outcome per capture: `end()` (or `endGraph()`), or `dispose()` (also by leaving a
- * `using` scope), which ends the capture best-effort, destroys what was captured, ignores errors
- * and leaves the stream usable.
- *
- * @example
- * const s = device.stream();
- * let exec;
- * {
- *   using cap = StreamGraphCapture.begin(s, 'global');
- *   buf.memsetAsync(s, 0xab);            // recorded, not run
- *   exec = cap.end();                    // nodeCount ≥ 1
- * }
- * exec.launch(); s.synchronize();        // now it runs
+ * The bookkeeping of one capture, which streams and events point at (`stream[CAPTURE]`): what the
+ * graph must keep alive, the streams that joined, the first illegal call, the graph allocations.
+ * It never references the `StreamGraphCapture` the program holds, so that object can be
+ * garbage-collected while its stream still records into this one; a finalizer then abandons the
+ * capture (a forgotten capture must not defer every free of the process for ever).
  */
-export class StreamGraphCapture implements CaptureSink {
-  /** The stream the capture began on (where `end()` must be called). */
-  readonly stream: Stream;
-  /** The capture mode. */
-  readonly mode: CaptureMode;
-  #active = true;
-  readonly #held = new Set<Lifetime>();
-  readonly #joined = new Set<Stream>();
-  #first: CaptureFailure | null = null;
-  /** The stream's handle, kept so that a capture whose stream was disposed meanwhile can still be ended (its destroy waits for the capture). */
-  readonly #handle: bigint;
-  readonly #allocator: CaptureAllocator | null;
+class CaptureRecord implements CaptureSink {
+  active = true;
+  readonly held = new Set<Lifetime>();
+  readonly joined = new Set<Stream>();
+  first: CaptureFailure | null = null;
   /** Graph allocations (`allocAsync` recorded as allocation nodes), released if the capture fails. */
-  readonly #graphAllocations: Lifetime[] = [];
+  readonly graphAllocations: Lifetime[] = [];
+  /** What the owner of a collected capture must still release (a guard's pool), run once by `collected`. */
+  onCollected: (() => unknown) | null = null;
 
-  /** @internal Use `StreamGraphCapture.begin`. */
-  constructor(key: typeof INTERNAL, stream: Stream, mode: CaptureMode, handle?: bigint, allocator?: CaptureAllocator | null) {
-    if (key !== INTERNAL) throw new TypeError('StreamGraphCapture: use StreamGraphCapture.begin(stream, mode)');
-    this.stream = stream;
-    this.mode = mode;
-    this.#handle = handle ?? 0n;
-    this.#allocator = allocator ?? null;
+  constructor(
+    readonly stream: Stream,
+    /** The stream's handle, valid until the capture ends even if the stream is disposed meanwhile (its destroy waits for the capture). */
+    readonly handle: bigint,
+    readonly allocator: CaptureAllocator | null,
+  ) {}
+
+  /** Leaves capture mode in the bookkeeping: detaches the streams and resumes deferred frees. */
+  close(): void {
+    if (!this.active) return;
+    this.active = false;
+    if (this.stream[CAPTURE] === this) this.stream[CAPTURE] = null;
+    for (const s of this.joined) if (s[CAPTURE] === this) s[CAPTURE] = null;
+    this.joined.clear();
+    for (const l of this.held) l.release();
+    this.held.clear();
+    captureEnded(this);
+  }
+
+  /** CaptureSink: keep `life` alive with the graph. */
+  retain(life: Lifetime): void {
+    if (!this.active || this.held.has(life)) return;
+    this.held.add(life);
+    life.retain();
+  }
+
+  /** CaptureSink: remember the first capture error. */
+  noteError(error: CudaError): void {
+    // Ending a capture is never the cause of another capture's failure.
+    if (error.driverCall === 'cuStreamEndCapture') return;
+    if (this.first === null && this.active) this.first = { operation: error.operation, error };
+  }
+
+  /** CaptureSink: a capture with an allocator serves allocations from it. */
+  allocate(op: string, stream: object, byteLength: number): DeviceBuffer | null {
+    if (this.allocator === null || !this.active || !Stream.is(stream)) return null;
+    return this.allocator.allocate(op, stream, byteLength);
+  }
+
+  /** CaptureSink: remember a graph allocation, to release it if the capture fails. */
+  allocated(life: Lifetime): void {
+    if (this.active) this.graphAllocations.push(life);
+  }
+
+  /** CaptureSink: `stream` joined this capture through an event. */
+  join(stream: object): void {
+    if (!this.active || !Stream.is(stream) || stream === this.stream) return;
+    stream[CAPTURE] = this;
+    this.joined.add(stream);
   }
 
   /**
-   * Begins capturing `stream` (`cuStreamBeginCapture_v2`) in `mode` (default `'global'`).
-   * @throws InvalidArgumentError for a non-Stream, an unknown mode, the legacy NULL stream (it
-   *   cannot be captured), or a stream already capturing; CudaError 3 without a driver; CudaError
-   *   801 `CUDA_ERROR_NOT_SUPPORTED` when the driver predates CUDA 10.0; other CudaErrors from the driver.
+   * A failed capture's graph allocations vanish with its graph: mark their buffers freed (and
+   * disposed) without a `cuMemFree`, which would fail on an address the driver took back.
    */
-  static begin(stream: Stream, mode: CaptureMode = 'global'): StreamGraphCapture {
-    return StreamGraphCapture.beginFor('StreamGraphCapture.begin', stream, mode, null);
+  releaseGraphAllocations(): void {
+    for (const life of this.graphAllocations.splice(0)) if (!life.freed) life.markFreed();
   }
 
   /**
-   * @internal `begin` for a caller that names its own operation in errors (the guard), with an
-   * optional allocator serving `DeviceBuffer.allocAsync` on the capture's streams.
+   * Ends the capture on the saved handle, whatever else is wrong (a disposed stream, an error kept
+   * for the next call): the seed's rule is that capture always ends. Returns the graph, which now
+   * holds what the capture retained.
+   * @throws CudaError when ending fails (901 names the first illegal call), after leaving capture
+   *   mode; 903 when the capture already ended.
    */
-  static beginFor(op: string, stream: Stream, mode: unknown, allocator: CaptureAllocator | null): StreamGraphCapture {
-    if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
-    const m = requireCaptureMode(op, mode);
-    const h = stream.handleFor(op);
-    if (stream.isLegacyDefault) {
-      throw new InvalidArgumentError(
-        op,
-        'stream',
-        'the legacy NULL stream cannot be captured; use device.stream() or device.createStream() (non-blocking streams)',
-      );
-    }
-    if (stream[CAPTURE] !== null) {
-      throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing; end or dispose that capture first');
-    }
-    surfaceCleanupErrors(op);
-    requireCaptureSupport(op, init.driverVersion(op));
-    makeCurrent(op, stream.device.context);
-    gr.streamBeginCapture(op, h, driverCaptureMode(m));
-    const capture = new StreamGraphCapture(INTERNAL, stream, m, h, allocator);
-    stream[CAPTURE] = capture;
-    captureStarted(capture);
-    return capture;
-  }
-
-  /** True until the capture has been ended (by `end`, `endGraph` or `dispose`). */
-  isActive(): boolean {
-    return this.#active;
-  }
-
-  /**
-   * The driver's status for the stream (`cuStreamIsCapturing`): `Active` while recording,
-   * `Invalidated` after an illegal call (the capture must still be ended), `None` once ended.
-   */
-  captureStatus(): CaptureStatus {
-    const op = 'StreamGraphCapture.captureStatus';
-    const status = gr.streamIsCapturing(op, this.stream.handleFor(op));
-    return STATUS[status] ?? CaptureStatus.Invalidated;
-  }
-
-  /** The first illegal call (900–908) made through cudagraph during this capture, or null. */
-  get firstFailure(): CaptureFailure | null {
-    return this.#first;
-  }
-
-  /**
-   * Ends the capture and instantiates the graph into a `GraphExec` (which owns the graph:
-   * `exec.graph`). If instantiation fails, the graph is destroyed before the error is thrown.
-   * @throws CudaError 901 `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` whose message names the first
-   *   illegal call and its JS stack (`cause` is that call's error); CudaError 903 when the
-   *   capture has already ended; other CudaErrors from the driver.
-   */
-  end(options?: { flags?: InstantiateFlags }): GraphExec {
-    return this.endFor('StreamGraphCapture.end', options);
-  }
-
-  /** @internal `end` for a caller that names its own operation in errors (the guard). */
-  endFor(op: string, options?: { flags?: InstantiateFlags }): GraphExec {
-    const flags = options === undefined ? undefined : (options as { flags?: unknown }).flags;
-    if (options !== undefined && (typeof options !== 'object' || options === null || Object.keys(options).some((k) => k !== 'flags'))) {
-      throw new InvalidArgumentError(op, 'options', `options must be { flags? }, got ${describe(options)}`);
-    }
-    const graph = this.#finish(op);
-    try {
-      return graph.instantiateFor(op, flags, this.stream, true);
-    } catch (e) {
-      graph.dispose();
-      throw e;
-    }
-  }
-
-  /**
-   * Ends the capture and returns the captured `Graph` without instantiating it (read it back,
-   * draw it, instantiate it later or several times).
-   * @throws as `end()`.
-   */
-  endGraph(): Graph {
-    return this.#finish('StreamGraphCapture.endGraph');
-  }
-
-  #finish(op: string): Graph {
-    if (!this.#active) {
+  finish(op: string): Graph {
+    if (!this.active) {
       throw new CudaError({
         code: 903,
         operation: op,
         detail: 'this capture has already ended (end, endGraph and dispose end it once)',
       });
     }
-    const h = this.stream.handleFor(op);
+    const h = this.handle;
     makeCurrent(op, this.stream.device.context);
     const { code, graph } = gr.streamEndCapture(op, h);
     if (code !== 0) {
@@ -211,26 +158,26 @@ export class StreamGraphCapture implements CaptureSink {
         still = false;
       }
       if (!still) {
-        this.#close();
-        this.#releaseGraphAllocations();
+        this.close();
+        this.releaseGraphAllocations();
       }
-      throw this.#endError(op, code);
+      throw this.endError(op, code);
     }
     if (graph === 0n) {
       // Never seen from a driver; a Graph wrapping no handle would fail later and less clearly.
-      this.#close();
-      this.#releaseGraphAllocations();
+      this.close();
+      this.releaseGraphAllocations();
       throw cudaError(999, op, 'cuStreamEndCapture', 'ending the capture succeeded but returned no graph');
     }
-    const held = [...this.#held];
-    this.#held.clear(); // ownership passes to the graph
-    this.#graphAllocations.length = 0; // they live on with the graph (freed in it, or by their buffers)
-    this.#close();
+    const held = [...this.held];
+    this.held.clear(); // ownership passes to the graph
+    this.graphAllocations.length = 0; // they live on with the graph (freed in it, or by their buffers)
+    this.close();
     return new Graph(INTERNAL, this.stream.device, graph, held);
   }
 
-  #endError(op: string, code: number): CudaError {
-    const first = this.#first;
+  endError(op: string, code: number): CudaError {
+    const first = this.first;
     if (code === 901 || first !== null) {
       const detail =
         first !== null
@@ -250,76 +197,23 @@ export class StreamGraphCapture implements CaptureSink {
     return cudaError(code, op, 'cuStreamEndCapture');
   }
 
-  /** Leaves capture mode in the bookkeeping: detaches the streams and resumes deferred frees. */
-  #close(): void {
-    if (!this.#active) return;
-    this.#active = false;
-    if (this.stream[CAPTURE] === this) this.stream[CAPTURE] = null;
-    for (const s of this.#joined) if (s[CAPTURE] === this) s[CAPTURE] = null;
-    this.#joined.clear();
-    for (const l of this.#held) l.release();
-    this.#held.clear();
-    captureEnded(this);
-  }
-
-  /** @internal CaptureSink: keep `life` alive with the graph. */
-  retain(life: Lifetime): void {
-    if (!this.#active || this.#held.has(life)) return;
-    this.#held.add(life);
-    life.retain();
-  }
-
-  /** @internal CaptureSink: remember the first capture error. */
-  noteError(error: CudaError): void {
-    // Ending a capture is never the cause of another capture's failure.
-    if (error.driverCall === 'cuStreamEndCapture') return;
-    if (this.#first === null && this.#active) this.#first = { operation: error.operation, error };
-  }
-
-  /** @internal CaptureSink: a capture with an allocator serves allocations from it. */
-  allocate(op: string, stream: object, byteLength: number): DeviceBuffer | null {
-    if (this.#allocator === null || !this.#active || !(stream instanceof Stream)) return null;
-    return this.#allocator.allocate(op, stream, byteLength);
-  }
-
-  /** @internal CaptureSink: remember a graph allocation, to release it if the capture fails. */
-  allocated(life: Lifetime): void {
-    if (this.#active) this.#graphAllocations.push(life);
-  }
-
   /**
-   * A failed capture's graph allocations vanish with its graph: mark their buffers freed (and
-   * disposed) without a `cuMemFree`, which would fail on an address the driver took back.
-   */
-  #releaseGraphAllocations(): void {
-    for (const life of this.#graphAllocations.splice(0)) if (!life.freed) life.markFreed();
-  }
-
-  /** @internal CaptureSink: `stream` joined this capture through an event. */
-  join(stream: object): void {
-    if (!this.#active || !(stream instanceof Stream) || stream === this.stream) return;
-    stream[CAPTURE] = this;
-    this.#joined.add(stream);
-  }
-
-  /**
-   * @internal Ends an active capture best-effort and leaves every stream it touched usable:
-   * joins the streams forked into it (when it is still active, so that ending does not fail as
-   * unjoined), ends it on the saved handle (valid even if the stream was disposed meanwhile: its
-   * destroy waits for the capture), destroys what was captured, and releases its graph
-   * allocations. Never throws.
+   * Ends an active capture best-effort and leaves every stream it touched usable: joins the
+   * streams forked into it (when it is still active, so that ending does not fail as unjoined),
+   * ends it on the saved handle, destroys what was captured, and releases its graph allocations.
+   * Never throws.
    * @returns the first cleanup failure: a stream still capturing afterwards, a graph that could
    *   not be destroyed, or an unexpected exception; null when the cleanup succeeded. The 901 an
    *   invalidated capture ends with is expected, not a failure.
    */
   abandon(op: string): unknown {
-    if (!this.#active) return null;
+    if (!this.active) return null;
     let failure: unknown = null;
     const keep = (e: unknown): void => {
       if (failure === null) failure = e;
     };
-    const h = this.#handle;
-    const joined = [...this.#joined];
+    const h = this.handle;
+    const joined = [...this.joined];
     try {
       makeCurrent(op, this.stream.device.context);
       let status: number = CU_STREAM_CAPTURE_STATUS.NONE;
@@ -379,9 +273,212 @@ export class StreamGraphCapture implements CaptureSink {
     } catch (e) {
       keep(e);
     }
-    this.#close();
-    this.#releaseGraphAllocations();
+    this.close();
+    this.releaseGraphAllocations();
     return failure;
+  }
+
+  /** The program dropped its capture object without ending it: abandon, and release what its owner held. */
+  collected(): void {
+    if (!this.active) return;
+    let failure = this.abandon('StreamGraphCapture (garbage-collected without end() or dispose())');
+    const hook = this.onCollected;
+    this.onCollected = null;
+    if (hook !== null) {
+      try {
+        failure ??= hook();
+      } catch (e) {
+        failure ??= e;
+      }
+    }
+    if (failure !== null && failure !== undefined) keepCleanupError(failure);
+  }
+}
+
+/** Abandons the captures the program forgot without ending or disposing them. */
+const forgotten = new FinalizationRegistry<CaptureRecord>((record) => record.collected());
+
+/**
+ * Driver-backed stream capture (`cuStreamBeginCapture_v2` / `cuStreamEndCapture`): work submitted
+ * to the stream while the capture is active is recorded, not executed, and `end()` instantiates it
+ * into a launchable `GraphExec`. Every buffer, module and pinned host buffer the captured work
+ * touches is kept alive by the graph.
+ *
+ * Exactly one outcome per capture: `end()` (or `endGraph()`), or `dispose()` (also by leaving a
+ * `using` scope), which ends the capture best-effort, destroys what was captured, ignores errors
+ * and leaves the stream usable. A capture the program drops without either is abandoned the same
+ * way when it is garbage-collected (frees held back meanwhile then run).
+ *
+ * @example
+ * const s = device.stream();
+ * let exec;
+ * {
+ *   using cap = StreamGraphCapture.begin(s, 'global');
+ *   buf.memsetAsync(s, 0xab);            // recorded, not run
+ *   exec = cap.end();                    // nodeCount ≥ 1
+ * }
+ * exec.launch(); s.synchronize();        // now it runs
+ */
+export class StreamGraphCapture {
+  /** The stream the capture began on (where `end()` must be called). */
+  readonly stream: Stream;
+  /** The capture mode. */
+  readonly mode: CaptureMode;
+  readonly #record: CaptureRecord;
+
+  /** @internal Use `StreamGraphCapture.begin`. */
+  constructor(key: typeof INTERNAL, record: CaptureRecord, mode: CaptureMode) {
+    if (key !== INTERNAL) throw privateConstructorError('StreamGraphCapture', 'StreamGraphCapture.begin(stream, mode)');
+    this.stream = record.stream;
+    this.mode = mode;
+    this.#record = record;
+    forgotten.register(this, record, this);
+  }
+
+  /** @internal True for a StreamGraphCapture this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is StreamGraphCapture {
+    return typeof value === 'object' && value !== null && #record in value;
+  }
+
+  /**
+   * Begins capturing `stream` (`cuStreamBeginCapture_v2`) in `mode` (default `'global'`).
+   * @throws InvalidArgumentError for a non-Stream, an unknown mode, the legacy NULL stream (it
+   *   cannot be captured), or a stream already capturing; CudaError 3 without a driver; CudaError
+   *   801 `CUDA_ERROR_NOT_SUPPORTED` when the driver predates CUDA 10.0; other CudaErrors from the driver.
+   */
+  static begin(stream: Stream, mode: CaptureMode = 'global'): StreamGraphCapture {
+    return StreamGraphCapture.beginFor('StreamGraphCapture.begin', stream, mode, null);
+  }
+
+  /**
+   * @internal `begin` for a caller that names its own operation in errors (the guard), with an
+   * optional allocator serving `DeviceBuffer.allocAsync` on the capture's streams.
+   */
+  static beginFor(op: string, stream: Stream, mode: unknown, allocator: CaptureAllocator | null): StreamGraphCapture {
+    requireInstance(op, 'stream', stream, Stream);
+    const m = requireCaptureMode(op, mode);
+    const h = stream.handleFor(op);
+    if (stream.isLegacyDefault) {
+      throw new InvalidArgumentError(
+        op,
+        'stream',
+        'the legacy NULL stream cannot be captured; use device.stream() or device.createStream() (non-blocking streams)',
+      );
+    }
+    if (stream[CAPTURE] !== null) {
+      throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing; end or dispose that capture first');
+    }
+    surfaceCleanupErrors(op);
+    requireCaptureSupport(op, init.driverVersion(op));
+    makeCurrent(op, stream.device.context);
+    gr.streamBeginCapture(op, h, driverCaptureMode(m));
+    const record = new CaptureRecord(stream, h, allocator);
+    stream[CAPTURE] = record;
+    captureStarted(record);
+    return new StreamGraphCapture(INTERNAL, record, m);
+  }
+
+  /** True until the capture has been ended (by `end`, `endGraph` or `dispose`). */
+  isActive(): boolean {
+    return this.#record.active;
+  }
+
+  /**
+   * The driver's status for the stream (`cuStreamIsCapturing`): `Active` while recording,
+   * `Invalidated` after an illegal call (the capture must still be ended), `None` once ended.
+   */
+  captureStatus(): CaptureStatus {
+    const op = 'StreamGraphCapture.captureStatus';
+    const status = gr.streamIsCapturing(op, this.stream.handleFor(op));
+    return STATUS[status] ?? CaptureStatus.Invalidated;
+  }
+
+  /** The first illegal call (900–908) made through cudagraph during this capture, or null. */
+  get firstFailure(): CaptureFailure | null {
+    return this.#record.first;
+  }
+
+  /**
+   * Ends the capture and instantiates the graph into a `GraphExec` (which owns the graph:
+   * `exec.graph`). The capture ends on every path; if anything then fails (instantiation, the
+   * stream was disposed meanwhile, an error kept for the next call), the graph is destroyed before
+   * the error is thrown.
+   * @throws CudaError 901 `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` whose message names the first
+   *   illegal call and its JS stack (`cause` is that call's error); CudaError 903 when the
+   *   capture has already ended; DisposedError when the captured stream was disposed (the capture
+   *   was ended and discarded); the error kept from an earlier dispose or host function; other
+   *   CudaErrors from the driver.
+   */
+  end(options?: { flags?: InstantiateFlags }): GraphExec {
+    return this.endFor('StreamGraphCapture.end', options);
+  }
+
+  /** @internal `end` for a caller that names its own operation in errors (the guard). */
+  endFor(op: string, options?: { flags?: InstantiateFlags }): GraphExec {
+    const flags = options === undefined ? undefined : (options as { flags?: unknown }).flags;
+    if (options !== undefined && (typeof options !== 'object' || options === null || Object.keys(options).some((k) => k !== 'flags'))) {
+      throw new InvalidArgumentError(op, 'options', `options must be { flags? }, got ${describe(options)}`);
+    }
+    const graph = this.#finish(op);
+    try {
+      return graph.instantiateFor(op, flags, this.stream, true);
+    } catch (e) {
+      graph.dispose();
+      throw e;
+    }
+  }
+
+  /**
+   * Ends the capture and returns the captured `Graph` without instantiating it (read it back,
+   * draw it, instantiate it later or several times).
+   * @throws as `end()`.
+   */
+  endGraph(): Graph {
+    return this.#finish('StreamGraphCapture.endGraph');
+  }
+
+  /**
+   * Ends the capture (always), then refuses to hand out its graph when the stream was disposed or
+   * an error waits to be reported: the graph is destroyed and that error thrown.
+   */
+  #finish(op: string): Graph {
+    const record = this.#record;
+    let graph: Graph;
+    try {
+      graph = record.finish(op);
+    } finally {
+      // Ended (or failed and left capture mode): nothing left for the finalizer to abandon.
+      if (!record.active) forgotten.unregister(this);
+    }
+    let error: Error | null = null;
+    if (this.stream.disposed) {
+      error = new DisposedError(op, `the captured stream ${this.stream}`);
+    } else {
+      error = takeCleanupError(op) ?? takeHostCallbackError(op);
+    }
+    if (error !== null) {
+      graph.dispose();
+      error.message += ' (The capture was ended first and its graph discarded.)';
+      throw error;
+    }
+    return graph;
+  }
+
+  /**
+   * @internal Ends an active capture best-effort and leaves every stream it touched usable (see
+   * `dispose`). Never throws; returns the first cleanup failure, or null.
+   */
+  abandon(op: string): unknown {
+    forgotten.unregister(this);
+    return this.#record.abandon(op);
+  }
+
+  /**
+   * @internal What must be released if this capture is garbage-collected while still active (a
+   * guard's pool hold and pool buffers); the closure must not reference the guard or this capture.
+   */
+  onCollected(release: () => unknown): void {
+    this.#record.onCollected = release;
   }
 
   /**

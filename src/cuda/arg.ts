@@ -20,8 +20,13 @@ const U64_MAX = 2n ** 64n - 1n;
 export class KernelArgValue {
   /** Size in bytes of the C type. */
   readonly size: 4 | 8;
+  /** The brand: only values this constructor checked are packed. */
+  readonly #checked = true;
 
-  /** @internal Use `arg.*`. */
+  /**
+   * @internal Use `arg.*`, which check the value. Called directly, the constructor checks that the
+   * parts fit together, so a hand-made value can never make packing write the wrong bytes.
+   */
   constructor(
     /** The C type. */
     readonly type: ArgType,
@@ -30,8 +35,24 @@ export class KernelArgValue {
     /** The buffer whose address this is (`arg.ptr(buffer)`), or null. */
     readonly buffer: DeviceBuffer | null,
   ) {
+    const op = 'new KernelArgValue';
+    if (typeof type !== 'string' || !Object.hasOwn(SIZES, type)) {
+      throw new InvalidArgumentError(op, 'type', `type must be one of ${Object.keys(SIZES).join(', ')}, got ${describe(type)}`);
+    }
+    const wantsBigint = type === 'ptr' || type === 'i64' || type === 'u64';
+    if (wantsBigint ? typeof value !== 'bigint' : typeof value !== 'number') {
+      throw new InvalidArgumentError(op, 'value', `a ${type} value must be a ${wantsBigint ? 'bigint' : 'number'}, got ${describe(value)}; use arg.${type}()`);
+    }
+    if (buffer !== null && (type !== 'ptr' || !DeviceBuffer.is(buffer))) {
+      throw new InvalidArgumentError(op, 'buffer', `buffer must be null or, for a ptr, a DeviceBuffer, got ${describe(buffer)}`);
+    }
     this.size = SIZES[type];
     Object.freeze(this);
+  }
+
+  /** @internal True for a value this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is KernelArgValue {
+    return typeof value === 'object' && value !== null && #checked in value;
   }
 
   toString(): string {
@@ -67,7 +88,7 @@ function floatArg(op: string, type: ArgType, x: unknown): KernelArgValue {
 export const arg = {
   /** A device pointer: a `DeviceBuffer` (its address) or a raw 64-bit address. */
   ptr(p: DeviceBuffer | bigint): KernelArgValue {
-    if (p instanceof DeviceBuffer) return new KernelArgValue('ptr', 0n, p);
+    if (DeviceBuffer.is(p)) return new KernelArgValue('ptr', 0n, p);
     return intArg('arg.ptr', 'ptr', p, 0n, U64_MAX);
   },
   /** A C `int` (32-bit signed). */
@@ -98,8 +119,8 @@ export const arg = {
 
 /** Checks one argument and returns it typed. @throws InvalidArgumentError naming `args[i]`. */
 export function normalizeArg(op: string, index: number, a: unknown): KernelArgValue {
-  if (a instanceof KernelArgValue) return a;
-  if (a instanceof DeviceBuffer) return new KernelArgValue('ptr', 0n, a);
+  if (KernelArgValue.is(a)) return a;
+  if (DeviceBuffer.is(a)) return new KernelArgValue('ptr', 0n, a);
   const hint =
     typeof a === 'number' || typeof a === 'bigint'
       ? ': plain numbers are refused because the C type must be explicit (arg.i32(n), arg.f32(x), arg.u64(n), …)'

@@ -5,11 +5,13 @@
  * remember the epoch and the stream they passed with, and skip the checks while both are unchanged:
  * two compares instead of a dozen property loads and a loop a call (bench:host measures it).
  * A call whose checks would fail therefore always takes the full path and fails as before.
+ *
+ * The counter is process-wide (driver/process-state.ts), shared by every loaded copy of cudagraph.
  */
-export const checkEpoch = {
-  /** Changes whenever an earlier check may no longer hold. */
-  value: 0,
-};
+import { processState } from '../driver/process-state.js';
+
+/** The epoch. `value` changes whenever an earlier check may no longer hold. */
+export const checkEpoch: { value: number } = processState.epoch;
 
 /** An earlier check may no longer hold: the next hot call runs its full checks. */
 export function invalidateChecks(): void {

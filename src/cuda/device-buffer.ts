@@ -1,10 +1,10 @@
-import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireInt, requireOptions, requireSize } from '../util/validate.js';
+import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
+import { describe, requireInstance, requireInt, requireOptions, requireSize } from '../util/validate.js';
 import { memory as mem } from '../driver/result/index.js';
 import { INTERNAL, CAPTURE, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
 import { Lifetime, keepFailure, surfaceCleanupErrors } from './lifetime.js';
-import { requireView, requirePinnedForCapture } from './host-memory.js';
+import { requireView, requirePinnedForCapture, pinnedLifetimeOf } from './host-memory.js';
 import { Device } from './device.js';
 import { Stream } from './stream.js';
 
@@ -37,8 +37,7 @@ export interface DeviceCopyOptions {
 }
 
 function requireStream(op: string, stream: unknown): Stream {
-  if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
-  return stream;
+  return requireInstance(op, 'stream', stream, Stream);
 }
 
 /**
@@ -68,12 +67,14 @@ export class DeviceBuffer {
    * it must not reference this object.
    */
   constructor(key: typeof INTERNAL, device: Device, byteLength: number, ptr: bigint, release?: () => void) {
-    if (key !== INTERNAL) throw new TypeError('DeviceBuffer: use DeviceBuffer.alloc()');
+    if (key !== INTERNAL) throw privateConstructorError('DeviceBuffer', 'DeviceBuffer.alloc() or DeviceBuffer.allocAsync()');
     this.device = device;
     this.byteLength = byteLength;
     this.#ptr = ptr;
     this.#pooled = release !== undefined;
     const ctx = device.context;
+    // Both frees can wait for the GPU (cuMemFree synchronizes; a pool's release may fence and
+    // synchronize): they are deferred while a JS host call is in flight.
     this[LIFETIME] = new Lifetime(
       `DeviceBuffer 0x${ptr.toString(16)} (${byteLength} bytes${release ? ', from a CapturePool' : ''})`,
       this,
@@ -82,7 +83,13 @@ export class DeviceBuffer {
           makeCurrent('DeviceBuffer.dispose', ctx);
           keepFailure(mem.memFree('DeviceBuffer.dispose', ptr), 'DeviceBuffer.dispose', 'cuMemFree_v2');
         }),
+      { waits: true },
     );
+  }
+
+  /** @internal True for a DeviceBuffer this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is DeviceBuffer {
+    return typeof value === 'object' && value !== null && #ptr in value;
   }
 
   /**
@@ -91,7 +98,7 @@ export class DeviceBuffer {
    */
   static alloc(device: Device, byteLength: number): DeviceBuffer {
     const op = 'DeviceBuffer.alloc';
-    if (!(device instanceof Device)) throw new InvalidArgumentError(op, 'device', `device must be a Device, got ${describe(device)}`);
+    requireInstance(op, 'device', device, Device);
     requireInt(op, 'byteLength', byteLength, 1, Number.MAX_SAFE_INTEGER);
     surfaceCleanupErrors(op);
     makeCurrent(op, device.context);
@@ -217,10 +224,10 @@ export class DeviceBuffer {
     this[LIFETIME].assertAlive(op);
     requireStream(op, stream);
     const r = this.#hostRange(op, 'src', src, options);
-    const pinned = stream[CAPTURE] !== null ? requirePinnedForCapture(op, 'src', src) : null;
+    const pinned = stream[CAPTURE] !== null ? requirePinnedForCapture(op, 'src', src) : pinnedLifetimeOf(src);
     const h = stream.handleFor(op);
     if (r.byteLength === 0) return this;
-    mem.copyHtoDAsync(op, this.#ptr + BigInt(r.offset), src, r.byteLength, h);
+    mem.copyHtoDAsync(op, this.#ptr + BigInt(r.offset), src, r.byteLength, h, pinned !== null);
     if (pinned !== null) this.#noteCapture(stream, pinned);
     return this;
   }
@@ -235,10 +242,10 @@ export class DeviceBuffer {
     this[LIFETIME].assertAlive(op);
     requireStream(op, stream);
     const r = this.#hostRange(op, 'dst', dst, options);
-    const pinned = stream[CAPTURE] !== null ? requirePinnedForCapture(op, 'dst', dst) : null;
+    const pinned = stream[CAPTURE] !== null ? requirePinnedForCapture(op, 'dst', dst) : pinnedLifetimeOf(dst);
     const h = stream.handleFor(op);
     if (r.byteLength === 0) return this;
-    mem.copyDtoHAsync(op, dst, this.#ptr + BigInt(r.offset), r.byteLength, h);
+    mem.copyDtoHAsync(op, dst, this.#ptr + BigInt(r.offset), r.byteLength, h, pinned !== null);
     if (pinned !== null) this.#noteCapture(stream, pinned);
     return this;
   }
@@ -273,7 +280,7 @@ export class DeviceBuffer {
     const op = 'DeviceBuffer.copyFromDeviceAsync';
     this[LIFETIME].assertAlive(op);
     requireStream(op, stream);
-    if (!(src instanceof DeviceBuffer)) throw new InvalidArgumentError(op, 'src', `src must be a DeviceBuffer, got ${describe(src)}`);
+    requireInstance(op, 'src', src, DeviceBuffer);
     const o = requireOptions<DeviceCopyOptions>(op, options, ['srcOffset', 'dstOffset', 'byteLength']);
     const srcPtr = src.ptrFor(op);
     const s = src.#range(op, o.srcOffset, o.byteLength, src.byteLength - (o.srcOffset ?? 0));

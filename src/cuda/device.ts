@@ -1,4 +1,5 @@
 import { CudaError } from '../errors/cuda-error.js';
+import { privateConstructorError } from '../errors/base.js';
 import { requireInt, requireOptions, requireBoolean } from '../util/validate.js';
 import { init, device as dev } from '../driver/result/index.js';
 import { CU } from '../driver/layouts.js';
@@ -7,7 +8,7 @@ import { makeCurrent } from './context.js';
 import { surfaceCleanupErrors } from './lifetime.js';
 import { Stream, type StreamOptions } from './stream.js';
 import { Event, type EventOptions } from './event.js';
-import { assertNoPendingHostCalls, surfaceHostCallbackErrors } from './host-calls.js';
+import { surfaceHostCallbackErrors } from './host-calls.js';
 
 const CUDA_ERROR_NO_DEVICE = 100;
 
@@ -41,9 +42,8 @@ export class Device {
   #priorityRange: { least: number; greatest: number } | null = null;
 
   /** @internal Use `Device.get(ordinal)`. */
-  constructor(key: typeof INTERNAL, ordinal: number) {
-    if (key !== INTERNAL) throw new TypeError('Device: use Device.get(ordinal)');
-    const op = 'Device.get';
+  constructor(key: typeof INTERNAL, ordinal: number, op = 'Device.get') {
+    if (key !== INTERNAL) throw privateConstructorError('Device', 'Device.get(ordinal)');
     this.ordinal = ordinal;
     this.handle = dev.deviceGet(op, ordinal);
     this.name = dev.deviceName(op, this.handle);
@@ -62,7 +62,16 @@ export class Device {
    *   lists every path tried and what to check).
    */
   static count(): number {
-    const op = 'Device.count';
+    return Device.countFor('Device.count');
+  }
+
+  /** @internal True for a Device this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is Device {
+    return typeof value === 'object' && value !== null && #priorityRange in value;
+  }
+
+  /** @internal `count` for a caller that names its own operation in errors. */
+  static countFor(op: string): number {
     surfaceCleanupErrors(op);
     try {
       init.init(op);
@@ -79,7 +88,11 @@ export class Device {
    * @throws InvalidArgumentError unless 0 ≤ ordinal < Device.count(); CudaError from the driver.
    */
   static get(ordinal = 0): Device {
-    const op = 'Device.get';
+    return Device.getFor('Device.get', ordinal);
+  }
+
+  /** @internal `get` for a caller that names its own operation in errors (`PinnedHostBuffer.alloc`, …). */
+  static getFor(op: string, ordinal = 0): Device {
     surfaceCleanupErrors(op);
     const cached = Device.#devices.get(ordinal);
     if (cached !== undefined) {
@@ -87,10 +100,10 @@ export class Device {
       return cached;
     }
     requireInt(op, 'ordinal', ordinal, 0, 1 << 16);
-    const n = Device.count();
+    const n = Device.countFor(op);
     requireInt(op, 'ordinal', ordinal, 0, Math.max(0, n - 1));
     if (n === 0) throw new CudaError({ code: CUDA_ERROR_NO_DEVICE, operation: op, driverCall: 'cuDeviceGetCount' });
-    const device = new Device(INTERNAL, ordinal);
+    const device = new Device(INTERNAL, ordinal, op);
     Device.#devices.set(ordinal, device);
     makeCurrent(op, device.context);
     return device;
@@ -167,11 +180,14 @@ export class Device {
     return new Event(INTERNAL, this, options);
   }
 
-  /** Blocks until all work on this device's context is done (`cuCtxSynchronize`). */
+  /**
+   * Blocks until all work on this device's context is done (`cuCtxSynchronize`).
+   * @throws HostCallbackError `ERR_HOST_CALL_PENDING` while a JS host call is in flight (await
+   *   `stream.synchronizeAsync()` instead).
+   */
   synchronize(): void {
     const op = 'Device.synchronize';
     surfaceCleanupErrors(op);
-    assertNoPendingHostCalls(op);
     makeCurrent(op, this.context);
     dev.ctxSynchronize(op);
     surfaceHostCallbackErrors(op);

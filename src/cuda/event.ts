@@ -1,14 +1,14 @@
-import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireOptions, requireBoolean } from '../util/validate.js';
+import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
+import { requireInstance, requireOptions, requireBoolean } from '../util/validate.js';
 import { event as ev } from '../driver/result/index.js';
 import { CU } from '../driver/layouts.js';
 import { INTERNAL, CAPTURE, RECORDED_IN, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
 import { Lifetime, keepFailure } from './lifetime.js';
 import type { CaptureSink } from './capture-hooks.js';
-import { assertNoPendingHostCalls, surfaceHostCallbackErrors } from './host-calls.js';
+import { surfaceHostCallbackErrors } from './host-calls.js';
 import type { Device } from './device.js';
-import type { Stream } from './stream.js';
+import { Stream } from './stream.js';
 
 /** Options of `device.createEvent`. */
 export interface EventOptions {
@@ -40,7 +40,7 @@ export class Event {
 
   /** @internal Use `device.createEvent()`. */
   constructor(key: typeof INTERNAL, device: Device, options?: EventOptions) {
-    if (key !== INTERNAL) throw new TypeError('Event: use device.createEvent()');
+    if (key !== INTERNAL) throw privateConstructorError('Event', 'device.createEvent()');
     const op = 'Device.createEvent';
     const o = requireOptions<EventOptions>(op, options, ['timing']);
     this.timing = o.timing === undefined ? false : requireBoolean(op, 'timing', o.timing);
@@ -51,6 +51,11 @@ export class Event {
     this[LIFETIME] = new Lifetime(`Event 0x${handle.toString(16)}`, this, () =>
       keepFailure(ev.eventDestroy('Event.dispose', handle), 'Event.dispose', 'cuEventDestroy_v2'),
     );
+  }
+
+  /** @internal True for an Event this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is Event {
+    return typeof value === 'object' && value !== null && #handle in value;
   }
 
   /** The `CUevent` handle. @throws DisposedError after dispose. */
@@ -73,9 +78,7 @@ export class Event {
   record(stream: Stream): this {
     const op = 'Event.record';
     this[LIFETIME].assertAlive(op);
-    if (typeof stream !== 'object' || stream === null || typeof (stream as Stream).handleFor !== 'function') {
-      throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
-    }
+    requireInstance(op, 'stream', stream, Stream);
     ev.eventRecord(op, this.#handle, stream.handleFor(op));
     this[RECORDED_IN] = stream[CAPTURE];
     return this;
@@ -88,11 +91,13 @@ export class Event {
     return ev.eventQuery(op, this.#handle);
   }
 
-  /** Blocks until the work before the last record is done (`cuEventSynchronize`). */
+  /**
+   * Blocks until the work before the last record is done (`cuEventSynchronize`).
+   * @throws HostCallbackError `ERR_HOST_CALL_PENDING` while a JS host call is in flight (use `synchronizeAsync`).
+   */
   synchronize(): void {
     const op = 'Event.synchronize';
     this[LIFETIME].assertAlive(op);
-    assertNoPendingHostCalls(op);
     ev.eventSynchronize(op, this.#handle);
     surfaceHostCallbackErrors(op);
   }
@@ -115,7 +120,7 @@ export class Event {
   elapsedMs(since: Event): number {
     const op = 'Event.elapsedMs';
     this[LIFETIME].assertAlive(op);
-    if (!(since instanceof Event)) throw new InvalidArgumentError(op, 'since', `since must be an Event, got ${describe(since)}`);
+    requireInstance(op, 'since', since, Event);
     if (!this.timing || !since.timing) {
       throw new InvalidArgumentError(op, 'since', 'both events must be created with { timing: true }');
     }

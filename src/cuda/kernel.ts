@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '../errors/base.js';
-import { describe } from '../util/validate.js';
+import { privateConstructorError } from '../errors/base.js';
+import { requireInstance } from '../util/validate.js';
 import { launch as ln, module as mod } from '../driver/result/index.js';
 import { INTERNAL, CAPTURE, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
@@ -29,7 +29,7 @@ export class Kernel {
 
   /** @internal Use `module.function(name)`. */
   constructor(key: typeof INTERNAL, module: Module, name: string, handle: bigint) {
-    if (key !== INTERNAL) throw new TypeError('Kernel: use module.function(name)');
+    if (key !== INTERNAL) throw privateConstructorError('Kernel', 'module.function(name)');
     this.module = module;
     this.name = name;
     this.#handle = handle;
@@ -64,7 +64,7 @@ export class Kernel {
   launch(stream: Stream, config: LaunchConfig): void {
     const op = 'Kernel.launch';
     this.module[LIFETIME].assertAlive(op);
-    if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
+    requireInstance(op, 'stream', stream, Stream);
     const c = checkConfig(op, this.name, config, this.paramSizes);
     const h = stream.handleFor(op);
     const ptrOf = (b: DeviceBuffer): bigint => b.ptrFor(op);

@@ -93,11 +93,11 @@ export class LaunchSequence {
     list.forEach((e, i) => {
       const launch: unknown = typeof e === 'object' && e !== null ? (e as { launch?: unknown }).launch : undefined;
       const stream: unknown = typeof e === 'object' && e !== null ? (e as { stream?: unknown }).stream : undefined;
-      if (!(launch instanceof PreparedLaunch)) {
+      if (!PreparedLaunch.is(launch)) {
         const name = entryName(naming, i, 'launch');
         throw new InvalidArgumentError(op, naming, `${name} must be a PreparedLaunch, got ${describe(launch)}`);
       }
-      if (!(stream instanceof Stream)) {
+      if (!Stream.is(stream)) {
         throw new InvalidArgumentError(op, naming, `${entryName(naming, i, 'stream')} must be a Stream, got ${describe(stream)}`);
       }
       calls.push(launch.callFor(op));
@@ -146,6 +146,11 @@ export class LaunchSequence {
     this[LIFETIME] = new Lifetime(`LaunchSequence of ${list.length} launch${list.length === 1 ? '' : 'es'}`, this, () => {
       for (const l of held.splice(0)) l.release();
     });
+  }
+
+  /** @internal True for a LaunchSequence this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is LaunchSequence {
+    return typeof value === 'object' && value !== null && #call in value;
   }
 
   /** Number of entries. */

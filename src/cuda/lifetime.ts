@@ -6,18 +6,27 @@
  *   freed when the owner has disposed it (or it was garbage-collected) AND the last holder has
  *   released it, so a graph never replays into freed memory.
  * - A `FinalizationRegistry` frees what the program forgot to dispose.
- * - While any stream capture is active, frees are deferred until the last capture ends: a
- *   `cuMemFree`/`cuStreamDestroy` in the middle of a global-mode capture would invalidate it.
+ * - Frees are deferred, never refused, while running them now could break something:
+ *   - while any stream capture is active (of any loaded copy of cudagraph), every free waits for
+ *     the last capture to end: a `cuMemFree`/`cuStreamDestroy` in the middle of a global-mode
+ *     capture would invalidate it;
+ *   - while a JS host call is in flight, a free that waits for the GPU (`cuMemFree`,
+ *     `cuModuleUnload`, `cuMemHostUnregister`, a pool's teardown) waits until the last host call
+ *     has returned: run now, it would deadlock the process (driver/host-gate.ts).
+ *   Deferred frees run as soon as their condition clears (the last capture ends; the event loop
+ *   turns after the last host call returned); nothing is leaked.
  * - A free that fails cannot throw (dispose and finalizers must not): the error is kept and
  *   thrown by the next public call (`surfaceCleanupErrors`), as cudarc does.
  */
 import { DisposedError } from '../errors/base.js';
 import { CudaError } from '../errors/cuda-error.js';
+import { processState, type DeferredCleanup } from '../driver/process-state.js';
+import { gate } from '../driver/host-gate.js';
 import { hostCallState, surfaceHostCallbackErrors } from './host-calls.js';
 import { invalidateChecks } from './check-epoch.js';
 
-const deferred: Array<() => void> = [];
-let deferDepth = 0;
+/** Frees held back, shared with every loaded copy of cudagraph. */
+const held = processState.cleanups;
 const keptErrors: unknown[] = [];
 let cleanupErrorPending = false;
 
@@ -31,33 +40,68 @@ function runCleanup(cleanup: () => void): void {
   }
 }
 
-function runOrDefer(cleanup: () => void): void {
-  if (deferDepth > 0) deferred.push(cleanup);
+/** True when a free of this kind must wait now. */
+function mustWait(waits: boolean): boolean {
+  return held.captures > 0 || (waits && gate.calls !== 0);
+}
+
+function runOrDefer(cleanup: () => void, waits: boolean): void {
+  if (mustWait(waits)) held.deferred.push({ run: () => runCleanup(cleanup), waits });
   else runCleanup(cleanup);
 }
 
+/**
+ * Runs every deferred free whose reason to wait has gone, in the order they were deferred.
+ * A free that runs can release more (a graph releases its buffers): those run or wait in turn.
+ */
+function drainDeferred(): void {
+  const queue = held.deferred;
+  if (queue.length === 0) return;
+  const waiting: DeferredCleanup[] = [];
+  for (const d of queue.splice(0)) {
+    if (mustWait(d.waits)) waiting.push(d);
+    else d.run();
+  }
+  queue.unshift(...waiting);
+}
+
+let drainScheduled = false;
+
+/**
+ * The gate opened (the last host call in flight returned). The host function that returned was
+ * called from the driver's thread through the JS thread; the deferred frees run on a later turn
+ * of the event loop, once that call has fully unwound and the driver thread is free.
+ */
+function scheduleDrain(): void {
+  if (drainScheduled || held.deferred.length === 0) return;
+  drainScheduled = true;
+  setImmediate(() => {
+    drainScheduled = false;
+    drainDeferred();
+  }).unref();
+}
+gate.openListeners.add(scheduleDrain);
+
 /** Holds frees back (a capture began). Pair with `resumeCleanups`. */
 export function deferCleanups(): void {
-  deferDepth++;
+  held.captures++;
 }
 
-/** Ends one `deferCleanups`; the last one runs every free held back meanwhile. */
+/** Ends one `deferCleanups`; the last one runs every free held back meanwhile that may run now. */
 export function resumeCleanups(): void {
-  if (deferDepth === 0) return;
-  deferDepth--;
-  if (deferDepth === 0) {
-    for (const cleanup of deferred.splice(0)) runCleanup(cleanup);
-  }
+  if (held.captures === 0) return;
+  held.captures--;
+  if (held.captures === 0) drainDeferred();
 }
 
-/** True while frees are held back (a capture is active): a free made now would be deferred. */
+/** True while every free is held back (a capture is active): a free made now would be deferred. */
 export function cleanupsDeferred(): boolean {
-  return deferDepth > 0;
+  return held.captures > 0;
 }
 
-/** Number of frees waiting for the active captures to end (for tests and diagnostics). */
+/** Number of frees waiting (for active captures or host calls in flight), for tests and diagnostics. */
 export function deferredCleanupCount(): number {
-  return deferred.length;
+  return held.deferred.length;
 }
 
 /**
@@ -66,12 +110,21 @@ export function deferredCleanupCount(): number {
  */
 export function surfaceCleanupErrors(op: string): void {
   if (!cleanupErrorPending) return;
+  throw takeCleanupError(op);
+}
+
+/**
+ * The error `surfaceCleanupErrors` would throw (consumed), or null when none is kept: for calls
+ * that must finish what they started before they report it (`StreamGraphCapture.end`).
+ */
+export function takeCleanupError(op: string): CudaError | null {
+  if (!cleanupErrorPending) return null;
   const errors = keptErrors.splice(0);
   cleanupErrorPending = false;
   const first = errors[0];
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
   const what = first instanceof Error ? first.message : String(first);
-  throw new CudaError({
+  return new CudaError({
     code: first instanceof CudaError ? first.code : 999,
     operation: op,
     detail:
@@ -84,6 +137,15 @@ export function surfaceCleanupErrors(op: string): void {
 
 const registry = new FinalizationRegistry<Lifetime>((life) => life.collected());
 
+/** Options of a `Lifetime`. */
+export interface LifetimeOptions {
+  /**
+   * The cleanup can wait for the GPU (`cuMemFree`, `cuModuleUnload`, `cuMemHostUnregister`, a
+   * synchronization): it is also deferred while a JS host call is in flight. Default false.
+   */
+  readonly waits?: boolean;
+}
+
 /**
  * The lifetime of one driver resource. Its cleanup closure must capture handles only, never the
  * owning object (the registry could then never collect it).
@@ -93,6 +155,7 @@ export class Lifetime {
   #freed = false;
   #holders = 0;
   readonly #cleanup: () => void;
+  readonly #waits: boolean;
 
   /**
    * @param what how errors name the resource, e.g. `DeviceBuffer (1024 bytes)`.
@@ -103,8 +166,10 @@ export class Lifetime {
     readonly what: string,
     owner: object,
     cleanup: () => void,
+    options?: LifetimeOptions,
   ) {
     this.#cleanup = cleanup;
+    this.#waits = options?.waits === true;
     registry.register(owner, this, this);
   }
 
@@ -173,7 +238,7 @@ export class Lifetime {
   #free(): void {
     if (this.#freed) return;
     this.#freed = true;
-    runOrDefer(this.#cleanup);
+    runOrDefer(this.#cleanup, this.#waits);
   }
 }
 

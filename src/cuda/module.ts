@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireName } from '../util/validate.js';
+import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
+import { describe, requireInstance, requireName } from '../util/validate.js';
 import { module as mod } from '../driver/result/index.js';
 import { INTERNAL, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
@@ -64,7 +64,7 @@ export class Module {
     lowered: ReadonlyMap<string, string>,
     op: string,
   ) {
-    if (key !== INTERNAL) throw new TypeError('Module: use Module.load() or Module.compile()');
+    if (key !== INTERNAL) throw privateConstructorError('Module', 'Module.load() or Module.compile()');
     this.device = device;
     this.kind = kind;
     this.compileLog = log;
@@ -73,19 +73,32 @@ export class Module {
     const handle = mod.moduleLoadData(op, kind === 'ptx' ? nulTerminated(image) : image);
     this.#handle = handle;
     const ctx = device.context;
-    this[LIFETIME] = new Lifetime(`Module 0x${handle.toString(16)} (${kind})`, this, () => {
-      makeCurrent('Module.dispose', ctx);
-      keepFailure(mod.moduleUnload('Module.dispose', handle), 'Module.dispose', 'cuModuleUnload');
-    });
+    // cuModuleUnload waits for the GPU: deferred while a JS host call is in flight.
+    this[LIFETIME] = new Lifetime(
+      `Module 0x${handle.toString(16)} (${kind})`,
+      this,
+      () => {
+        makeCurrent('Module.dispose', ctx);
+        keepFailure(mod.moduleUnload('Module.dispose', handle), 'Module.dispose', 'cuModuleUnload');
+      },
+      { waits: true },
+    );
+  }
+
+  /** @internal True for a Module this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is Module {
+    return typeof value === 'object' && value !== null && #handle in value;
   }
 
   /**
    * Loads a module image into `device`'s context: PTX text (a string, or bytes), a cubin or a
    * fatbin (bytes). A PTX the JIT cannot compile fails with the JIT's log in the message.
+   * Loading waits for the GPU (measured on CUDA 13.0): while a JS host call is in flight it is
+   * refused with `HostCallbackError` `ERR_HOST_CALL_PENDING`.
    */
   static load(device: Device, image: string | Uint8Array): Module {
     const op = 'Module.load';
-    if (!(device instanceof Device)) throw new InvalidArgumentError(op, 'device', `device must be a Device, got ${describe(device)}`);
+    requireInstance(op, 'device', device, Device);
     let bytes: Uint8Array;
     if (typeof image === 'string') {
       requireName(op, 'image', image);
@@ -106,7 +119,7 @@ export class Module {
    */
   static compile(device: Device, source: string, options?: CompileOptions): Module {
     const op = 'Module.compile';
-    if (!(device instanceof Device)) throw new InvalidArgumentError(op, 'device', `device must be a Device, got ${describe(device)}`);
+    requireInstance(op, 'device', device, Device);
     surfaceCleanupErrors(op);
     const out = compileCuda(op, device, source, options);
     return new Module(INTERNAL, device, out.image, out.kind, out.log, out.lowered, op);

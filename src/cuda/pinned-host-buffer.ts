@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireInt } from '../util/validate.js';
+import { privateConstructorError } from '../errors/base.js';
+import { requireInstance, requireInt } from '../util/validate.js';
 import { memory as mem } from '../driver/result/index.js';
 import { koffi } from '../driver/sys.js';
 import { CU } from '../driver/layouts.js';
@@ -15,9 +15,14 @@ const PAGE = 4096;
  * Page-locked (pinned) host memory: copies to and from it are truly asynchronous, and it is the
  * only host memory a capture may copy from or to (the graph keeps it alive).
  *
- * The memory is a JS `ArrayBuffer` registered with the driver (`cuMemHostRegister`), not driver-
- * allocated memory wrapped in a view: after `dispose()` the pages are unpinned but every view
- * handed out stays valid JS memory, so a stale view can never touch freed memory.
+ * The memory is a JS `SharedArrayBuffer` registered with the driver (`cuMemHostRegister`), not
+ * driver-allocated memory wrapped in a view. Two properties follow, both needed for safety:
+ * - it cannot be detached: a `SharedArrayBuffer` cannot be transferred (`structuredClone(x,
+ *   { transfer })` and `postMessage` refuse it), so memory the driver writes can never come to
+ *   belong to another buffer while the pages are registered and captured copies replay into them;
+ * - after `dispose()` the pages are unpinned but every view handed out stays valid JS memory, so a
+ *   stale view can never touch freed memory.
+ * Views are over shared memory: APIs that refuse shared views (`TextDecoder.decode`) need a copy.
  *
  * @example
  * using host = PinnedHostBuffer.alloc(4 * n);
@@ -29,17 +34,18 @@ export class PinnedHostBuffer {
   readonly byteLength: number;
   /** @internal */
   readonly [LIFETIME]: Lifetime;
-  readonly #bytes: Uint8Array;
+  readonly #bytes: Uint8Array<SharedArrayBuffer>;
   readonly #ptr: bigint;
 
   /** @internal Use `PinnedHostBuffer.alloc`. */
   constructor(key: typeof INTERNAL, byteLength: number, device: Device) {
-    if (key !== INTERNAL) throw new TypeError('PinnedHostBuffer: use PinnedHostBuffer.alloc()');
+    if (key !== INTERNAL) throw privateConstructorError('PinnedHostBuffer', 'PinnedHostBuffer.alloc()');
     const op = 'PinnedHostBuffer.alloc';
-    // Register whole pages: allocate a page more and start at the first page boundary.
+    // Register whole pages: allocate a page more and start at the first page boundary. Shared
+    // memory, because an ArrayBuffer could be detached (transferred) under the driver.
     const span = Math.ceil(byteLength / PAGE) * PAGE;
-    const backing = new ArrayBuffer(span + PAGE);
-    const base = koffi().address(backing);
+    const backing = new SharedArrayBuffer(span + PAGE);
+    const base = koffi().address(new Uint8Array(backing));
     const skip = Number((BigInt(PAGE) - (base % BigInt(PAGE))) % BigInt(PAGE));
     const ptr = base + BigInt(skip);
     makeCurrent(op, device.context);
@@ -49,11 +55,17 @@ export class PinnedHostBuffer {
     this.#bytes = new Uint8Array(backing, skip, byteLength);
     const ctx = device.context;
     // The cleanup closure holds `backing`, so the pages stay allocated until they are unpinned.
-    this[LIFETIME] = new Lifetime(`PinnedHostBuffer (${byteLength} bytes)`, this, () => {
-      void backing;
-      makeCurrent('PinnedHostBuffer.dispose', ctx);
-      keepFailure(mem.hostUnregister('PinnedHostBuffer.dispose', ptr), 'PinnedHostBuffer.dispose', 'cuMemHostUnregister');
-    });
+    // cuMemHostUnregister waits for the GPU: deferred while a JS host call is in flight.
+    this[LIFETIME] = new Lifetime(
+      `PinnedHostBuffer (${byteLength} bytes)`,
+      this,
+      () => {
+        void backing;
+        makeCurrent('PinnedHostBuffer.dispose', ctx);
+        keepFailure(mem.hostUnregister('PinnedHostBuffer.dispose', ptr), 'PinnedHostBuffer.dispose', 'cuMemHostUnregister');
+      },
+      { waits: true },
+    );
     registerPinned(backing, this[LIFETIME]);
   }
 
@@ -64,11 +76,14 @@ export class PinnedHostBuffer {
   static alloc(byteLength: number, device?: Device): PinnedHostBuffer {
     const op = 'PinnedHostBuffer.alloc';
     requireInt(op, 'byteLength', byteLength, 1, 2 ** 32 * PAGE);
-    if (device !== undefined && !(device instanceof Device)) {
-      throw new InvalidArgumentError(op, 'device', `device must be a Device, got ${describe(device)}`);
-    }
+    if (device !== undefined) requireInstance(op, 'device', device, Device);
     surfaceCleanupErrors(op);
-    return new PinnedHostBuffer(INTERNAL, byteLength, device ?? Device.get(0));
+    return new PinnedHostBuffer(INTERNAL, byteLength, device ?? Device.getFor(op, 0));
+  }
+
+  /** @internal True for a PinnedHostBuffer this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is PinnedHostBuffer {
+    return typeof value === 'object' && value !== null && #ptr in value;
   }
 
   /** The host address of the first byte. @throws DisposedError after dispose. */
@@ -78,7 +93,7 @@ export class PinnedHostBuffer {
   }
 
   /** The bytes, as a Uint8Array over the pinned memory. @throws DisposedError after dispose. */
-  get bytes(): Uint8Array {
+  get bytes(): Uint8Array<SharedArrayBuffer> {
     this[LIFETIME].assertAlive('PinnedHostBuffer.bytes');
     return this.#bytes;
   }

@@ -1,5 +1,5 @@
-import { InvalidArgumentError, DisposedError } from '../errors/base.js';
-import { describe, requireInt } from '../util/validate.js';
+import { InvalidArgumentError, DisposedError, privateConstructorError } from '../errors/base.js';
+import { requireInstance, requireInt } from '../util/validate.js';
 import { launch as ln } from '../driver/result/index.js';
 import { INTERNAL, CAPTURE, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
@@ -47,7 +47,7 @@ export class PreparedLaunch {
 
   /** @internal Use `kernel.prepare(config)`. */
   constructor(key: typeof INTERNAL, kernel: Kernel, fn: bigint, c: CheckedConfig) {
-    if (key !== INTERNAL) throw new TypeError('PreparedLaunch: use kernel.prepare(config)');
+    if (key !== INTERNAL) throw privateConstructorError('PreparedLaunch', 'kernel.prepare(config)');
     const op = 'Kernel.prepare';
     this.kernel = kernel;
     this.grid = c.grid;
@@ -76,6 +76,11 @@ export class PreparedLaunch {
       packed.free();
       for (const l of heldNow.splice(0)) l.release();
     });
+  }
+
+  /** @internal True for a PreparedLaunch this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is PreparedLaunch {
+    return typeof value === 'object' && value !== null && #call in value;
   }
 
   /** Number of arguments. */
@@ -107,7 +112,7 @@ export class PreparedLaunch {
   /** The checks of `launch`; on success remembers the stream, its handle and the epoch. */
   #check(stream: Stream): void {
     this[LIFETIME].assertAlive(LAUNCH);
-    if (!(stream instanceof Stream)) throw new InvalidArgumentError(LAUNCH, 'stream', `stream must be a Stream, got ${describe(stream)}`);
+    requireInstance(LAUNCH, 'stream', stream, Stream);
     this.#assertHeld(LAUNCH);
     const epoch = checkEpoch.value;
     this.#checkedHandle = stream.handleFor(LAUNCH);

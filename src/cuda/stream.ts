@@ -1,13 +1,13 @@
-import { InvalidArgumentError } from '../errors/base.js';
-import { describe } from '../util/validate.js';
+import { InvalidArgumentError, DisposedError, privateConstructorError } from '../errors/base.js';
+import { describe, requireInstance } from '../util/validate.js';
 import { stream as st } from '../driver/result/index.js';
 import { CU } from '../driver/layouts.js';
 import { INTERNAL, CAPTURE, RECORDED_IN, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
 import { Lifetime, keepFailure } from './lifetime.js';
 import type { CaptureSink } from './capture-hooks.js';
-import { assertNoPendingHostCalls, surfaceHostCallbackErrors } from './host-calls.js';
-import type { Device } from './device.js';
+import { surfaceHostCallbackErrors } from './host-calls.js';
+import { Device } from './device.js';
 import { Event } from './event.js';
 import { LaunchSequence } from './launch-sequence.js';
 import type { PreparedLaunch } from './prepared-launch.js';
@@ -19,6 +19,21 @@ export interface StreamOptions {
   /** Do not synchronize with the legacy NULL stream (needed for capture). Default true. */
   readonly nonBlocking?: boolean;
 }
+
+/**
+ * What every `Stream` object of one `CUstream` shares: the stream cudagraph created and each
+ * `Stream.wrap` of its handle are one stream to the driver, so they capture together.
+ */
+interface StreamCell {
+  /** The capture the stream records into, or null. */
+  sink: CaptureSink | null;
+}
+
+/**
+ * Streams cudagraph created, by handle: `Stream.wrap` of one of these handles is tied to that
+ * stream (same capture state; unusable once it is disposed), never a second, unguarded owner.
+ */
+const created = new Map<bigint, { readonly stream: WeakRef<Stream>; readonly cell: StreamCell }>();
 
 /**
  * A CUDA stream: an ordered queue of GPU work. Created by `device.createStream()` or
@@ -38,16 +53,17 @@ export class Stream {
   readonly nonBlocking: boolean;
   /** Whether cudagraph created the handle (and destroys it on dispose). */
   readonly owned: boolean;
-  /** @internal The capture this stream records into, or null. */
-  [CAPTURE]: CaptureSink | null = null;
   /** @internal */
   readonly [LIFETIME]: Lifetime;
   readonly #handle: bigint;
+  readonly #cell: StreamCell;
+  /** For a wrap of a stream cudagraph created: that stream, whose disposal ends this one's use. */
+  readonly #origin: Stream | null;
   #syncEvent: Event | null = null;
 
   /** @internal Use `device.createStream()` or `Stream.wrap`. */
-  constructor(key: typeof INTERNAL, device: Device, priority: number, nonBlocking: boolean, adopt?: bigint) {
-    if (key !== INTERNAL) throw new TypeError('Stream: use device.createStream() or device.stream()');
+  constructor(key: typeof INTERNAL, device: Device, priority: number, nonBlocking: boolean, adopt?: bigint, origin?: Stream) {
+    if (key !== INTERNAL) throw privateConstructorError('Stream', 'device.createStream() or device.stream()');
     const op = 'Device.createStream';
     this.device = device;
     this.priority = priority;
@@ -55,40 +71,68 @@ export class Stream {
     if (adopt !== undefined) {
       this.#handle = adopt;
       this.owned = false;
+      this.#origin = origin ?? null;
+      this.#cell = origin !== undefined ? origin.#cell : { sink: null };
       this[LIFETIME] = new Lifetime(`Stream 0x${adopt.toString(16)} (wrapped)`, this, () => {});
       return;
     }
     makeCurrent(op, device.context);
     const handle = st.streamCreate(op, nonBlocking ? CU.STREAM_NON_BLOCKING : 0, priority);
+    const cell: StreamCell = { sink: null };
     this.#handle = handle;
+    this.#cell = cell;
+    this.#origin = null;
     this.owned = true;
-    this[LIFETIME] = new Lifetime(`Stream 0x${handle.toString(16)}`, this, () =>
-      keepFailure(st.streamDestroy('Stream.dispose', handle), 'Stream.dispose', 'cuStreamDestroy_v2'),
-    );
+    created.set(handle, { stream: new WeakRef(this), cell });
+    this[LIFETIME] = new Lifetime(`Stream 0x${handle.toString(16)}`, this, () => {
+      // The handle may be reused by the driver for a new stream from now on.
+      if (created.get(handle)?.cell === cell) created.delete(handle);
+      keepFailure(st.streamDestroy('Stream.dispose', handle), 'Stream.dispose', 'cuStreamDestroy_v2');
+    });
+  }
+
+  /** @internal True for a Stream this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is Stream {
+    return typeof value === 'object' && value !== null && #handle in value;
   }
 
   /**
    * Adopts a `CUstream` created elsewhere (another library, or the special handles
    * `0n`/`CU_STREAM_LEGACY` (1n)/`CU_STREAM_PER_THREAD` (2n)). The handle is not destroyed on
    * dispose. The legacy NULL stream can run work but cannot be captured.
-   * @throws InvalidArgumentError unless `handle` is a non-negative bigint.
+   *
+   * The handle of a stream cudagraph created gives a Stream tied to it: it shares that stream's
+   * capture state (work submitted through either is recorded by the same capture) and refuses use
+   * (`DisposedError`) once that stream is disposed, whose handle the driver may then reuse.
+   * @throws InvalidArgumentError unless `device` is a Device and `handle` a non-negative bigint, or
+   *   when the handle is of a cudagraph stream of another device; DisposedError when it is the handle
+   *   of a cudagraph stream already disposed.
    */
   static wrap(device: Device, handle: bigint): Stream {
-    if (typeof handle !== 'bigint' || handle < 0n) {
-      throw new InvalidArgumentError('Stream.wrap', 'handle', `handle must be a non-negative bigint, got ${describe(handle)}`);
+    const op = 'Stream.wrap';
+    requireInstance(op, 'device', device, Device);
+    if (typeof handle !== 'bigint' || handle < 0n || handle >= 1n << 64n) {
+      throw new InvalidArgumentError(op, 'handle', `handle must be a bigint in 0..2^64-1, got ${describe(handle)}`);
+    }
+    const known = created.get(handle)?.stream.deref();
+    if (known !== undefined) {
+      if (known.disposed) throw new DisposedError(op, `${known}, whose handle this is,`);
+      if (known.device !== device) {
+        throw new InvalidArgumentError(op, 'device', `handle 0x${handle.toString(16)} is a stream of ${known.device}, not of ${device}`);
+      }
+      return new Stream(INTERNAL, device, known.priority, known.nonBlocking, handle, known);
     }
     return new Stream(INTERNAL, device, 0, false, handle);
   }
 
   /** The `CUstream` handle. @throws DisposedError after dispose. */
   get handle(): bigint {
-    this[LIFETIME].assertAlive('Stream.handle');
-    return this.#handle;
+    return this.handleFor('Stream.handle');
   }
 
-  /** True after `dispose()`. */
+  /** True after `dispose()` (for a wrap of a cudagraph stream: also once that stream is disposed). */
   get disposed(): boolean {
-    return this[LIFETIME].disposed;
+    return this[LIFETIME].disposed || (this.#origin !== null && this.#origin.disposed);
   }
 
   /** True for the legacy NULL stream (`0n` or `CU_STREAM_LEGACY`), which cannot be captured. */
@@ -98,19 +142,27 @@ export class Stream {
 
   /** True while a `StreamGraphCapture` records this stream's work (begun on it, or joined through an event). */
   get isCapturing(): boolean {
-    return this[CAPTURE] !== null;
+    return this.#cell.sink !== null;
+  }
+
+  /** @internal The capture this stream records into, or null (shared with every wrap of the handle). */
+  get [CAPTURE](): CaptureSink | null {
+    return this.#cell.sink;
+  }
+
+  set [CAPTURE](sink: CaptureSink | null) {
+    this.#cell.sink = sink;
   }
 
   /**
    * Blocks the JS thread until the stream's work is done (`cuStreamSynchronize`).
-   * @throws HostCallbackError `ERR_HOST_CALL_PENDING` while JS host calls are pending (waiting
+   * @throws HostCallbackError `ERR_HOST_CALL_PENDING` while a JS host call is in flight (waiting
    *   would deadlock: use `synchronizeAsync`); `ERR_HOST_CALLBACK_FAILED` when one threw.
    */
   synchronize(): void {
     const op = 'Stream.synchronize';
-    this[LIFETIME].assertAlive(op);
-    assertNoPendingHostCalls(op);
-    st.streamSynchronize(op, this.#handle);
+    const h = this.handleFor(op);
+    st.streamSynchronize(op, h);
     surfaceHostCallbackErrors(op);
   }
 
@@ -122,8 +174,8 @@ export class Stream {
   synchronizeAsync(): Promise<void> {
     const op = 'Stream.synchronizeAsync';
     try {
-      this[LIFETIME].assertAlive(op);
-      return st.streamSynchronizeAsync(op, this.#handle).then(() => surfaceHostCallbackErrors(op));
+      const h = this.handleFor(op);
+      return st.streamSynchronizeAsync(op, h).then(() => surfaceHostCallbackErrors(op));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -132,8 +184,7 @@ export class Stream {
   /** True when all submitted work is done, false while some is pending (`cuStreamQuery`). */
   query(): boolean {
     const op = 'Stream.query';
-    this[LIFETIME].assertAlive(op);
-    return st.streamQuery(op, this.#handle);
+    return st.streamQuery(op, this.handleFor(op));
   }
 
   /**
@@ -142,13 +193,11 @@ export class Stream {
    */
   wait(event: Event): this {
     const op = 'Stream.wait';
-    this[LIFETIME].assertAlive(op);
-    if (!(event instanceof Event)) {
-      throw new InvalidArgumentError(op, 'event', `event must be an Event, got ${describe(event)}`);
-    }
-    st.streamWaitEvent(op, this.#handle, event.handleFor(op));
+    const h = this.handleFor(op);
+    requireInstance(op, 'event', event, Event);
+    st.streamWaitEvent(op, h, event.handleFor(op));
     const sink = event[RECORDED_IN];
-    if (sink !== null && this[CAPTURE] === null) sink.join(this);
+    if (sink !== null && this.#cell.sink === null) sink.join(this);
     return this;
   }
 
@@ -158,9 +207,9 @@ export class Stream {
    */
   record(event?: Event): Event {
     const op = 'Stream.record';
-    this[LIFETIME].assertAlive(op);
+    this.handleFor(op);
+    if (event !== undefined) requireInstance(op, 'event', event, Event);
     const e = event ?? this.device.createEvent();
-    if (!(e instanceof Event)) throw new InvalidArgumentError(op, 'event', `event must be an Event, got ${describe(e)}`);
     e.record(this);
     return e;
   }
@@ -171,7 +220,7 @@ export class Stream {
    */
   fork(options?: StreamOptions): Stream {
     const op = 'Stream.fork';
-    this[LIFETIME].assertAlive(op);
+    this.handleFor(op);
     const child = this.device.createStream(options ?? { priority: this.priority, nonBlocking: this.nonBlocking });
     child.wait(this.#marker());
     return child;
@@ -180,9 +229,9 @@ export class Stream {
   /** Makes this stream wait for `other`'s work so far (join). @throws InvalidArgumentError for a non-Stream. */
   join(other: Stream): this {
     const op = 'Stream.join';
-    this[LIFETIME].assertAlive(op);
-    if (!(other instanceof Stream)) throw new InvalidArgumentError(op, 'other', `other must be a Stream, got ${describe(other)}`);
-    other[LIFETIME].assertAlive(op);
+    this.handleFor(op);
+    requireInstance(op, 'other', other, Stream);
+    other.handleFor(op);
     return this.wait(other.#marker());
   }
 
@@ -199,7 +248,7 @@ export class Stream {
    */
   sequence(launches: Iterable<PreparedLaunch>): LaunchSequence {
     const op = 'Stream.sequence';
-    this[LIFETIME].assertAlive(op);
+    this.handleFor(op);
     if (typeof launches !== 'object' || launches === null || typeof (launches as { [Symbol.iterator]?: unknown })[Symbol.iterator] !== 'function') {
       throw new InvalidArgumentError(op, 'launches', `launches must be an iterable of PreparedLaunch, got ${describe(launches)}`);
     }
@@ -222,15 +271,18 @@ export class Stream {
     return this.#handle;
   }
 
-  /** @internal The handle for a driver call in `op`, after the disposed check. */
+  /** @internal The handle for a driver call in `op`, after the disposed checks. */
   handleFor(op: string): bigint {
     this[LIFETIME].assertAlive(op);
+    const origin = this.#origin;
+    if (origin !== null && origin.disposed) throw new DisposedError(op, `${origin}, which this wrapped Stream shares,`);
     return this.#handle;
   }
 
   /**
    * Destroys the stream (pending work still completes). Idempotent; never throws (a failure is
-   * reported by the next call). Deferred while a capture is active.
+   * reported by the next call). Deferred while a capture is active. A wrap only lets go of the
+   * handle (it is not destroyed).
    */
   dispose(): void {
     this.#syncEvent?.dispose();

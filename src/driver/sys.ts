@@ -30,6 +30,7 @@ import {
   type LibraryCandidate,
 } from './loader.js';
 import { nativeAddon, type HotAddon, type HotSymbol } from './native.js';
+import { gate, passGate, type HostWait } from './host-gate.js';
 
 /** An opaque driver handle (`CUstream`, `CUevent`, `CUgraph`, …): a bigint address, or null. */
 export type Handle = bigint | null;
@@ -255,6 +256,103 @@ export const DRIVER_PROTOTYPES: { readonly [K in DriverSymbol]: string } = {
   cuGraphHostNodeGetParams: 'int cuGraphHostNodeGetParams(void *hNode, void *nodeParams)',
 };
 
+/**
+ * How each bound entry point behaves while a JS host function blocks a stream: `'gpu'` can wait
+ * for GPU work (refused while a host call is in flight), `'queue'` enqueues work (counted, refused
+ * past the queue limit), `'none'` returns at once (host-gate.ts). Measured on the CUDA 13.0 driver
+ * by test/gpu/fixtures/host-block-probe.c; the GPU test compares the probe with this table.
+ * The copies between device and host memory are `'queue'` here because, from pinned memory, they
+ * are; from pageable memory they can wait for the GPU, and their callers pass the gate as `'gpu'`.
+ */
+export const DRIVER_WAITS: { readonly [K in DriverSymbol]: HostWait } = {
+  cuInit: 'none',
+  cuDriverGetVersion: 'none',
+  cuGetErrorName: 'none',
+  cuGetErrorString: 'none',
+  cuDeviceGetCount: 'none',
+  cuDeviceGet: 'none',
+  cuDeviceGetName: 'none',
+  cuDeviceGetAttribute: 'none',
+  cuDeviceTotalMem_v2: 'none',
+  cuDevicePrimaryCtxRetain: 'none',
+  cuDevicePrimaryCtxRelease_v2: 'none',
+  cuCtxSetCurrent: 'none',
+  cuCtxGetCurrent: 'none',
+  cuCtxPushCurrent_v2: 'none',
+  cuCtxPopCurrent_v2: 'none',
+  cuCtxSynchronize: 'gpu',
+  cuCtxGetStreamPriorityRange: 'none',
+  cuMemGetInfo_v2: 'none',
+  cuStreamCreateWithPriority: 'none',
+  cuStreamDestroy_v2: 'none',
+  cuStreamSynchronize: 'gpu',
+  cuStreamQuery: 'none',
+  cuStreamWaitEvent: 'queue',
+  cuStreamBeginCapture_v2: 'none',
+  cuStreamEndCapture: 'none',
+  cuStreamIsCapturing: 'none',
+  cuStreamGetCaptureInfo_v3: 'none',
+  cuThreadExchangeStreamCaptureMode: 'none',
+  cuLaunchHostFunc: 'queue',
+  cuEventCreate: 'none',
+  cuEventDestroy_v2: 'none',
+  cuEventRecord: 'queue',
+  cuEventQuery: 'none',
+  cuEventSynchronize: 'gpu',
+  cuEventElapsedTime_v2: 'none',
+  cuMemAlloc_v2: 'none',
+  cuMemFree_v2: 'gpu',
+  cuMemAllocAsync: 'queue',
+  cuMemFreeAsync: 'queue',
+  cuMemAllocFromPoolAsync: 'queue',
+  cuMemPoolCreate: 'none',
+  cuMemPoolDestroy: 'none',
+  cuMemPoolTrimTo: 'none',
+  cuMemPoolGetAttribute: 'none',
+  cuMemPoolSetAttribute: 'none',
+  cuMemsetD8Async: 'queue',
+  cuMemsetD16Async: 'queue',
+  cuMemsetD32Async: 'queue',
+  cuMemcpyHtoDAsync_v2: 'queue',
+  cuMemcpyDtoHAsync_v2: 'queue',
+  cuMemcpyDtoDAsync_v2: 'queue',
+  cuMemcpyHtoD_v2: 'gpu',
+  cuMemcpyDtoH_v2: 'gpu',
+  cuMemHostRegister_v2: 'none',
+  cuMemHostUnregister: 'gpu',
+  cuPointerGetAttribute: 'none',
+  cuModuleLoadDataEx: 'gpu',
+  cuModuleUnload: 'gpu',
+  cuModuleGetFunction: 'none',
+  cuFuncGetName: 'none',
+  cuKernelGetName: 'none',
+  cuFuncGetParamInfo: 'none',
+  cuLaunchKernel: 'queue',
+  cuGraphCreate: 'none',
+  cuGraphDestroy: 'none',
+  cuGraphGetNodes: 'none',
+  cuGraphGetEdges_v2: 'none',
+  cuGraphNodeGetType: 'none',
+  cuGraphKernelNodeGetParams_v2: 'none',
+  cuGraphMemcpyNodeGetParams: 'none',
+  cuGraphMemsetNodeGetParams: 'none',
+  cuGraphInstantiateWithFlags: 'none',
+  cuGraphInstantiateWithParams: 'none',
+  cuGraphExecDestroy: 'none',
+  cuGraphLaunch: 'queue',
+  cuGraphUpload: 'queue',
+  cuGraphExecUpdate_v2: 'none',
+  cuGraphExecKernelNodeSetParams_v2: 'none',
+  cuGraphDebugDotPrint: 'none',
+  cuGraphAddKernelNode_v2: 'none',
+  cuGraphAddMemcpyNode: 'none',
+  cuGraphAddMemsetNode: 'none',
+  cuGraphAddHostNode: 'none',
+  cuGraphAddEmptyNode: 'none',
+  cuGraphAddDependencies_v2: 'none',
+  cuGraphHostNodeGetParams: 'none',
+};
+
 /** The NVRTC entry points cudagraph binds (nvrtc.h; NVRTC has no versioned symbols). */
 export interface NvrtcApi {
   nvrtcVersion(major: HostPtr, minor: HostPtr): number;
@@ -449,11 +547,14 @@ export function observeDriverSymbols(observer: ((name: DriverSymbol) => void) | 
 
 /**
  * The driver function `name`, resolved on first use.
+ * While a JS host call is in flight, the call passes the host-call gate first (host-gate.ts).
  * @throws CudaError 3 when no driver library loads (the message lists every path tried);
- *   CudaError 801 `CUDA_ERROR_NOT_SUPPORTED` naming the symbol when this driver lacks it.
+ *   CudaError 801 `CUDA_ERROR_NOT_SUPPORTED` naming the symbol when this driver lacks it;
+ *   HostCallbackError `ERR_HOST_CALL_PENDING` when the call could wait for ever behind a host call.
  */
 export function driverSymbol<K extends DriverSymbol>(op: string, name: K): DriverApi[K] {
   if (symbolObserver !== null) symbolObserver(name);
+  if (gate.calls !== 0) passGate(op, name, DRIVER_WAITS[name]);
   const lib = driver(op);
   const fn = lib.resolve(name);
   if (typeof fn === 'string') throw missingSymbol(op, lib, name, fn);

@@ -11,4 +11,4 @@ export {
   type CudaErrorInit,
   type CudaErrorDetails,
 } from './cuda-error.js';
-export { HostCallbackError, type HostCallbackErrorCode } from './host-callback-error.js';
+export { HostCallbackError, type HostCallbackErrorCode, type HostCallPendingDetails } from './host-callback-error.js';

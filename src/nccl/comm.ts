@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireInt, requireOptions } from '../util/validate.js';
+import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
+import { describe, requireInt, requireOptions, assertInstance } from '../util/validate.js';
 import { INTERNAL, CAPTURE, LIFETIME } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
 import { Lifetime, surfaceCleanupErrors } from '../cuda/lifetime.js';
@@ -96,13 +96,13 @@ interface CommState {
 }
 
 function requireDevice(op: string, d: unknown): Device {
-  if (d instanceof Device) return d;
-  if (typeof d === 'number') return Device.get(d);
+  if (Device.is(d)) return d;
+  if (typeof d === 'number') return Device.getFor(op, d);
   throw new InvalidArgumentError(op, 'device', `device must be a Device or an ordinal, got ${describe(d)}`);
 }
 
 function toUniqueId(op: string, id: unknown): NcclUniqueId {
-  if (id instanceof NcclUniqueId) return id;
+  if (NcclUniqueId.is(id)) return id;
   if (typeof id === 'string') return NcclUniqueId.fromHex(id);
   if (ArrayBuffer.isView(id)) return NcclUniqueId.fromBytes(id);
   throw new InvalidArgumentError(op, 'id', `id must be an NcclUniqueId, its hex string or its 128 bytes, got ${describe(id)}`);
@@ -142,7 +142,7 @@ export class NcclComm {
 
   /** @internal Use `NcclComm.initRank` or `NcclComm.initAll`. */
   constructor(key: typeof INTERNAL, device: Device, handle: bigint, rank: number, size: number, localRanks: number) {
-    if (key !== INTERNAL) throw new TypeError('NcclComm: use NcclComm.initRank() or NcclComm.initAll()');
+    if (key !== INTERNAL) throw privateConstructorError('NcclComm', 'NcclComm.initRank() or NcclComm.initAll()');
     this.device = device;
     this.#handle = handle;
     this.rank = rank;
@@ -165,7 +165,7 @@ export class NcclComm {
       const rc = abort ? nr.commAbort(op, handle) : nr.commDestroy(op, handle);
       restoreContext(op, ctx);
       if (rc !== 0) throw nr.ncclError(rc, op, abort ? 'ncclCommAbort' : 'ncclCommDestroy');
-    });
+    }, { waits: true }); // destroying a communicator flushes its work: deferred while a JS host call is in flight
   }
 
   /**
@@ -309,7 +309,7 @@ export class NcclComm {
    */
   #collective(op: string, kind: CollectiveKind, stream: Stream, options: unknown): void {
     this[LIFETIME].assertAlive(op);
-    if (!(stream instanceof Stream)) throw new InvalidArgumentError(op, 'stream', `stream must be a Stream, got ${describe(stream)}`);
+    assertInstance(op, 'stream', stream, Stream);
     const h = stream.handleFor(op);
     if (stream.device !== this.device) {
       throw new InvalidArgumentError(
@@ -376,7 +376,7 @@ export class NcclComm {
 
   #buffer(op: string, name: 'send' | 'recv', b: unknown): DeviceBuffer | null {
     if (b === undefined) return null;
-    if (!(b instanceof DeviceBuffer)) throw new InvalidArgumentError(op, name, `${name} must be a DeviceBuffer, got ${describe(b)}`);
+    assertInstance(op, name, b, DeviceBuffer);
     b.ptrFor(op); // DisposedError naming op
     if (b.device !== this.device) {
       throw new InvalidArgumentError(
@@ -439,7 +439,7 @@ export class NcclClique {
 
   /** @internal Made by `NcclComm.initAll`. */
   constructor(key: typeof INTERNAL, comms: readonly NcclComm[]) {
-    if (key !== INTERNAL) throw new TypeError('NcclClique: use NcclComm.initAll()');
+    if (key !== INTERNAL) throw privateConstructorError('NcclClique', 'NcclComm.initAll()');
     this.comms = Object.freeze([...comms]);
   }
 

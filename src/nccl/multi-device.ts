@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireOptions } from '../util/validate.js';
+import { describe, requireOptions, assertInstance } from '../util/validate.js';
 import { Stream } from '../cuda/stream.js';
 import { StreamGraphCapture } from '../capture/stream-graph-capture.js';
 import type { GraphExec } from '../capture/graph-exec.js';
@@ -122,7 +122,7 @@ export function captureMultiDevice(
     throw new InvalidArgumentError(op, 'streams', `streams must be a non-empty array of Streams, got ${describe(streams)}`);
   }
   streams.forEach((s, i) => {
-    if (!(s instanceof Stream)) throw new InvalidArgumentError(op, `streams[${i}]`, `streams[${i}] must be a Stream, got ${describe(s)}`);
+    assertInstance(op, `streams[${i}]`, s, Stream);
     if (streams.indexOf(s) !== i) throw new InvalidArgumentError(op, `streams[${i}]`, `streams[${i}] repeats streams[${streams.indexOf(s)}]`);
   });
   if (typeof step !== 'function') throw new InvalidArgumentError(op, 'step', `step must be a function, got ${describe(step)}`);

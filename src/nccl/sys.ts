@@ -18,6 +18,7 @@ import { describeAttempts, type LoadAttempt } from '../driver/loader.js';
 import { NCCL_UNIQUE_ID_BYTES } from './codes.js';
 import { NcclError } from './nccl-error.js';
 import { ncclCandidates, NCCL_ADVICE } from './loader.js';
+import { gate, passGate, type HostWait } from '../driver/host-gate.js';
 
 /** An opaque NCCL or CUDA handle (`ncclComm_t`, `cudaStream_t`): a bigint address, or null. */
 export type NcclHandle = bigint | null;
@@ -99,6 +100,34 @@ export const NCCL_PROTOTYPES: { readonly [K in NcclSymbol]: string } = {
   ncclAllGather: 'int ncclAllGather(uint64_t sendbuff, uint64_t recvbuff, size_t sendcount, int datatype, void *comm, void *stream)',
   ncclReduceScatter:
     'int ncclReduceScatter(uint64_t sendbuff, uint64_t recvbuff, size_t recvcount, int datatype, int op, void *comm, void *stream)',
+};
+
+/**
+ * How each NCCL entry point behaves while a JS host function blocks a stream (driver/host-gate.ts):
+ * creating and destroying communicators can wait for the GPU (NCCL allocates, synchronizes, and
+ * `ncclCommDestroy` finalizes, flushing the communicator's operations), so they are `'gpu'`;
+ * collectives and `ncclGroupEnd` enqueue kernels (`'queue'`); the rest are queries.
+ */
+export const NCCL_WAITS: { readonly [K in NcclSymbol]: HostWait } = {
+  ncclGetVersion: 'none',
+  ncclGetUniqueId: 'none',
+  ncclCommInitRank: 'gpu',
+  ncclCommInitAll: 'gpu',
+  ncclCommDestroy: 'gpu',
+  ncclCommAbort: 'gpu',
+  ncclCommGetAsyncError: 'none',
+  ncclCommCount: 'none',
+  ncclCommCuDevice: 'none',
+  ncclCommUserRank: 'none',
+  ncclGetErrorString: 'none',
+  ncclGetLastError: 'none',
+  ncclGroupStart: 'none',
+  ncclGroupEnd: 'queue',
+  ncclAllReduce: 'queue',
+  ncclBroadcast: 'queue',
+  ncclReduce: 'queue',
+  ncclAllGather: 'queue',
+  ncclReduceScatter: 'queue',
 };
 
 let typesDefined = false;
@@ -192,10 +221,12 @@ export function probeNccl(): { ok: true; path: string } | { ok: false; error: Nc
 
 /**
  * The NCCL function `name`, resolved on first use.
+ * While a JS host call is in flight, the call passes the host-call gate first (`NCCL_WAITS`).
  * @throws NcclError `NCCL_NOT_LOADED` when no library loads; `NCCL_SYMBOL_MISSING` naming the
- *   symbol when this NCCL lacks it (an older release).
+ *   symbol when this NCCL lacks it (an older release); HostCallbackError `ERR_HOST_CALL_PENDING`.
  */
 export function ncclSymbol<K extends NcclSymbol>(op: string, name: K): NcclApi[K] {
+  if (gate.calls !== 0) passGate(op, name, NCCL_WAITS[name]);
   const lib = nccl(op);
   const fn = lib.resolve(name);
   if (typeof fn === 'string') {

@@ -61,6 +61,11 @@ export class NcclUniqueId {
     return new NcclUniqueId(new Uint8Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)));
   }
 
+  /** @internal True for an NcclUniqueId this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is NcclUniqueId {
+    return typeof value === 'object' && value !== null && #bytes in value;
+  }
+
   /** The id as 256 lowercase hexadecimal digits. */
   toHex(): string {
     return Buffer.from(this.#bytes).toString('hex');
@@ -73,7 +78,7 @@ export class NcclUniqueId {
 
   /** True when `other` holds the same bytes. */
   equals(other: NcclUniqueId): boolean {
-    return other instanceof NcclUniqueId && Buffer.from(this.#bytes).equals(Buffer.from(other.#bytes));
+    return NcclUniqueId.is(other) && Buffer.from(this.#bytes).equals(Buffer.from(other.#bytes));
   }
 
   /** @internal The bytes themselves, for `ncclCommInitRank`. */

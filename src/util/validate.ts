@@ -115,3 +115,40 @@ export function requireNonNegativeFinite(op: string, name: string, value: unknow
 export function isU32(value: unknown): value is number {
   return typeof value === 'number' && value >>> 0 === value;
 }
+
+/** A class whose genuine instances a private field tells apart from look-alikes (`static is`). */
+export interface BrandedClass<T> {
+  /** True for an object this class constructed (a brand check on a private field, not `instanceof`). */
+  is(value: unknown): value is T;
+  readonly name: string;
+  readonly prototype: unknown;
+}
+
+/** `a Stream`, `an Event`. */
+function withArticle(name: string): string {
+  return `${/^[AEIOU]/.test(name) ? 'an' : 'a'} ${name}`;
+}
+
+/**
+ * `value` if it is a genuine instance of `cls`; refuses anything else, including objects that
+ * merely inherit its prototype (`Object.create(Stream.prototype)`) or come from another loaded copy
+ * of cudagraph, whose private state this copy cannot read (using them could crash the process).
+ * @throws InvalidArgumentError naming `op` and `name`.
+ */
+export function requireInstance<T>(op: string, name: string, value: unknown, cls: BrandedClass<T>): T {
+  if (cls.is(value)) return value;
+  let why = '';
+  if (typeof value === 'object' && value !== null) {
+    if (Object.prototype.isPrototypeOf.call(cls.prototype, value)) {
+      why = ` (it has ${cls.name}'s prototype but ${cls.name} did not make it, e.g. Object.create(${cls.name}.prototype))`;
+    } else if ((value as { constructor?: { name?: unknown } }).constructor?.name === cls.name) {
+      why = ` (a ${cls.name} of another loaded copy of cudagraph: objects cannot be mixed between copies)`;
+    }
+  }
+  throw new InvalidArgumentError(op, name, `${name} must be ${withArticle(cls.name)}, got ${describe(value)}${why}`);
+}
+
+/** `requireInstance` as an assertion, for call sites that keep using the argument they checked. */
+export function assertInstance<T>(op: string, name: string, value: unknown, cls: BrandedClass<T>): asserts value is T {
+  requireInstance(op, name, value, cls);
+}

@@ -1,6 +1,7 @@
 /** Stream capture and graphs (`cuStream*Capture*`, `cuGraph*`). */
 import { driverSymbol, hasDriverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
 import { nativeAddon, mailboxOf, MAILBOX, type HotAddon, type Mailbox } from '../native.js';
+import { gate, passGate } from '../host-gate.js';
 import { check, cudaError } from '../check.js';
 import {
   KERNEL_NODE_PARAMS as K,
@@ -234,6 +235,7 @@ onLibrariesReset(() => (cuGraphLaunch = null));
  * Node-API addon when it is loaded (`../native.ts`), else through koffi.
  */
 export function graphLaunch(op: string, exec: bigint, stream: bigint): void {
+  if (gate.calls !== 0) passGate(op, 'cuGraphLaunch', 'queue');
   const hot = nativeAddon();
   let rc: number;
   if (hot !== null) {

@@ -8,6 +8,7 @@
 import { driverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
 import { nativeAddon, mailboxOf, MAILBOX, type HotAddon, type LaunchShape, type Mailbox } from '../native.js';
 import { cudaError } from '../check.js';
+import { gate, passGate } from '../host-gate.js';
 
 let cuLaunchKernel: DriverApi['cuLaunchKernel'] | null = null;
 onLibrariesReset(() => (cuLaunchKernel = null));
@@ -47,6 +48,7 @@ function koffiLaunch(
 
 /** Launches `fn` on `stream` with the packed parameter array at address `params` (one-off launches). */
 export function launchKernel(op: string, ...call: [...LaunchShape, stream: bigint, params: bigint]): void {
+  if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue');
   const hot = nativeAddon();
   let rc = -1;
   if (hot !== null) {
@@ -73,6 +75,8 @@ export interface KernelCall {
    * driver or symbol still throws, as `launch` does.
    */
   tryLaunch(op: string, stream: bigint): number;
+  /** `tryLaunch` for a caller that has passed the host-call gate for this launch already (a sequence). */
+  rawLaunch(op: string, stream: bigint): number;
   /** The launch's id in addon `hot`, or -1 when it is not registered there (a koffi launch). */
   idIn(hot: HotAddon): number;
   /** Forgets the launch (idempotent); `launch` must not be called afterwards. */
@@ -95,6 +99,11 @@ class KoffiKernelCall implements KernelCall {
   }
 
   tryLaunch(op: string, stream: bigint): number {
+    if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue');
+    return this.rawLaunch(op, stream);
+  }
+
+  rawLaunch(op: string, stream: bigint): number {
     const g = this.grid;
     const b = this.block;
     return koffiLaunch(op, this.fn, g[0], g[1], g[2], b[0], b[1], b[2], this.sharedMem, stream, this.params);
@@ -129,6 +138,7 @@ class NativeKernelCall implements KernelCall {
   }
 
   launch(op: string, stream: bigint): void {
+    if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue');
     // The mailbox form of hot.launch(id, stream): no Node-API arguments, no result value.
     const box = this.#box;
     box.u32[MAILBOX.ID] = this.#id;
@@ -145,6 +155,11 @@ class NativeKernelCall implements KernelCall {
   }
 
   tryLaunch(op: string, stream: bigint): number {
+    if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue');
+    return this.rawLaunch(op, stream);
+  }
+
+  rawLaunch(op: string, stream: bigint): number {
     const box = this.#box;
     box.u32[MAILBOX.ID] = this.#id;
     box.u64[MAILBOX.STREAM] = stream;
@@ -161,7 +176,7 @@ class NativeKernelCall implements KernelCall {
     const hot = this.hot;
     if (rc === hot.NOT_BOUND) {
       if (bindNativeSymbol(op, hot, 'cuLaunchKernel')) rc = hot.launch(this.#id, stream);
-      if (rc === hot.NOT_BOUND) return this.fallback.tryLaunch(op, stream);
+      if (rc === hot.NOT_BOUND) return this.fallback.rawLaunch(op, stream);
     }
     if (rc === hot.BAD_ID) throw new Error(`${op}: internal error: launch ${this.#id} is not registered in the native addon`);
     return rc;
@@ -207,7 +222,8 @@ export interface SequenceCall {
   /**
    * Launches the entries in order. Returns 0 when all were submitted, else the CUresult of the
    * failed entry, whose index (the number submitted before it) is then `submitted`.
-   * @throws CudaError when no driver or no `cuLaunchKernel` loads (before anything is launched).
+   * @throws CudaError when no driver or no `cuLaunchKernel` loads (before anything is launched);
+   *   HostCallbackError when a host call is in flight and the whole sequence would pass the queue limit.
    */
   launch(op: string): number;
   /** Entries submitted by the last `launch` (all of them when it returned 0). */
@@ -232,8 +248,17 @@ class LoopSequenceCall implements SequenceCall {
     const calls = this.calls;
     const streams = this.streams;
     this.submitted = 0;
+    if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue', calls.length);
+    return this.rawLaunch(op);
+  }
+
+  /** `launch` for a caller that has passed the host-call gate for the whole sequence. */
+  rawLaunch(op: string): number {
+    const calls = this.calls;
+    const streams = this.streams;
+    this.submitted = 0;
     for (let i = 0; i < calls.length; i++) {
-      const rc = calls[i]!.tryLaunch(op, streams[i]!);
+      const rc = calls[i]!.rawLaunch(op, streams[i]!);
       if (rc !== 0) return rc;
       this.submitted = i + 1;
     }
@@ -263,11 +288,13 @@ class NativeSequenceCall implements SequenceCall {
 
   launch(op: string): number {
     const hot = this.hot;
+    // All or nothing: the whole sequence passes the gate before its first launch.
+    if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue', this.ids.length);
     let rc = hot.launchSequence(this.ids, this.streams, this.#done);
     if (rc === hot.NOT_BOUND) {
       if (bindNativeSymbol(op, hot, 'cuLaunchKernel')) rc = hot.launchSequence(this.ids, this.streams, this.#done);
       if (rc === hot.NOT_BOUND) {
-        rc = this.fallback.launch(op);
+        rc = this.fallback.rawLaunch(op);
         this.submitted = this.fallback.submitted;
         return rc;
       }

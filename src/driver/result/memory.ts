@@ -2,6 +2,7 @@
 import { driverSymbol, type DriverApi, type HostPtr } from '../sys.js';
 import { check, cudaError } from '../check.js';
 import { u64, i32 } from './scratch.js';
+import { gate, passGate } from '../host-gate.js';
 
 /** Allocates device memory (`cuMemAlloc_v2`). */
 export function memAlloc(op: string, bytes: number): bigint {
@@ -38,6 +39,8 @@ export function memsetAsync(
   count: number,
   stream: bigint,
 ): void {
+  // The functions are cached after the first call, so this call passes the host-call gate itself.
+  if (gate.calls !== 0) passGate(op, 'cuMemsetD8Async', 'queue');
   if (elementSize === 1) {
     const rc = (d8 ??= driverSymbol(op, 'cuMemsetD8Async'))(dst, value, count, stream);
     if (rc !== 0) throw cudaError(rc, op, 'cuMemsetD8Async');
@@ -50,13 +53,23 @@ export function memsetAsync(
   }
 }
 
-/** Host → device, ordered on `stream` (`cuMemcpyHtoDAsync_v2`). */
-export function copyHtoDAsync(op: string, dst: bigint, src: HostPtr, bytes: number, stream: bigint): void {
+/**
+ * Host → device, ordered on `stream` (`cuMemcpyHtoDAsync_v2`). From pageable memory (`pinned`
+ * false) the driver stages the bytes and can wait for the GPU when its staging memory is full, so
+ * the call passes the host-call gate as a wait.
+ */
+export function copyHtoDAsync(op: string, dst: bigint, src: HostPtr, bytes: number, stream: bigint, pinned: boolean): void {
+  if (!pinned && gate.calls !== 0) passGate(op, 'cuMemcpyHtoDAsync_v2 (from pageable memory)', 'gpu');
   check(driverSymbol(op, 'cuMemcpyHtoDAsync_v2')(dst, src, bytes, stream), op, 'cuMemcpyHtoDAsync_v2');
 }
 
-/** Device → host, ordered on `stream` (`cuMemcpyDtoHAsync_v2`). */
-export function copyDtoHAsync(op: string, dst: HostPtr, src: bigint, bytes: number, stream: bigint): void {
+/**
+ * Device → host, ordered on `stream` (`cuMemcpyDtoHAsync_v2`). Into pageable memory (`pinned`
+ * false) the driver returns only once the copy is done, a wait for the GPU: the call passes the
+ * host-call gate as such.
+ */
+export function copyDtoHAsync(op: string, dst: HostPtr, src: bigint, bytes: number, stream: bigint, pinned: boolean): void {
+  if (!pinned && gate.calls !== 0) passGate(op, 'cuMemcpyDtoHAsync_v2 (into pageable memory)', 'gpu');
   check(driverSymbol(op, 'cuMemcpyDtoHAsync_v2')(dst, src, bytes, stream), op, 'cuMemcpyDtoHAsync_v2');
 }
 
