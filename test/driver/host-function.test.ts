@@ -1,19 +1,21 @@
 /**
  * Host functions without a GPU: the one koffi trampoline dispatches by id on the JS thread, also
  * when a foreign thread calls it (a pthread stands in for the driver's thread); errors are kept
- * and thrown once with their cause; pending calls make synchronous waits refuse.
+ * and thrown once with their cause; host calls in flight close the gate (driver/host-gate.ts) to
+ * calls that wait for the GPU, and count enqueues up to the queue limit.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { HostCallbackError, HostFunction, InvalidArgumentError } from '../../src/index.js';
 import { hostFunctionLabel, hostTrampoline, isHostTrampoline } from '../../src/cuda/host-function.js';
-import {
-  assertNoPendingHostCalls,
-  hostCallState,
-  hostCallsSubmitted,
-  surfaceHostCallbackErrors,
-} from '../../src/cuda/host-calls.js';
+import { hostCallState, surfaceHostCallbackErrors } from '../../src/cuda/host-calls.js';
+import { QUEUE_LIMIT, gate, hostCallsSubmitted, passGate } from '../../src/driver/host-gate.js';
+
+/** What a driver call classified as a wait does at the gate now. */
+function waitAtGate(op: string): void {
+  passGate(op, 'cuStreamSynchronize', 'gpu');
+}
 
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
 const HostFn = koffi.proto('void cudagraph_test_hostfn(void *userData)');
@@ -68,24 +70,63 @@ test('a call for a released host function is reported, not a crash', () => {
   assert.throws(() => surfaceHostCallbackErrors('probe'), /host function #\d+ was called by the GPU after it was released/);
 });
 
-test('pending host calls refuse synchronous waits until they have run', () => {
+test('host calls in flight refuse waits, naming the functions, until they have run', () => {
   using hf = HostFunction.create(() => {}, { label: 'p' });
-  assert.doesNotThrow(() => assertNoPendingHostCalls('Stream.synchronize'));
+  assert.doesNotThrow(() => waitAtGate('Stream.synchronize'));
   hostCallsSubmitted(2);
   assert.throws(
-    () => assertNoPendingHostCalls('Stream.synchronize'),
+    () => waitAtGate('Stream.synchronize'),
     (e: unknown) =>
       e instanceof HostCallbackError &&
       e.code === 'ERR_HOST_CALL_PENDING' &&
-      /^Stream\.synchronize: 2 JS host function calls are still pending on the GPU\. A synchronous wait would deadlock/.test(e.message) &&
+      e.details.driverCall === 'cuStreamSynchronize' &&
+      /^Stream\.synchronize: 2 JS host function calls are in flight, and cuStreamSynchronize can wait for the GPU/.test(e.message) &&
       /synchronizeAsync/.test(e.message),
   );
   callAsDriver(hf);
-  assert.throws(() => assertNoPendingHostCalls('Event.synchronize'), /1 JS host function call is still pending/);
+  assert.throws(() => waitAtGate('Event.synchronize'), /1 JS host function call is in flight/);
   callAsDriver(hf);
-  assert.doesNotThrow(() => assertNoPendingHostCalls('Stream.synchronize'));
+  assert.doesNotThrow(() => waitAtGate('Stream.synchronize'));
   callAsDriver(hf); // a call nobody counted (a graph launched elsewhere) does not go negative
-  assert.equal(hostCallState.pending, 0);
+  assert.equal(gate.pending, 0);
+  assert.equal(gate.calls, 0);
+});
+
+test('while a host call is in flight, enqueues are counted and refused past the queue limit; the count restarts when the gate opens', () => {
+  using hf = HostFunction.create(() => {}, { label: 'q' });
+  passGate('x', 'cuLaunchKernel', 'queue'); // open: not counted
+  assert.equal(gate.queued, 0);
+  hostCallsSubmitted(1);
+  passGate('PreparedLaunch.launch', 'cuLaunchKernel', 'queue', QUEUE_LIMIT - 1);
+  passGate('PreparedLaunch.launch', 'cuLaunchKernel', 'queue');
+  assert.throws(
+    () => passGate('LaunchSequence.launch', 'cuLaunchKernel', 'queue', 2),
+    (e: unknown) =>
+      e instanceof HostCallbackError &&
+      e.details.queued === QUEUE_LIMIT &&
+      e.details.limit === QUEUE_LIMIT &&
+      /^LaunchSequence\.launch: 1 JS host function call is in flight.*2 more would pass the 1000/.test(e.message),
+  );
+  assert.equal(gate.queued, QUEUE_LIMIT, 'a refusal counts nothing');
+  passGate('x', 'cuStreamQuery', 'none'); // queries pass
+  callAsDriver(hf);
+  assert.equal(gate.queued, 0);
+  passGate('PreparedLaunch.launch', 'cuLaunchKernel', 'queue');
+});
+
+test('a wait made from inside a host function is refused with advice for that case', () => {
+  let caught: unknown = null;
+  using hf = HostFunction.create(() => {
+    try {
+      waitAtGate('Stream.synchronize');
+    } catch (e) {
+      caught = e;
+    }
+  }, { label: 'inside' });
+  callAsDriver(hf);
+  assert.ok(caught instanceof HostCallbackError);
+  assert.match((caught as Error).message, /made from inside a host function, which must not wait for the GPU/);
+  assert.equal(gate.calls, 0);
 });
 
 test('called from another thread (as the driver does), the function runs on the JS thread once the event loop turns', async () => {
@@ -106,12 +147,12 @@ test('called from another thread (as the driver does), the function runs on the 
   assert.equal(pthreadCreate(tid, null, hostTrampoline(), BigInt(hf.id)), 0);
   // The foreign thread is blocked until the JS thread runs the call: nothing has happened yet.
   assert.equal(calls, 0);
-  assert.equal(hostCallState.pending, 1);
+  assert.equal(gate.pending, 1);
   const t0 = Date.now();
   while (calls === 0 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 1));
   assert.equal(calls, 1);
   assert.equal(ranOn, mainThread);
-  assert.equal(hostCallState.pending, 0);
+  assert.equal(gate.pending, 0);
   assert.equal(pthreadJoin(tid[0]!, null), 0);
 });
 

@@ -105,7 +105,7 @@ for (const [binding, hot] of bindings()) {
     });
   });
 
-  test(`${binding}: GraphExec.launch after a warm fast path still refuses a disposed exec or stream, and follows the default stream`, { skip }, () => {
+  test(`${binding}: GraphExec.launch after a warm fast path still refuses a disposed exec or stream, and never switches from its default stream`, { skip }, () => {
     onBinding(hot, () => {
       const device = Device.get(0);
       const stream = device.createStream({ nonBlocking: true });
@@ -126,13 +126,14 @@ for (const [binding, hot] of bindings()) {
       refused(() => exec.launch(other), disposedError(/^GraphExec\.launch/), 'a disposed stream');
       refused(() => exec.launch(42 as never), (e) => e instanceof InvalidArgumentError, 'not a stream');
       warm();
-      // The captured stream disposed: launch() without a stream falls back to the device's default stream.
-      stream.dispose();
-      warm();
-      assert.equal(exec.stream, device.stream());
       keepCleanupError(new Error('a free failed'));
       refused(() => exec.launch(), (e) => e instanceof CudaError && e.message.includes('a free failed'), 'a kept cleanup error');
       warm();
+      // The captured stream disposed: launch() without a stream is refused, never sent to another stream.
+      stream.dispose();
+      refused(() => exec.launch(), disposedError(/^GraphExec\.launch: the exec's default stream .* \(pass another stream: launch\(stream\)\)/), 'a disposed default stream');
+      assert.equal(exec.stream, stream);
+      warm(device.stream());
       exec.dispose();
       refused(() => exec.launch(), disposedError(/^GraphExec\.launch/), 'a disposed exec');
       assert.equal(exec.launchCount, 15, "five warm-ups of three; no refused call counted");

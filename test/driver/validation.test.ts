@@ -20,6 +20,7 @@ import {
   GraphExec,
   Kernel,
   PreparedLaunch,
+  HostFunction,
 } from '../../src/index.js';
 import { requireCaptureMode, driverCaptureMode } from '../../src/capture/capture-mode.js';
 import { checkInstantiateFlags } from '../../src/capture/instantiate-flags.js';
@@ -69,9 +70,13 @@ test('public entry points refuse wrong types before touching the driver', () => 
   refuses(() => Device.get(0.5), 'Device.get');
 });
 
-test('objects cannot be constructed directly, only through their factories', () => {
-  for (const C of [Device, Stream, Event, DeviceBuffer, PinnedHostBuffer, Module, Kernel, PreparedLaunch, Graph, GraphExec, StreamGraphCapture]) {
-    assert.throws(() => new (C as unknown as new (...a: unknown[]) => unknown)(Symbol('x')), TypeError, C.name);
+test('objects cannot be constructed directly, only through their factories (a typed error naming the factory)', () => {
+  for (const C of [Device, Stream, Event, DeviceBuffer, PinnedHostBuffer, Module, Kernel, PreparedLaunch, Graph, GraphExec, StreamGraphCapture, HostFunction]) {
+    assert.throws(
+      () => new (C as unknown as new (...a: unknown[]) => unknown)(Symbol('x')),
+      (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith(`new ${C.name}: ${C.name} objects are made by `),
+      C.name,
+    );
   }
 });
 
