@@ -9,6 +9,7 @@ import { checkEpoch } from '../cuda/check-epoch.js';
 import { Lifetime, keepFailure } from '../cuda/lifetime.js';
 import { graphHostCallsSubmitted } from '../cuda/host-function.js';
 import { Stream } from '../cuda/stream.js';
+import type { CaptureSink } from '../cuda/capture-hooks.js';
 import { Graph } from './graph.js';
 
 const LAUNCH = 'GraphExec.launch';
@@ -39,6 +40,7 @@ export class GraphExec {
   /** The stream `launch`'s checks last passed with, its handle, and the check epoch then. */
   #checkedStream: Stream | null = null;
   #checkedHandle = 0n;
+  #checkedSink: CaptureSink | null = null;
   #checkedEpoch = -1;
   /** Lifetimes this exec holds: its graph (index 0 is kept in step with #graph). */
   readonly #held: Lifetime[];
@@ -115,12 +117,12 @@ export class GraphExec {
     if (s !== this.#checkedStream || checkEpoch.value !== this.#checkedEpoch) {
       this.#checkedHandle = this.#check(stream);
     }
-    const checked = this.#checkedStream!;
     makeCurrent(LAUNCH, this.#ctx);
     gr.graphLaunch(LAUNCH, this.#handle, this.#checkedHandle);
     this.#launches++;
     if (this.#hostFunctions.length !== 0) graphHostCallsSubmitted(this.#hostFunctions);
-    const sink = checked[CAPTURE];
+    // The stream's capture as the checks saw it: a capture beginning or ending bumps the epoch.
+    const sink = this.#checkedSink;
     if (sink !== null) sink.retain(this[LIFETIME]);
   }
 
@@ -130,6 +132,7 @@ export class GraphExec {
     const s = this.#streamFor(LAUNCH, stream);
     const epoch = checkEpoch.value;
     const h = s.handleFor(LAUNCH);
+    this.#checkedSink = s[CAPTURE];
     this.#checkedStream = s;
     this.#checkedEpoch = epoch;
     return h;

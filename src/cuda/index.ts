@@ -13,3 +13,4 @@ export { arg, KernelArgValue, type KernelArg, type ArgType } from './arg.js';
 export type { Dim3, LaunchConfig } from './launch-config.js';
 export { driverAvailable } from './availability.js';
 export { HostFunction, type HostFunctionOptions } from './host-function.js';
+export { setContextCheck, getContextCheck, type ContextCheck } from './context.js';

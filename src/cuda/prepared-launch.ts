@@ -43,6 +43,7 @@ export class PreparedLaunch {
   /** The stream `launch`'s checks last passed with, its handle, and the check epoch then. */
   #checkedStream: Stream | null = null;
   #checkedHandle = 0n;
+  #checkedSink: CaptureSink | null = null;
   #checkedEpoch = -1;
 
   /** @internal Use `kernel.prepare(config)`. */
@@ -104,7 +105,8 @@ export class PreparedLaunch {
     if (stream !== this.#checkedStream || checkEpoch.value !== this.#checkedEpoch) this.#check(stream);
     makeCurrent(LAUNCH, this.#ctx);
     this.#call.launch(LAUNCH, this.#checkedHandle);
-    const sink = stream[CAPTURE];
+    // The stream's capture as the checks saw it: a capture beginning or ending bumps the epoch.
+    const sink = this.#checkedSink;
     // Register once per capture: a capture loop launches the same prepared launch many times.
     if (sink !== null && sink !== this.#registeredWith) this.#register(sink);
   }
@@ -116,6 +118,7 @@ export class PreparedLaunch {
     this.#assertHeld(LAUNCH);
     const epoch = checkEpoch.value;
     this.#checkedHandle = stream.handleFor(LAUNCH);
+    this.#checkedSink = stream[CAPTURE];
     this.#checkedStream = stream;
     this.#checkedEpoch = epoch;
   }

@@ -5,6 +5,7 @@ import { CU } from '../driver/layouts.js';
 import { INTERNAL, CAPTURE, RECORDED_IN, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
 import { Lifetime, keepFailure } from './lifetime.js';
+import { invalidateChecks } from './check-epoch.js';
 import type { CaptureSink } from './capture-hooks.js';
 import { surfaceHostCallbackErrors } from './host-calls.js';
 import { Device } from './device.js';
@@ -152,6 +153,8 @@ export class Stream {
 
   set [CAPTURE](sink: CaptureSink | null) {
     this.#cell.sink = sink;
+    // The hot calls remember the capture of the stream their checks passed with: check again.
+    invalidateChecks();
   }
 
   /**

@@ -5,6 +5,7 @@
  */
 import { CudaError, isCaptureErrorCode, type CudaErrorDetails } from '../errors/cuda-error.js';
 import { driverSymbol, koffi } from './sys.js';
+import { forgetPendingHostCalls } from './host-gate.js';
 
 type CaptureErrorListener = (error: CudaError) => void;
 let captureErrorListener: CaptureErrorListener | null = null;
@@ -18,6 +19,14 @@ export function setCaptureErrorListener(listener: CaptureErrorListener | null): 
 }
 
 const scratch = new BigUint64Array(1);
+
+/**
+ * The "sticky" errors: after one, the context is unusable and the driver runs none of the work
+ * queued in it, host functions included (700 illegal address, 714 hardware stack error,
+ * 715 illegal instruction, 716 misaligned address, 717 invalid address space, 718 invalid PC,
+ * 719 launch failed).
+ */
+const STICKY = new Set([700, 714, 715, 716, 717, 718, 719]);
 
 /** The driver's text for `code` (`cuGetErrorString`), or undefined when the driver cannot say. */
 function driverDescription(code: number): string | undefined {
@@ -51,6 +60,8 @@ export function cudaError(
     ...(details !== undefined ? { details } : {}),
     ...(cause !== undefined ? { cause } : {}),
   };
+  // Host calls that will never run must not keep the host-call gate closed for ever.
+  if (STICKY.has(code)) forgetPendingHostCalls();
   const description = driverDescription(code);
   const error = new CudaError(description !== undefined ? { ...init, description } : init);
   if (isCaptureErrorCode(code) && captureErrorListener !== null) captureErrorListener(error);

@@ -56,7 +56,7 @@ static u64 next_module = 0x7000, next_fn = 0xf000;
 static u64 current_ctx;
 static void *pinned[MAX_PINNED];
 static size_t pinned_len[MAX_PINNED];
-static int started;
+static int started, stopping, stopped;
 
 u64 waits, frees, unloads, unregisters, launches, host_calls_run, graph_launches, pool_destroys;
 /* The context current when the last kernel was launched (tests of the context mirror). */
@@ -86,7 +86,7 @@ static int all_idle(void) {
 static void *gpu(void *arg) {
   (void)arg;
   pthread_mutex_lock(&mu);
-  for (;;) {
+  while (!stopping) {
     int ran = 0;
     for (int i = 0; i < MAX_STREAMS; i++) {
       Stream *s = &streams[i];
@@ -119,7 +119,30 @@ static void *gpu(void *arg) {
       pthread_cond_timedwait(&cv, &mu, &t);
     }
   }
+  stopped = 1;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
   return NULL;
+}
+
+/* At exit (or unload), stop the GPU thread before this library's code goes away. */
+__attribute__((destructor)) static void stop(void) {
+  pthread_mutex_lock(&mu);
+  if (!started) {
+    pthread_mutex_unlock(&mu);
+    return;
+  }
+  stopping = 1;
+  pthread_cond_broadcast(&cv);
+  u64 t0 = now_ms();
+  while (!stopped && now_ms() - t0 < 200) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += 1000000;
+    if (t.tv_nsec >= 1000000000) { t.tv_sec++; t.tv_nsec -= 1000000000; }
+    pthread_cond_timedwait(&cv, &mu, &t);
+  }
+  pthread_mutex_unlock(&mu);
 }
 
 static void start(void) {
