@@ -6,7 +6,7 @@
  * timeout, on both bindings. The same scenarios run on the GPU in test/gpu/hazards.test.ts.
  */
 import { test } from 'node:test';
-import { scenarios } from '../hazards/scenarios.js';
+import { scenarios, gpuOnly } from '../hazards/scenarios.js';
 import { buildHazardDriver, runScenario, assertScenarioPassed } from '../hazards/child.js';
 import { bindings } from './bindings.js';
 
@@ -14,7 +14,7 @@ const so = buildHazardDriver();
 const skip = so === null && 'gcc is absent';
 
 for (const [binding] of bindings()) {
-  for (const name of Object.keys(scenarios)) {
+  for (const name of Object.keys(scenarios).filter((n) => !gpuOnly.has(n))) {
     test(`${binding}: ${name} (stand-in driver, child process)`, { skip }, () => {
       const env = { ...process.env, CUDA_DRIVER_PATH: so!, HAZARD_STAND_IN: '1', CUDAGRAPH_NATIVE: binding === 'koffi' ? '0' : '1' };
       assertScenarioPassed(name, runScenario(name, env, 30_000));

@@ -36,7 +36,7 @@ function standInContext(): HazardContext {
   if (path === undefined) throw new Error('HAZARD_STAND_IN=1 needs CUDA_DRIVER_PATH');
   const lib = koffi.load(path);
   const counter = (name: string): BigUint64Array => new BigUint64Array(koffi.view(lib.symbol(name) as bigint, 8));
-  const names = ['waits', 'frees', 'unloads', 'unregisters', 'launches', 'host_calls_run'] as const;
+  const names = ['waits', 'allocs', 'frees', 'loads', 'unloads', 'registers', 'unregisters', 'launches', 'host_calls_run'] as const;
   const views = names.map(counter);
   const delay = lib.func('int stand_in_delay(uint64_t stream, unsigned int ms)');
   const device = Device.get(0);
@@ -50,8 +50,18 @@ function standInContext(): HazardContext {
       if (delay(stream.handle, ms) !== 0) throw new Error('stand_in_delay failed');
     },
     counters: (): DriverCounters => {
-      const [waits, frees, unloads, unregisters, launches, hostCallsRun] = views.map((v) => Number(v[0]));
-      return { waits: waits!, frees: frees!, unloads: unloads!, unregisters: unregisters!, launches: launches!, hostCallsRun: hostCallsRun! };
+      const [waits, allocs, frees, loads, unloads, registers, unregisters, launches, hostCallsRun] = views.map((v) => Number(v[0]!));
+      return {
+        waits: waits!,
+        allocs: allocs!,
+        frees: frees!,
+        loads: loads!,
+        unloads: unloads!,
+        registers: registers!,
+        unregisters: unregisters!,
+        launches: launches!,
+        hostCallsRun: hostCallsRun!,
+      };
     },
     gc,
   };

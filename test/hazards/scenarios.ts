@@ -24,6 +24,7 @@ import {
   PinnedHostBuffer,
   Stream,
   StreamGraphCapture,
+  arg,
   type GraphExec,
 } from '../../src/index.js';
 import { deferredCleanupCount } from '../../src/cuda/lifetime.js';
@@ -34,8 +35,11 @@ import { QUEUE_LIMIT, gate } from '../../src/driver/host-gate.js';
 /** Driver-side counters, where the driver can tell (the stand-in). */
 export interface DriverCounters {
   readonly waits: number;
+  readonly allocs: number;
   readonly frees: number;
+  readonly loads: number;
   readonly unloads: number;
+  readonly registers: number;
   readonly unregisters: number;
   readonly launches: number;
   readonly hostCallsRun: number;
@@ -488,4 +492,218 @@ export const scenarios: Record<string, Scenario> = {
     for (const x of [buf, hf, s]) x.dispose();
     return {};
   },
+};
+
+/** What the random interleavings may throw: the refusals and reports of host calls, nothing else. */
+function allowed(e: unknown): string {
+  if (e instanceof HostCallbackError) return e.code;
+  throw e;
+}
+
+/** Lets every host call run and every deferred free go; ignores the reports of host functions that threw. */
+async function settle(ctx: HazardContext, streams: readonly Stream[]): Promise<void> {
+  for (let round = 0; round < 50; round++) {
+    for (const s of streams) await s.synchronizeAsync().catch(allowed);
+    await ctx.gc();
+    await turn();
+    if (gate.calls === 0 && deferredCleanupCount() === 0 && activeCaptureCount() === 0) return;
+  }
+  throw new Error(`did not settle: ${gate.calls} host calls in flight, ${deferredCleanupCount()} frees deferred, ${activeCaptureCount()} captures`);
+}
+
+scenarios['random-interleavings'] = async (ctx) => {
+  const steps = Number(process.env['HAZARD_STEPS'] ?? 2000);
+  const seed = Number(process.env['HAZARD_SEED'] ?? 42);
+  const d = ctx.device;
+  const streams = [d.createStream(), d.createStream()];
+  const fill = ctx.module.function('fill_u32');
+  const bufs: DeviceBuffer[] = [];
+  const pins: PinnedHostBuffer[] = [];
+  const mods: Module[] = [];
+  const execs: GraphExec[] = [];
+  const outcomes: Record<string, number> = {};
+  const note = (what: string): void => void (outcomes[what] = (outcomes[what] ?? 0) + 1);
+  let hostRuns = 0;
+  const hosts = [
+    HostFunction.create(() => void hostRuns++, { label: 'count' }),
+    HostFunction.create(() => {
+      throw new Error('a host function that throws');
+    }, { label: 'throws' }),
+    HostFunction.create(() => {
+      try {
+        streams[0]!.synchronize();
+      } catch (e) {
+        note(`inside:${allowed(e)}`);
+      }
+    }, { label: 'waits inside' }),
+  ];
+  const kinds = [
+    'alloc', 'dispose', 'forget', 'kernel', 'host', 'sync', 'syncAsync', 'eventSync', 'gc', 'delay', 'capture',
+    'launchExec', 'disposeExec', 'forgetExec', 'module', 'pinned', 'copyPinned', 'copyPageable', 'forgetCapture', 'flood',
+  ] as const;
+  const fc = (await import('fast-check')).default;
+  const plan = fc.sample(fc.array(fc.tuple(fc.constantFrom(...kinds), fc.nat(1_000_000)), { minLength: steps, maxLength: steps }), { numRuns: 1, seed })[0]!;
+  const pick = <T>(xs: T[], r: number): T | undefined => (xs.length === 0 ? undefined : xs[r % xs.length]);
+  const take = <T>(xs: T[], r: number): T | undefined => (xs.length === 0 ? undefined : xs.splice(r % xs.length, 1)[0]);
+
+  const step = async (kind: (typeof kinds)[number], r: number): Promise<void> => {
+    const s = streams[r % streams.length]!;
+    switch (kind) {
+      case 'alloc':
+        if (bufs.length < 32) bufs.push(DeviceBuffer.alloc(d, 4096 * (1 + (r % 256))));
+        return;
+      case 'dispose':
+        take(bufs, r)?.dispose();
+        return;
+      case 'forget':
+        take(bufs, r); // left to the garbage collector
+        return;
+      case 'kernel': {
+        const b = pick(bufs, r);
+        if (b !== undefined) fill.launch(s, { grid: 1, block: 64, args: [b, arg.u32(r), arg.i32(64)] });
+        return;
+      }
+      case 'host':
+        pick(hosts, r)!.launch(s);
+        return;
+      case 'sync':
+        s.synchronize();
+        return;
+      case 'syncAsync':
+        await s.synchronizeAsync();
+        return;
+      case 'eventSync':
+        s.record().synchronize();
+        return;
+      case 'gc':
+        (globalThis as { gc?: () => void }).gc?.();
+        return;
+      case 'delay':
+        ctx.delay(s, 1);
+        return;
+      case 'capture': {
+        const b = pick(bufs, r);
+        if (b === undefined || execs.length >= 8) return;
+        const cap = StreamGraphCapture.begin(s, 'global');
+        try {
+          fill.launch(s, { grid: 1, block: 64, args: [b, arg.u32(r), arg.i32(64)] });
+          if (r % 3 === 0) hosts[0]!.launch(s);
+        } catch (e) {
+          cap.dispose();
+          throw e;
+        }
+        execs.push(cap.end());
+        return;
+      }
+      case 'launchExec':
+        pick(execs, r)?.launch(s);
+        return;
+      case 'disposeExec':
+        take(execs, r)?.dispose();
+        return;
+      case 'forgetExec':
+        take(execs, r);
+        return;
+      case 'module':
+        if (r % 2 === 0 && mods.length < 4) mods.push(Module.load(d, ctx.image));
+        else take(mods, r)?.dispose();
+        return;
+      case 'pinned':
+        if (r % 2 === 0 && pins.length < 4) pins.push(PinnedHostBuffer.alloc(65536, d));
+        else take(pins, r)?.dispose();
+        return;
+      case 'copyPinned': {
+        const b = pick(bufs, r);
+        const p = pick(pins, r);
+        if (b !== undefined && p !== undefined) b.copyToHostAsync(s, p.bytes, { byteLength: Math.min(b.byteLength, p.byteLength) });
+        return;
+      }
+      case 'copyPageable': {
+        const b = pick(bufs, r);
+        if (b !== undefined) b.copyFromHostAsync(s, new Uint8Array(64));
+        return;
+      }
+      case 'forgetCapture': {
+        const side = d.createStream();
+        StreamGraphCapture.begin(side, 'relaxed'); // forgotten: abandoned when collected
+        side.dispose(); // its destroy waits for the capture to go
+        return;
+      }
+      case 'flood': {
+        const b = pick(bufs, r);
+        if (b === undefined) return;
+        for (let i = 0; i < 300; i++) fill.launch(s, { grid: 1, block: 64, args: [b, arg.u32(i), arg.i32(64)] });
+        return;
+      }
+    }
+  };
+
+  const run = async (from: number, to: number): Promise<void> => {
+    for (let i = from; i < to; i++) {
+      const [kind, r] = plan[i]!;
+      try {
+        await step(kind, r);
+        note(kind);
+      } catch (e) {
+        note(`${kind}:${allowed(e)}`);
+      }
+    }
+  };
+  const disposeAll = (): void => {
+    for (const x of [...bufs.splice(0), ...pins.splice(0), ...mods.splice(0), ...execs.splice(0)]) x.dispose();
+  };
+  const measure = (): { deviceFree: number; rss: number } => ({ deviceFree: ctx.gpu ? d.memoryInfo().free : 0, rss: process.memoryUsage().rss });
+
+  const warm = Math.min(200, Math.floor(steps / 10));
+  await run(0, warm);
+  disposeAll();
+  await settle(ctx, streams);
+  const before = measure();
+  const countersBefore = ctx.counters?.();
+  await run(warm, steps);
+  disposeAll();
+  await settle(ctx, streams);
+  const after = measure();
+  const MiB_ = 1 << 20;
+  const deviceDrift = (before.deviceFree - after.deviceFree) / MiB_;
+  const rssDrift = (after.rss - before.rss) / MiB_;
+  if (ctx.gpu) assert.ok(Math.abs(deviceDrift) <= 64, `device free memory drifted by ${deviceDrift.toFixed(1)} MiB`);
+  assert.ok(rssDrift <= 96, `RSS grew by ${rssDrift.toFixed(1)} MiB`);
+  if (ctx.counters) {
+    const c = ctx.counters();
+    const b = countersBefore!;
+    assert.ok(c.hostCallsRun > b.hostCallsRun, 'host calls ran');
+    // Everything made in the measured steps was released: the stand-in's analogue of flat memory.
+    assert.equal(c.frees - b.frees, c.allocs - b.allocs, 'every device allocation was freed');
+    assert.equal(c.unloads - b.unloads, c.loads - b.loads, 'every module was unloaded');
+    assert.equal(c.unregisters - b.unregisters, c.registers - b.registers, 'every pinned buffer was unregistered');
+  }
+  for (const h of hosts) h.dispose();
+  for (const s of streams) s.dispose();
+  return { steps, seed, hostRuns, deviceDriftMiB: Number(deviceDrift.toFixed(1)), rssDriftMiB: Number(rssDrift.toFixed(1)), outcomes };
+};
+
+/** Scenarios that need a real GPU (the stand-in driver cannot fault). */
+export const gpuOnly: ReadonlySet<string> = new Set(['sticky-error']);
+
+/** After a sticky error the driver runs no more work: host calls that will never run stop closing the gate. */
+scenarios['sticky-error'] = async (ctx) => {
+  const d = ctx.device;
+  const trap = Module.compile(d, 'extern "C" __global__ void trap_now() { __trap(); }').function('trap_now');
+  const s = d.createStream();
+  const buf = DeviceBuffer.alloc(d, MiB);
+  const { hf, calls } = counting('never');
+  trap.launch(s, { grid: 1, block: 1, args: [] });
+  hf.launch(s);
+  assert.equal(gate.calls, 1);
+  let code = 0;
+  await assert.rejects(s.synchronizeAsync(), (e: unknown) => {
+    code = (e as { code?: number }).code ?? 0;
+    return e instanceof Error && [700, 714, 715, 716, 717, 718, 719].includes(code);
+  });
+  assert.equal(gate.calls, 0, 'the host call that will never run no longer holds the gate closed');
+  buf.dispose(); // cuMemFree in a dead context returns at once (its error is kept), it does not hang
+  assert.equal(calls(), 0);
+  assert.equal(deferredCleanupCount(), 0);
+  return { code };
 };

@@ -13,8 +13,8 @@
  * code 86 and a line on stderr naming the call: a test that makes such a call fails quickly
  * instead of hanging.
  *
- * Counters (exported, read by tests through koffi): waits (calls that waited for the GPU), frees,
- * unloads, unregisters, launches, host_calls_run.
+ * Counters (exported, read by tests through koffi): waits (calls that waited for the GPU), allocs,
+ * frees, loads, unloads, registers, unregisters, launches, host_calls_run.
  *
  *   gcc -O1 -fPIC -shared -pthread -o libcuda-hazard.so hazard-driver.c
  */
@@ -39,7 +39,7 @@ typedef void (*HostFn)(void *);
 
 enum { OP_KERNEL = 1, OP_HOST = 2, OP_RECORD = 3, OP_WAIT = 4, OP_MEM = 5, OP_SLEEP = 6 };
 typedef struct { int kind; HostFn fn; void *data; int event; u64 seq; } Op;
-typedef struct { u64 handle; int used; int capturing; int graph; Op ops[MAX_OPS]; int head, tail; int busy; } Stream;
+typedef struct { u64 handle; int used; int destroyed; int capturing; int graph; Op ops[MAX_OPS]; int head, tail; int busy; } Stream;
 typedef struct { int kind; HostFn fn; void *data; } Node; /* kind: 1 kernel, 2 host, 5 memset/copy */
 typedef struct { int used; int n; Node nodes[MAX_NODES]; } Graph;
 
@@ -58,7 +58,7 @@ static void *pinned[MAX_PINNED];
 static size_t pinned_len[MAX_PINNED];
 static int started, stopping, stopped;
 
-u64 waits, frees, unloads, unregisters, launches, host_calls_run, graph_launches, pool_destroys;
+u64 waits, allocs, frees, loads, unloads, registers, unregisters, launches, host_calls_run, graph_launches, pool_destroys;
 /* The context current when the last kernel was launched (tests of the context mirror). */
 u64 last_launch_ctx;
 
@@ -90,6 +90,7 @@ static void *gpu(void *arg) {
     int ran = 0;
     for (int i = 0; i < MAX_STREAMS; i++) {
       Stream *s = &streams[i];
+      if (s->used && s->destroyed && queue_len(s) == 0 && !s->busy) s->used = 0; /* its work is done: the slot is free */
       if (!s->used || queue_len(s) == 0) continue;
       Op op = s->ops[s->head % MAX_OPS];
       if (op.kind == OP_WAIT && event_done_seq[op.event] < op.seq) continue; /* waits for the record */
@@ -169,7 +170,7 @@ static void wait_idle(const char *call) {
 
 static Stream *find(u64 h) {
   if (h == 0 || h == 1 || h == 2) h = 0x5000; /* the legacy and per-thread streams: stream 0 */
-  for (int i = 0; i < MAX_STREAMS; i++) if (streams[i].used && streams[i].handle == h) return &streams[i];
+  for (int i = 0; i < MAX_STREAMS; i++) if (streams[i].used && !streams[i].destroyed && streams[i].handle == h) return &streams[i];
   return NULL;
 }
 
@@ -232,7 +233,8 @@ int cuStreamCreateWithPriority(u64 *out, unsigned flags, int prio) {
     for (int i = 1; i < MAX_STREAMS; i++) if (!streams[i].used) {
       memset(&streams[i], 0, sizeof streams[i]);
       streams[i].used = 1;
-      streams[i].handle = 0x5000 + 0x10 * (u64)i;
+      static u64 next_stream = 0x5000;
+      streams[i].handle = next_stream += 0x10;
       *out = streams[i].handle;
       rc = 0;
       break;
@@ -240,7 +242,11 @@ int cuStreamCreateWithPriority(u64 *out, unsigned flags, int prio) {
   return rc;
 }
 /* Destroying a stream with work returns at once; the work still runs (as the driver documents). */
-int cuStreamDestroy_v2(u64 h) { (void)h; return 0; }
+int cuStreamDestroy_v2(u64 h) {
+  int rc = 400;
+  LOCKED(Stream *s = find(h); if (s && s != &streams[0]) { s->destroyed = 1; rc = 0; pthread_cond_broadcast(&cv); });
+  return rc;
+}
 int cuStreamSynchronize(u64 h) {
   (void)h;
   LOCKED(wait_idle("cuStreamSynchronize"));
@@ -297,11 +303,11 @@ int cuEventQuery(u64 ev) {
 }
 int cuEventSynchronize(u64 ev) { (void)ev; LOCKED(wait_idle("cuEventSynchronize")); return 0; }
 
-int cuMemAlloc_v2(u64 *p, size_t n) { LOCKED(*p = next_mem; next_mem += (n + 255) & ~(size_t)255); return 0; }
+int cuMemAlloc_v2(u64 *p, size_t n) { LOCKED(*p = next_mem; next_mem += (n + 255) & ~(size_t)255; allocs++); return 0; }
 int cuMemFree_v2(u64 p) { (void)p; LOCKED(wait_idle("cuMemFree_v2"); frees++); return 0; }
 int cuMemAllocAsync(u64 *p, size_t n, u64 h) {
   int rc;
-  LOCKED(*p = next_mem; next_mem += (n + 255) & ~(size_t)255; rc = enqueue(h, (Op){OP_MEM, NULL, NULL, 0, 0}, "cuMemAllocAsync"));
+  LOCKED(*p = next_mem; next_mem += (n + 255) & ~(size_t)255; rc = enqueue(h, (Op){OP_MEM, NULL, NULL, 0, 0}, "cuMemAllocAsync"); if (rc == 0) allocs++);
   return rc;
 }
 int cuMemFreeAsync(u64 p, u64 h) { (void)p; int rc; LOCKED(rc = enqueue(h, (Op){OP_MEM, NULL, NULL, 0, 0}, "cuMemFreeAsync"); frees++); return rc; }
@@ -327,7 +333,7 @@ int cuMemcpyDtoH_v2(void *dst, u64 s, size_t n) { (void)dst; (void)s; (void)n; L
 int cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
   (void)flags;
   int rc = 2;
-  LOCKED(for (int i = 0; i < MAX_PINNED; i++) if (!pinned[i]) { pinned[i] = p; pinned_len[i] = n; rc = 0; break; });
+  LOCKED(for (int i = 0; i < MAX_PINNED; i++) if (!pinned[i]) { pinned[i] = p; pinned_len[i] = n; rc = 0; registers++; break; });
   return rc;
 }
 int cuMemHostUnregister(void *p) {
@@ -339,7 +345,7 @@ int cuMemHostUnregister(void *p) {
 int cuPointerGetAttribute(void *data, int attr, u64 p) { (void)attr; (void)p; *(unsigned *)data = 2; return 0; }
 int cuModuleLoadDataEx(u64 *m, const void *img, unsigned n, void *o, void *v) {
   (void)img; (void)n; (void)o; (void)v;
-  LOCKED(wait_idle("cuModuleLoadDataEx"); *m = next_module += 0x10);
+  LOCKED(wait_idle("cuModuleLoadDataEx"); *m = next_module += 0x10; loads++);
   return 0;
 }
 int cuModuleUnload(u64 m) { (void)m; LOCKED(wait_idle("cuModuleUnload"); unloads++); return 0; }
@@ -368,7 +374,7 @@ int cuMemPoolSetAttribute(u64 pool, int attr, u64 *v) { (void)pool; (void)attr; 
 int cuMemAllocFromPoolAsync(u64 *p, size_t n, u64 pool, u64 h) {
   (void)pool;
   int rc;
-  LOCKED(*p = next_mem; next_mem += (n + 255) & ~(size_t)255; rc = enqueue(h, (Op){OP_MEM, NULL, NULL, 0, 0}, "cuMemAllocFromPoolAsync"));
+  LOCKED(*p = next_mem; next_mem += (n + 255) & ~(size_t)255; rc = enqueue(h, (Op){OP_MEM, NULL, NULL, 0, 0}, "cuMemAllocFromPoolAsync"); if (rc == 0) allocs++);
   return rc;
 }
 int cuThreadExchangeStreamCaptureMode(int *mode) { static int m = 0; int old = m; m = *mode; *mode = old; return 0; }
