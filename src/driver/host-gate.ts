@@ -38,6 +38,16 @@ export type HostWait = 'none' | 'gpu' | 'queue';
  */
 export const QUEUE_LIMIT = 1000;
 
+/**
+ * Bytes that may be copied from pageable (ordinary JS) memory to the device while a JS host call is
+ * in flight, counted from the moment the first one was submitted; each copy counts at least
+ * `STAGED_MIN` bytes. The driver stages such copies in a buffer of its own and returns; once the
+ * buffer is full it waits for the GPU (on an H200, CUDA 13.0: 1 MiB copies returned at once, 4 MiB
+ * ones waited, and 969 copies of 4 KiB fit; the GPU test measures it again). A quarter of that.
+ */
+export const STAGED_LIMIT = 1 << 20;
+const STAGED_MIN = 1024;
+
 /** The gate's state, shared by every copy of cudagraph in the process. */
 export const gate = processState.gate;
 
@@ -73,10 +83,14 @@ export function hostCallFinished(): void {
     gate.running--;
     gate.calls--;
   }
-  if (gate.calls === 0) {
-    gate.queued = 0;
-    for (const listener of gate.openListeners) listener();
-  }
+  if (gate.calls === 0) opened();
+}
+
+/** The last host call in flight is gone: the counts restart and the open listeners run. */
+function opened(): void {
+  gate.queued = 0;
+  gate.staged = 0;
+  for (const listener of gate.openListeners) listener();
 }
 
 /**
@@ -86,10 +100,7 @@ export function hostCallFinished(): void {
 export function forgetPendingHostCalls(): void {
   gate.calls -= gate.pending;
   gate.pending = 0;
-  if (gate.calls === 0) {
-    gate.queued = 0;
-    for (const listener of gate.openListeners) listener();
-  }
+  if (gate.calls === 0) opened();
 }
 
 function pendingNames(): string {
@@ -149,4 +160,32 @@ export function passGate(op: string, driverCall: string, kind: HostWait, n = 1):
     );
   }
   gate.queued += n;
+}
+
+/**
+ * Refuses a copy of `bytes` bytes from pageable memory (`cuMemcpyHtoDAsync_v2`) while host calls
+ * are in flight unless the driver's staging buffer has room for it (`STAGED_LIMIT`): beyond, the
+ * copy waits for the GPU. It is an enqueue otherwise (counted by the driver call's own gate pass);
+ * `pageableCopied` counts its bytes once it was made. Called only when `gate.calls !== 0`.
+ * @throws HostCallbackError `ERR_HOST_CALL_PENDING`.
+ */
+export function admitPageableCopy(op: string, driverCall: string, bytes: number): void {
+  const cost = Math.max(bytes, STAGED_MIN);
+  if (gate.staged + cost > STAGED_LIMIT) {
+    const advice = gate.running > 0 ? INSIDE_ADVICE : WAIT_ADVICE;
+    throw new HostCallbackError(
+      op,
+      'ERR_HOST_CALL_PENDING',
+      `${inFlight()}, and ${driverCall} of ${bytes} bytes from pageable memory would pass the ${STAGED_LIMIT} bytes the ` +
+        `driver can stage without waiting for the GPU (${gate.staged} staged since the host call was submitted): it would ` +
+        `never return (a deadlock). Copy from a PinnedHostBuffer, or ${advice.charAt(0).toLowerCase()}${advice.slice(1)}`,
+      [],
+      { driverCall, staged: gate.staged, stagedLimit: STAGED_LIMIT },
+    );
+  }
+}
+
+/** A copy of `bytes` bytes from pageable memory was made while host calls are in flight. */
+export function pageableCopied(bytes: number): void {
+  if (gate.calls !== 0) gate.staged += Math.max(bytes, STAGED_MIN);
 }

@@ -39,6 +39,8 @@ export interface ProcessStateV1 {
     running: number;
     /** Asynchronous operations submitted since the gate closed (host calls went from 0 to more). */
     queued: number;
+    /** Bytes copied from pageable memory since the gate closed (the driver stages them). */
+    staged: number;
     /** Each copy's description of its pending host functions, for error messages. */
     readonly describers: Set<() => string[]>;
     /** Called (after the host call returned) when the last host call in flight has finished. */
@@ -59,7 +61,7 @@ function fresh(): ProcessStateV1 {
     version: 1,
     epoch: { value: 0 },
     context: { current: null },
-    gate: { calls: 0, pending: 0, running: 0, queued: 0, describers: new Set(), openListeners: new Set() },
+    gate: { calls: 0, pending: 0, running: 0, queued: 0, staged: 0, describers: new Set(), openListeners: new Set() },
     cleanups: { captures: 0, deferred: [] },
   };
 }
@@ -71,6 +73,7 @@ function isV1(x: unknown): x is ProcessStateV1 {
     s.version === 1 &&
     typeof s.epoch?.value === 'number' &&
     typeof s.gate?.calls === 'number' &&
+    typeof s.gate.staged === 'number' &&
     s.gate.describers instanceof Set &&
     s.gate.openListeners instanceof Set &&
     typeof s.cleanups?.captures === 'number' &&

@@ -11,6 +11,10 @@ export interface HostCallPendingDetails {
   readonly queued?: number;
   /** How many may be submitted while a host call is in flight (queue refusals). */
   readonly limit?: number;
+  /** Bytes copied from pageable memory since the first host call in flight (staging refusals). */
+  readonly staged?: number;
+  /** How many bytes may be copied from pageable memory meanwhile (staging refusals). */
+  readonly stagedLimit?: number;
 }
 
 /**

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DRIVER_WAITS, type DriverSymbol } from '../../src/driver/sys.js';
-import { QUEUE_LIMIT } from '../../src/driver/host-gate.js';
+import { QUEUE_LIMIT, STAGED_LIMIT } from '../../src/driver/host-gate.js';
 import { scenarios } from '../hazards/scenarios.js';
 import { runScenario, assertScenarioPassed } from '../hazards/child.js';
 import { gpuSuite } from './gpu.js';
@@ -85,6 +85,11 @@ gpuSuite('Hazards', () => {
         assert.ok(c !== undefined, `capacity of ${name} measured`);
         assert.ok(!c.blocked || c.queued >= QUEUE_LIMIT + 10, `${name}: ${c.queued} operations queue behind a host function; QUEUE_LIMIT ${QUEUE_LIMIT} leaves no margin`);
       }
+      // Copies from pageable memory: the driver stages at least twice STAGED_LIMIT before it waits.
+      const staged = capacities.find((x) => x.capacity === 'cuMemcpyHtoDAsync_v2 (4 KiB, pageable)');
+      assert.ok(staged !== undefined && (!staged.blocked || staged.queued * 4096 >= 2 * STAGED_LIMIT), `pageable staging: ${JSON.stringify(staged)}`);
+      const oneMiB = calls.find((c) => c.case === '1 MiB from pageable memory, on the blocked stream');
+      assert.equal(oneMiB?.blocks, false, 'a 1 MiB copy from pageable memory is staged without waiting');
       const blocking = calls.filter((c) => c.blocks).map((c) => `${c.symbol} (${c.case})`);
       process.stdout.write(`# blocking: ${blocking.join('; ')}\n# capacities: ${capacities.map((c) => `${c.capacity} ${c.blocked ? c.queued : `> ${c.queued}`}`).join('; ')}\n`);
     } finally {

@@ -30,7 +30,7 @@ import {
 import { deferredCleanupCount } from '../../src/cuda/lifetime.js';
 import { activeCaptureCount } from '../../src/cuda/capture-hooks.js';
 import { hostFunctionLabel, hostTrampoline } from '../../src/cuda/host-function.js';
-import { QUEUE_LIMIT, gate } from '../../src/driver/host-gate.js';
+import { QUEUE_LIMIT, STAGED_LIMIT, gate } from '../../src/driver/host-gate.js';
 
 /** Driver-side counters, where the driver can tell (the stand-in). */
 export interface DriverCounters {
@@ -315,14 +315,20 @@ export const scenarios: Record<string, Scenario> = {
     hf.launch(s);
     refusedPending(() => Module.load(d, ctx.image), 'cuModuleLoadDataEx', /^Module\.load:/);
     refusedPending(() => buf.copyToHostAsync(s, host), 'cuMemcpyDtoHAsync_v2 (into pageable memory)');
-    refusedPending(() => buf.copyFromHostAsync(s, host), 'cuMemcpyHtoDAsync_v2 (from pageable memory)');
+    // Small copies from pageable memory are staged by the driver at once: allowed, up to STAGED_LIMIT bytes.
+    buf.copyFromHostAsync(s, host);
+    const big = DeviceBuffer.alloc(d, STAGED_LIMIT);
+    const e = refusedPending(() => big.copyFromHostAsync(s, new Uint8Array(STAGED_LIMIT)), 'cuMemcpyHtoDAsync_v2 (from pageable memory)', /can stage without waiting for the GPU \(4096 staged/);
+    assert.deepEqual([e.details.staged, e.details.stagedLimit], [4096, STAGED_LIMIT]);
     refusedPending(() => buf.copyToHost(host), 'cuMemcpyDtoH_v2');
     refusedPending(() => buf.copyFromHost(host), 'cuMemcpyHtoD_v2');
     buf.copyToHostAsync(s, pin.bytes); // pinned: queued, allowed
     buf.copyFromHostAsync(s, pin.bytes);
     await s.synchronizeAsync();
     buf.copyToHost(host); // allowed again
-    for (const x of [buf, pin, hf, s]) x.dispose();
+    big.copyFromHostAsync(s, new Uint8Array(STAGED_LIMIT));
+    await s.synchronizeAsync();
+    for (const x of [buf, big, pin, hf, s]) x.dispose();
     return {};
   },
 

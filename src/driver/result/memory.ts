@@ -2,7 +2,7 @@
 import { driverSymbol, type DriverApi, type HostPtr } from '../sys.js';
 import { check, cudaError } from '../check.js';
 import { u64, i32 } from './scratch.js';
-import { gate, passGate } from '../host-gate.js';
+import { gate, passGate, admitPageableCopy, pageableCopied } from '../host-gate.js';
 
 /** Allocates device memory (`cuMemAlloc_v2`). */
 export function memAlloc(op: string, bytes: number): bigint {
@@ -55,12 +55,13 @@ export function memsetAsync(
 
 /**
  * Host → device, ordered on `stream` (`cuMemcpyHtoDAsync_v2`). From pageable memory (`pinned`
- * false) the driver stages the bytes and can wait for the GPU when its staging memory is full, so
- * the call passes the host-call gate as a wait.
+ * false) the driver stages the bytes and waits for the GPU once its staging memory is full: the
+ * host-call gate lets such copies through only while they fit (`passPageableCopy`).
  */
 export function copyHtoDAsync(op: string, dst: bigint, src: HostPtr, bytes: number, stream: bigint, pinned: boolean): void {
-  if (!pinned && gate.calls !== 0) passGate(op, 'cuMemcpyHtoDAsync_v2 (from pageable memory)', 'gpu');
+  if (!pinned && gate.calls !== 0) admitPageableCopy(op, 'cuMemcpyHtoDAsync_v2 (from pageable memory)', bytes);
   check(driverSymbol(op, 'cuMemcpyHtoDAsync_v2')(dst, src, bytes, stream), op, 'cuMemcpyHtoDAsync_v2');
+  if (!pinned) pageableCopied(bytes);
 }
 
 /**

@@ -7,8 +7,9 @@
  * JS function, koffi blocks the thread until the JS event loop has run it, exactly as with the
  * real driver. The calls that wait for the GPU on the real driver (measured on CUDA 13.0:
  * synchronizations, cuMemFree, cuModuleLoadDataEx, cuModuleUnload, cuMemHostUnregister,
- * synchronous copies, copies between device and pageable memory) wait here until every queue is
- * empty, and an enqueue waits while its stream holds QUEUE_CAP operations. Where the real driver
+ * synchronous copies, copies into pageable memory, copies from it once STAGING bytes are staged)
+ * wait here until every queue is empty, and an enqueue waits while its stream holds QUEUE_CAP
+ * operations. Where the real driver
  * would then hang for ever, this one gives up after DEADLOCK_MS and ends the process with exit
  * code 86 and a line on stderr naming the call: a test that makes such a call fails quickly
  * instead of hanging.
@@ -30,6 +31,7 @@ typedef unsigned long long u64;
 typedef void (*HostFn)(void *);
 
 #define QUEUE_CAP 1021
+#define STAGING (4u << 20) /* bytes of pageable host-to-device copies the driver stages before it waits */
 #define DEADLOCK_MS 3000
 #define MAX_STREAMS 64
 #define MAX_OPS 8192
@@ -57,6 +59,7 @@ static u64 current_ctx;
 static void *pinned[MAX_PINNED];
 static size_t pinned_len[MAX_PINNED];
 static int started, stopping, stopped;
+static u64 staged; /* pageable bytes staged since the GPU was last idle */
 
 u64 waits, allocs, frees, loads, unloads, registers, unregisters, launches, host_calls_run, graph_launches, pool_destroys;
 /* The context current when the last kernel was launched (tests of the context mirror). */
@@ -113,6 +116,7 @@ static void *gpu(void *arg) {
       pthread_cond_broadcast(&cv);
     }
     if (!ran) {
+      if (all_idle()) staged = 0;
       struct timespec t;
       clock_gettime(CLOCK_REALTIME, &t);
       t.tv_nsec += 1000000;
@@ -316,9 +320,16 @@ int cuMemsetD16Async(u64 d, unsigned short v, size_t n, u64 h) { (void)d; (void)
 int cuMemsetD32Async(u64 d, unsigned v, size_t n, u64 h) { (void)d; (void)v; (void)n; int rc; LOCKED(rc = enqueue(h, (Op){OP_MEM, NULL, NULL, 0, 0}, "cuMemsetD32Async")); return rc; }
 /* Copies with pageable host memory wait for the GPU (measured); with registered memory they are queued. */
 int cuMemcpyHtoDAsync_v2(u64 d, const void *src, size_t n, u64 h) {
-  (void)d; (void)n;
+  (void)d;
   int rc;
-  LOCKED(if (!is_pinned(src)) wait_idle("cuMemcpyHtoDAsync_v2 (pageable)"); rc = enqueue(h, (Op){OP_MEM, NULL, NULL, 0, 0}, "cuMemcpyHtoDAsync_v2"));
+  LOCKED(
+    if (!is_pinned(src)) {
+      /* Staged at once while the staging memory has room; then the copy waits for the GPU. */
+      u64 cost = n < 1024 ? 1024 : n;
+      if (staged + cost > STAGING) { wait_idle("cuMemcpyHtoDAsync_v2 (pageable, staging full)"); staged = 0; }
+      staged += cost;
+    }
+    rc = enqueue(h, (Op){OP_MEM, NULL, NULL, 0, 0}, "cuMemcpyHtoDAsync_v2"));
   return rc;
 }
 int cuMemcpyDtoHAsync_v2(void *dst, u64 s, size_t n, u64 h) {
