@@ -7,6 +7,7 @@ import { Lifetime, keepFailure, surfaceCleanupErrors } from './lifetime.js';
 import { Device } from './device.js';
 import { Kernel } from './kernel.js';
 import { compileCuda, type CompileOptions } from './nvrtc.js';
+import { gate, passGate } from '../driver/host-gate.js';
 
 /** What a module image is. */
 export type ModuleImageKind = 'ptx' | 'cubin' | 'fatbin';
@@ -121,6 +122,8 @@ export class Module {
     const op = 'Module.compile';
     requireInstance(op, 'device', device, Device);
     surfaceCleanupErrors(op);
+    // Loading the result waits for the GPU: refuse now rather than after seconds of compiling.
+    if (gate.calls !== 0) passGate(op, 'cuModuleLoadDataEx', 'gpu');
     const out = compileCuda(op, device, source, options);
     return new Module(INTERNAL, device, out.image, out.kind, out.log, out.lowered, op);
   }
