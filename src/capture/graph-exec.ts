@@ -7,7 +7,7 @@ import { INTERNAL, CAPTURE, LIFETIME } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';
 import { checkEpoch } from '../cuda/check-epoch.js';
 import { Lifetime, keepFailure } from '../cuda/lifetime.js';
-import { graphHostCallsSubmitted } from '../cuda/host-function.js';
+import { graphHostCallsSubmitted, isForeignCapture } from '../cuda/host-function.js';
 import { Stream } from '../cuda/stream.js';
 import type { CaptureSink } from '../cuda/capture-hooks.js';
 import { Graph } from './graph.js';
@@ -120,10 +120,19 @@ export class GraphExec {
     makeCurrent(LAUNCH, this.#ctx);
     gr.graphLaunch(LAUNCH, this.#handle, this.#checkedHandle);
     this.#launches++;
-    if (this.#hostFunctions.length !== 0) graphHostCallsSubmitted(this.#hostFunctions);
     // The stream's capture as the checks saw it: a capture beginning or ending bumps the epoch.
     const sink = this.#checkedSink;
+    if (this.#hostFunctions.length !== 0) this.#hostCallsLaunched(sink);
     if (sink !== null) sink.retain(this[LIFETIME]);
+  }
+
+  /**
+   * A launch of a graph with JS host nodes ran (not recorded into a capture, cudagraph's or
+   * another's): its host calls are in flight until they have run.
+   */
+  #hostCallsLaunched(sink: CaptureSink | null): void {
+    if (sink !== null || isForeignCapture(LAUNCH, this.#checkedStream!, this.#checkedHandle)) return;
+    graphHostCallsSubmitted(this.#hostFunctions);
   }
 
   /** The checks of `launch`; on success remembers the stream and the epoch, and returns its handle. */

@@ -119,6 +119,15 @@ export function graphHostCallsSubmitted(ids: readonly number[]): void {
   hostCallsSubmitted(ids.length);
 }
 
+/**
+ * @internal True when `stream` (not capturing through cudagraph) is being captured by other code,
+ * so work submitted to it is recorded, not run. Never asked of the legacy NULL stream: querying
+ * it while another stream captures is itself an illegal implicit synchronization.
+ */
+export function isForeignCapture(op: string, stream: Stream, handle: bigint): boolean {
+  return !stream.isLegacyDefault && gr.streamIsCapturing(op, handle) !== CU_STREAM_CAPTURE_STATUS.NONE;
+}
+
 /** Options of `HostFunction.create`. */
 export interface HostFunctionOptions {
   /** A name for errors, read-backs and DOT (default `host#<id>`). */
@@ -219,7 +228,7 @@ export class HostFunction {
     const sink = stream[CAPTURE];
     // A stream captured by other code (not through cudagraph) records the call as a node of a
     // graph cudagraph cannot see: counting it as in flight would keep the gate closed for ever.
-    const foreignCapture = sink === null && gr.streamIsCapturing(op, h) !== CU_STREAM_CAPTURE_STATUS.NONE;
+    const foreignCapture = sink === null && isForeignCapture(op, stream, h);
     gb.launchHostFunc(op, h, fn, BigInt(this.id));
     if (sink !== null) sink.retain(this[LIFETIME]);
     else if (foreignCapture) this[LIFETIME].retain(); // that graph may call it at any time: never released
