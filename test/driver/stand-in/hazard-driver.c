@@ -77,6 +77,15 @@ static void deadlock(const char *call) {
   _exit(86);
 }
 
+/* Waits (mu held) for a change, or a millisecond. */
+static void nap(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  t.tv_nsec += 1000000;
+  if (t.tv_nsec >= 1000000000) { t.tv_sec++; t.tv_nsec -= 1000000000; }
+  pthread_cond_timedwait(&cv, &mu, &t);
+}
+
 static int queue_len(Stream *s) { return s->tail - s->head; }
 
 static int all_idle(void) {
@@ -117,11 +126,7 @@ static void *gpu(void *arg) {
     }
     if (!ran) {
       if (all_idle()) staged = 0;
-      struct timespec t;
-      clock_gettime(CLOCK_REALTIME, &t);
-      t.tv_nsec += 1000000;
-      if (t.tv_nsec >= 1000000000) { t.tv_sec++; t.tv_nsec -= 1000000000; }
-      pthread_cond_timedwait(&cv, &mu, &t);
+      nap();
     }
   }
   stopped = 1;
@@ -141,11 +146,7 @@ __attribute__((destructor)) static void stop(void) {
   pthread_cond_broadcast(&cv);
   u64 t0 = now_ms();
   while (!stopped && now_ms() - t0 < 200) {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += 1000000;
-    if (t.tv_nsec >= 1000000000) { t.tv_sec++; t.tv_nsec -= 1000000000; }
-    pthread_cond_timedwait(&cv, &mu, &t);
+    nap();
   }
   pthread_mutex_unlock(&mu);
 }
@@ -164,11 +165,7 @@ static void wait_idle(const char *call) {
   u64 t0 = now_ms();
   while (!all_idle()) {
     if (now_ms() - t0 > DEADLOCK_MS) deadlock(call);
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += 1000000;
-    if (t.tv_nsec >= 1000000000) { t.tv_sec++; t.tv_nsec -= 1000000000; }
-    pthread_cond_timedwait(&cv, &mu, &t);
+    nap();
   }
 }
 
@@ -192,11 +189,7 @@ static int enqueue(u64 h, Op op, const char *call) {
   u64 t0 = now_ms();
   while (queue_len(s) >= QUEUE_CAP) {
     if (now_ms() - t0 > DEADLOCK_MS) deadlock(call);
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += 1000000;
-    if (t.tv_nsec >= 1000000000) { t.tv_sec++; t.tv_nsec -= 1000000000; }
-    pthread_cond_timedwait(&cv, &mu, &t);
+    nap();
   }
   op.seq = next_seq++;
   s->ops[s->tail % MAX_OPS] = op;
