@@ -4,8 +4,9 @@
  * shape per kind (kernel box, memcpy parallelogram, memset hexagon, host callback stadium, empty
  * diamond), cross-stream edges dashed, highlighted nodes and edges thick and red.
  */
-import type { ComputeGraph, GraphNode, MemcpyDir } from '../index.js';
+import type { ComputeGraph, GraphNode } from '../index.js';
 import { HIGHLIGHT, STREAM_COLOURS, formatBytes } from '../model/dot.js';
+import { memcpyDirLabel } from '../model/memcpy-dir.js';
 
 /** Options of `toMermaid`. */
 export interface MermaidOptions {
@@ -37,11 +38,6 @@ export function mermaidText(s: string): string {
   return out;
 }
 
-function dirLabel(dir: MemcpyDir): string {
-  if (typeof dir === 'object') return `P2P ${dir.srcDevice}→${dir.dstDevice}`;
-  return { HostToDevice: 'HtoD', DeviceToHost: 'DtoH', DeviceToDevice: 'DtoD' }[dir];
-}
-
 function dim(d: readonly number[]): string {
   return d[1] === 1 && d[2] === 1 ? String(d[0]) : `(${d.join(',')})`;
 }
@@ -52,7 +48,7 @@ function work(n: GraphNode): string {
     case 'kernel':
       return `${n.functionName === n.name ? '' : n.functionName}<<<${dim(n.grid)}, ${dim(n.block)}${n.sharedMem > 0 ? `, ${n.sharedMem}` : ''}>>>`;
     case 'memcpy':
-      return `memcpy ${dirLabel(n.dir)} ${formatBytes(n.sizeBytes)}`;
+      return `memcpy ${memcpyDirLabel(n.dir)} ${formatBytes(n.sizeBytes)}`;
     case 'memset':
       return `memset ${formatBytes(n.sizeBytes)} = 0x${n.value.toString(16).padStart(n.elementSize * 2, '0')}`;
     case 'hostCallback':

@@ -20,6 +20,7 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { describe, isU32, requireOneOf, requireOptions, requireU32 } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
 import { ComputeGraph } from './compute-graph.js';
+import { memcpyDirName } from './memcpy-dir.js';
 import type { GraphNode } from './node.js';
 import type { NodeId } from './ids.js';
 
@@ -82,7 +83,6 @@ const NODE_TYPE: ExecUpdateResult = 'CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGE
 const PARAMETERS: ExecUpdateResult = 'CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED';
 
 const same3 = (a: readonly number[], b: readonly number[]): boolean => a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
-const dirName = (d: unknown): string => (typeof d === 'string' ? d : `PeerToPeer(${(d as { srcDevice: number }).srcDevice}→${(d as { dstDevice: number }).dstDevice})`);
 
 /**
  * Compares node `a` (instantiated) with `b` (new): `null` when equal in every parameter CUDA
@@ -109,8 +109,8 @@ function compareNode(a: GraphNode, b: GraphNode, rules: UpdateRules): null | 'pa
     }
     case 'memcpy': {
       const c = b as typeof a;
-      if (dirName(a.dir) !== dirName(c.dir)) {
-        return { reason: `node ${id}: a memcpy cannot change direction (${dirName(a.dir)} → ${dirName(c.dir)})`, result: PARAMETERS };
+      if (memcpyDirName(a.dir) !== memcpyDirName(c.dir)) {
+        return { reason: `node ${id}: a memcpy cannot change direction (${memcpyDirName(a.dir)} → ${memcpyDirName(c.dir)})`, result: PARAMETERS };
       }
       if (a.sizeBytes === c.sizeBytes) return null;
       if (rules === 'seed') return { reason: `node ${id}: a memcpy cannot change its size (${a.sizeBytes} → ${c.sizeBytes} bytes)`, result: PARAMETERS };

@@ -38,7 +38,15 @@ export const MemcpyDir = {
   },
 } as const;
 
-/** Short form used in labels: `HtoD`, `DtoH`, `DtoD`, `PtoP(dev0→dev1)` (the seed's Display). */
+/** How a peer-to-peer copy prints everywhere (labels, messages): `PeerToPeer(dev0→dev1)`, the seed's `Display`. */
+function peerToPeerText(dir: PeerToPeerDir): string {
+  return `PeerToPeer(dev${dir.srcDevice}→dev${dir.dstDevice})`;
+}
+
+/**
+ * Short form used in picture labels: `HtoD`, `DtoH`, `DtoD`; a peer-to-peer copy keeps its full
+ * form, `PeerToPeer(dev0→dev1)` (it has no short form that would still name both devices).
+ */
 export function memcpyDirLabel(dir: MemcpyDir): string {
   switch (dir) {
     case 'HostToDevice':
@@ -48,8 +56,13 @@ export function memcpyDirLabel(dir: MemcpyDir): string {
     case 'DeviceToDevice':
       return 'DtoD';
     default:
-      return `PtoP(dev${dir.srcDevice}→dev${dir.dstDevice})`;
+      return peerToPeerText(dir);
   }
+}
+
+/** Full form used in messages: `HostToDevice`, `DeviceToHost`, `DeviceToDevice`, `PeerToPeer(dev0→dev1)`. */
+export function memcpyDirName(dir: MemcpyDir): string {
+  return typeof dir === 'string' ? dir : peerToPeerText(dir);
 }
 
 /** Storage code of `HostToDevice` (a direction is a small number in the node columns, see graph-store.ts). */

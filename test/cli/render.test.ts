@@ -132,7 +132,7 @@ test('Mermaid: labels are escaped, nodes without a stream sit outside the lanes,
   const m = toMermaid(g);
   assert.match(m, /^ {2}n0\(\["report<br>host callback"\]\):::hostCallback$/m);
   assert.match(m, /^ {2}n1\{"join<br>empty"\}:::empty$/m);
-  assert.match(m, /^ {4}n2\[\/"p2p<br>memcpy P2P 0→1 2 KiB"\/\]:::memcpy$/m);
+  assert.match(m, /^ {4}n2\[\/"p2p<br>memcpy PeerToPeer\(dev0→dev1\) 2 KiB"\/\]:::memcpy$/m);
   assert.equal(toMermaid(new ComputeGraph()).split('\n')[0], 'flowchart TB');
 });
 
