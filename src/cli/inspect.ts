@@ -5,6 +5,7 @@
 import { readGraphFile } from './graph-file.js';
 import type { Output } from './output.js';
 import { crossStreamJoins, formatSummary, streamLabel, summarize } from './summary.js';
+import { cutNote, textList } from './text-lists.js';
 
 /** Options of `cudagraph inspect`. */
 export interface InspectOptions {
@@ -29,10 +30,10 @@ export function inspect(file: string, options: InspectOptions, io: Output): void
     ...formatSummary(summary),
     `depth:          ${summary.levels} (levels: the longest chain of dependent nodes)`,
     `width:          ${summary.widestLevel.width} (the most nodes that can run at once, level by level)`,
-    `sources:        ${sources.map(name).join(', ') || '(none)'}`,
-    `sinks:          ${sinks.map(name).join(', ') || '(none)'}`,
-    `cross-stream joins (${joins.length}):`,
-    ...joins.map((j) => `  ${streamLabel(j.from.stream)} → ${streamLabel(j.to.stream)}: ${j.from.name} → ${j.to.name}`),
+    `sources:        ${textList(sources, name) || '(none)'}${cutNote(sources.length)}`,
+    `sinks:          ${textList(sinks, name) || '(none)'}${cutNote(sinks.length)}`,
+    `cross-stream joins (${joins.length}${cutNote(joins.length) === '' ? '' : '; --json lists every one'}):`,
+    ...(joins.length === 0 ? [] : [`  ${textList(joins, (j) => `${streamLabel(j.from.stream)} → ${streamLabel(j.to.stream)}: ${j.from.name} → ${j.to.name}`, '\n  ')}`]),
   ];
   io.out(lines.join('\n') + '\n');
 }

@@ -3,6 +3,7 @@
  * critical path, and the cross-stream joins.
  */
 import { type ComputeGraph, type NodeKind } from '../index.js';
+import { textList } from './text-lists.js';
 
 const NODE_KINDS: readonly NodeKind[] = ['kernel', 'memcpy', 'memset', 'hostCallback', 'empty'];
 
@@ -71,14 +72,14 @@ export function streamLabel(s: number | null): string {
 /** The summary as aligned text lines. */
 export function formatSummary(s: GraphSummary): string[] {
   const kinds = NODE_KINDS.filter((k) => s.byKind[k] > 0).map((k) => `${k} ${s.byKind[k]}`);
-  const streams = s.streams.map((x) => `${streamLabel(x.stream)}: ${x.nodes}`);
+  const streams = textList(s.streams, (x) => `${streamLabel(x.stream)}: ${x.nodes}`);
   const cp = s.criticalPath;
   return [
     `nodes:          ${s.nodes}${kinds.length ? ` (${kinds.join(', ')})` : ''}`,
     `edges:          ${s.edges} (${s.crossStreamEdges} across streams: the fork/joins)`,
-    `streams:        ${s.streams.length}${streams.length ? ` (${streams.join(', ')})` : ''}`,
+    `streams:        ${s.streams.length}${s.streams.length ? ` (${streams})` : ''}`,
     `levels:         ${s.levels} (widest: level ${s.widestLevel.level}, ${s.widestLevel.width} nodes can run at once)`,
-    `critical path:  ${cp.nodes.length} nodes, cost ${cp.cost}${cp.nodes.length ? `: ${cp.nodes.map((n) => n.name).join(' → ')}` : ''}`,
+    `critical path:  ${cp.nodes.length} nodes, cost ${cp.cost}${cp.nodes.length ? `: ${textList(cp.nodes, (n) => n.name, ' → ')}` : ''}`,
   ];
 }
 

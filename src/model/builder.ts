@@ -13,6 +13,7 @@
 import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, requireBoolean, requireInt, requireName, requireNonNegativeFinite, requireOptions, requireSize, requireU32 } from '../util/validate.js';
+import { nameText } from './bounded-text.js';
 import { ComputeGraph } from './compute-graph.js';
 import { GraphErrorCode } from './error-codes.js';
 import type { MemcpyDir } from './memcpy-dir.js';
@@ -235,7 +236,7 @@ export class GraphBuilder {
     const OP = 'GraphBuilder.memset';
     this.#open(OP);
     const d = this.#ref(OP, 'dst', dst);
-    if (d.host) throw new InvalidArgumentError(OP, 'dst', `dst must be a device buffer; '${d.name}' is host memory`);
+    if (d.host) throw new InvalidArgumentError(OP, 'dst', `dst must be a device buffer; '${nameText(d.name)}' is host memory`);
     const o = requireOptions<MemsetNodeOptions>(OP, options, [...NODE_KEYS, 'elementSize', 'sizeBytes', 'offset']);
     const offset = o.offset === undefined ? 0 : requireSize(OP, 'offset', o.offset);
     const size = o.sizeBytes === undefined ? d.sizeBytes - offset : requireSize(OP, 'sizeBytes', o.sizeBytes);
@@ -326,7 +327,7 @@ export class GraphBuilder {
     this.#open(op);
     requireName(op, 'name', name);
     requireInt(op, 'sizeBytes', sizeBytes, 1, Number.MAX_SAFE_INTEGER);
-    if (this.#buffers.has(name)) throw new InvalidArgumentError(op, 'name', `a buffer named '${name}' already exists`);
+    if (this.#buffers.has(name)) throw new InvalidArgumentError(op, 'name', `a buffer named '${nameText(name)}' already exists`);
     const ref: BufferRef = Object.freeze({ kind: 'buffer', name, sizeBytes, host });
     this.#buffers.set(name, ref);
     return ref;
@@ -405,7 +406,7 @@ function common(o: NodeOptions, withName = true): NodeSpecBase {
 
 function fits(op: string, name: string, b: BufferRef, offset: number, size: number): void {
   if (offset + size > b.sizeBytes) {
-    throw new InvalidArgumentError(op, name, `${size} bytes at offset ${offset} do not fit in buffer '${b.name}' (${b.sizeBytes} bytes)`);
+    throw new InvalidArgumentError(op, name, `${size} bytes at offset ${offset} do not fit in buffer '${nameText(b.name)}' (${b.sizeBytes} bytes)`);
   }
 }
 

@@ -7,6 +7,7 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, isU32, requireInt, requireOptions, requireU32 } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
+import { isCut, listText, nameText } from './bounded-text.js';
 import { GraphStore } from './graph-store.js';
 import { DynamicOrder } from './dynamic-order.js';
 import { ReachabilityIndex } from './reachability.js';
@@ -137,7 +138,7 @@ export class ComputeGraph {
     if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw invalid(`the document must be an object, got ${describe(doc)}`);
     const d = doc as Record<string, unknown>;
     for (const key of Object.keys(d)) {
-      if (!['format', 'version', 'nodes', 'edges'].includes(key)) throw invalid(`unknown field '${key}' (known: format, version, nodes, edges)`);
+      if (!['format', 'version', 'nodes', 'edges'].includes(key)) throw invalid(`unknown field '${nameText(key)}' (known: format, version, nodes, edges)`);
     }
     if (d.format !== GRAPH_JSON_FORMAT) throw invalid(`format must be '${GRAPH_JSON_FORMAT}', got ${describe(d.format)}`);
     if (d.version !== GRAPH_JSON_VERSION) {
@@ -554,9 +555,13 @@ export class ComputeGraph {
   }
 }
 
-/** `3 → 4 → 3` for the cycle [3, 4]. */
+/**
+ * `3 → 4 → 3` for the cycle [3, 4]; a long cycle shows its first and last few nodes and its length
+ * (`1,000,000 nodes: 0 → 1 → … → 999,999 → 0`), so the message stays short (bounded-text.ts).
+ */
 function cycleText(cycle: readonly number[]): string {
-  return [...cycle, cycle[0]!].join(' → ');
+  const path = listText(cycle.length + 1, (i) => String(cycle[i % cycle.length]), ' → ');
+  return isCut(cycle.length + 1) ? `${cycle.length.toLocaleString('en-US')} nodes: ${path}` : path;
 }
 
 /** Wraps a finished store (from `StreamCapture.endCapture`) as a graph. Internal. */

@@ -20,7 +20,8 @@ export interface Run {
 
 /** Runs `node bin/cudagraph.js …args`. */
 export function cudagraph(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Run {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: options.cwd ?? root, env: options.env ?? process.env, encoding: 'utf8' });
+  // Large graphs print megabytes with --json: room for them (the default is 1 MiB).
+  const r = spawnSync(process.execPath, [bin, ...args], { cwd: options.cwd ?? root, env: options.env ?? process.env, encoding: 'utf8', maxBuffer: 1 << 28 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
