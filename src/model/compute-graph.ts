@@ -91,6 +91,25 @@ interface Cache {
 }
 
 let adopt: (graph: ComputeGraph, store: GraphStore) => void;
+let branded: (value: unknown) => value is ComputeGraph;
+let nodeAs: (graph: ComputeGraph, op: string, spec: unknown) => NodeId;
+let edgesAs: (graph: ComputeGraph, op: string, edges: readonly EdgeArg[]) => number;
+let idAs: (graph: ComputeGraph, op: string, name: string, id: unknown) => number;
+
+/**
+ * An edge as another public call (e.g. `GraphBuilder.chain`) hands it over: the two ids, unchecked,
+ * and how the call names them, so refusals name the call and its own arguments.
+ */
+export interface EdgeArg {
+  readonly from: unknown;
+  readonly to: unknown;
+  /** The argument `from` came from, e.g. `nodes[2]`. */
+  readonly fromName: string;
+  /** The argument `to` came from. */
+  readonly toName: string;
+  /** How a cycle message names the edge, before its ids: `edges[3]`, `nodes[1], nodes[2]:`. */
+  readonly name: string;
+}
 
 /**
  * A directed acyclic graph of kernel, memcpy, memset, host-callback and empty nodes.
@@ -111,6 +130,12 @@ export class ComputeGraph {
     adopt = (graph, store) => {
       graph.#store = store;
     };
+    // A brand check: true only for objects this class constructed (not for
+    // Object.create(ComputeGraph.prototype) nor a look-alike), unlike `instanceof`.
+    branded = (value): value is ComputeGraph => typeof value === 'object' && value !== null && #store in value;
+    nodeAs = (graph, op, spec) => appendNodeSpec(graph.#store, op, '', spec) as NodeId;
+    edgesAs = (graph, op, edges) => graph.#addBatch(op, edges);
+    idAs = (graph, op, name, id) => graph.#id(op, name, id);
   }
 
   /** An empty graph, to build by hand with `addNode` / `addEdge`. */
@@ -331,22 +356,34 @@ export class ComputeGraph {
     if (edges === null || typeof edges !== 'object' || typeof (edges as Iterable<unknown>)[Symbol.iterator] !== 'function') {
       throw new InvalidArgumentError(OP, 'edges', `edges must be an iterable of [from, to] pairs, got ${describe(edges)}`);
     }
-    const from: number[] = [];
-    const to: number[] = [];
+    const batch: EdgeArg[] = [];
     for (const pair of edges as Iterable<unknown>) {
-      const i = from.length;
+      const i = batch.length;
       if (!Array.isArray(pair) || pair.length !== 2) {
         throw new InvalidArgumentError(OP, `edges[${i}]`, `edges[${i}] must be a pair [from, to], got ${describe(pair)}`);
       }
-      from.push(this.#id(OP, `edges[${i}][0]`, pair[0]));
-      to.push(this.#id(OP, `edges[${i}][1]`, pair[1]));
+      batch.push({ from: pair[0], to: pair[1], fromName: `edges[${i}][0]`, toName: `edges[${i}][1]`, name: `edges[${i}]` });
+    }
+    return this.#addBatch(OP, batch);
+  }
+
+  /**
+   * Adds a batch of edges for the public call `op`, all or none: every id is checked first (named
+   * as the call names it), then the batch goes in at once or, if it would close a cycle, not at all.
+   */
+  #addBatch(op: string, edges: readonly EdgeArg[]): number {
+    const from: number[] = new Array<number>(edges.length);
+    const to: number[] = new Array<number>(edges.length);
+    for (let i = 0; i < edges.length; i++) {
+      from[i] = this.#id(op, edges[i]!.fromName, edges[i]!.from);
+      to[i] = this.#id(op, edges[i]!.toName, edges[i]!.to);
     }
     const r = this.#order.addEdges(this.#store, from, to);
     if (!r.ok) {
       throw new GraphError(
         'CycleDetected',
         GraphErrorCode.Cycle,
-        `${OP}: edges[${r.index}] ${from[r.index]} → ${to[r.index]} closes a cycle (${cycleText(r.cycle)}); no edge was added`,
+        `${op}: ${edges[r.index]!.name} ${from[r.index]} → ${to[r.index]} closes a cycle (${cycleText(r.cycle)}); no edge was added`,
       );
     }
     return r.added.filter(Boolean).length;
@@ -562,6 +599,39 @@ export class ComputeGraph {
 function cycleText(cycle: readonly number[]): string {
   const path = listText(cycle.length + 1, (i) => String(cycle[i % cycle.length]), ' → ');
   return isCut(cycle.length + 1) ? `${cycle.length.toLocaleString('en-US')} nodes: ${path}` : path;
+}
+
+/**
+ * True for a graph this module made (a brand check on a private field): `Object.create(
+ * ComputeGraph.prototype)` and look-alike objects are not graphs. Internal: entry points that take a
+ * graph check it with `requireGraph`.
+ */
+export function isComputeGraph(value: unknown): value is ComputeGraph {
+  return branded(value);
+}
+
+/** `value` if it is a `ComputeGraph` (brand-checked), else InvalidArgumentError naming `op` and `name`. */
+export function requireGraph(op: string, name: string, value: unknown): ComputeGraph {
+  if (!branded(value)) throw new InvalidArgumentError(op, name, `${name} must be a ComputeGraph, got ${describe(value)}`);
+  return value;
+}
+
+/** `graph.addNode(spec)` for the public call `op` (e.g. `GraphBuilder.kernel`): refusals name `op` and the field. Internal. */
+export function addNodeAs(graph: ComputeGraph, op: string, spec: unknown): NodeId {
+  return nodeAs(graph, op, spec);
+}
+
+/**
+ * Adds `edges` to `graph` for the public call `op` (e.g. `GraphBuilder.chain`), all or none; refusals
+ * name `op` and the arguments as `edges` names them. Returns how many edges were new. Internal.
+ */
+export function addEdgesAs(graph: ComputeGraph, op: string, edges: readonly EdgeArg[]): number {
+  return edgesAs(graph, op, edges);
+}
+
+/** Checks that `id` names a node of `graph`, for the public call `op` (`name`: its argument). Internal. */
+export function nodeIdAs(graph: ComputeGraph, op: string, name: string, id: unknown): NodeId {
+  return idAs(graph, op, name, id) as NodeId;
 }
 
 /** Wraps a finished store (from `StreamCapture.endCapture`) as a graph. Internal. */
