@@ -6,6 +6,7 @@ import { basename } from 'node:path';
 import { readGraphFile, writeOutputFile } from './graph-file.js';
 import type { Output } from './output.js';
 import { drawGraph, formatOf } from './picture.js';
+import { terminalText } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 
 /** Options of `cudagraph render`. */
@@ -46,9 +47,9 @@ export async function render(file: string, options: RenderOptions, io: Output): 
   const what = `${graph.nodeCount()} nodes, ${graph.edgeCount()} edges, ${graph.streams().length} streams${highlight ? `, critical path of ${path} nodes highlighted` : ''}`;
   if (picture.format === 'png') {
     writeOutputFile(options.output, picture.bytes);
-    io.out(`wrote ${options.output} (PNG, ${picture.width}×${picture.height} px, ${what}; font ${picture.font})\n`);
+    io.out(`wrote ${terminalText(options.output)} (PNG, ${picture.width}×${picture.height} px, ${what}; font ${terminalText(picture.font)})\n`);
   } else {
     writeOutputFile(options.output, picture.text);
-    io.out(`wrote ${options.output} (${picture.format.toUpperCase()}, ${what})\n`);
+    io.out(`wrote ${terminalText(options.output)} (${picture.format.toUpperCase()}, ${what})\n`);
   }
 }
