@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { extname } from 'node:path';
 import { Graphviz } from '@hpcc-js/wasm-graphviz';
 import type { ComputeGraph } from '../index.js';
-import { loadFont } from './fonts.js';
+import { loadFont, type LoadedFont } from './fonts.js';
 import { toMermaid } from './mermaid.js';
 import { UsageError } from './usage-error.js';
 
@@ -35,8 +35,8 @@ export interface PictureOptions {
   readonly title?: string;
   /** Highlight the critical path (default true). */
   readonly criticalPath?: boolean;
-  /** PNG only: the font file for the text (default: found on the system). */
-  readonly font?: string;
+  /** PNG only: the font for the text, a file or one already loaded by `loadFont` (default: found on the system). */
+  readonly font?: string | LoadedFont;
   /** PNG only: pixels per SVG point (default 1.5). */
   readonly scale?: number;
 }
@@ -87,8 +87,8 @@ export interface Png {
  * Rasterises SVG to PNG on a white background, `scale` pixels per point.
  * @throws UsageError when no font can be found or read (see `loadFont`).
  */
-export async function svgToPng(svg: string, options: { font?: string; scale?: number } = {}): Promise<Png> {
-  const font = loadFont(options.font);
+export async function svgToPng(svg: string, options: { font?: string | LoadedFont; scale?: number } = {}): Promise<Png> {
+  const font = typeof options.font === 'object' ? options.font : loadFont(options.font);
   const { Resvg } = await loadResvg();
   const r = new Resvg(svg, {
     font: { fontBuffers: [font.bytes] },

@@ -3,7 +3,8 @@
  * and colour per stream, a shape per kind, the critical path thick and red.
  */
 import { basename } from 'node:path';
-import { readGraphFile, writeOutputFile } from './graph-file.js';
+import { loadFont } from './fonts.js';
+import { readGraphFile, refuseOverwritingInput, writeOutputFile } from './graph-file.js';
 import type { Output } from './output.js';
 import { drawGraph, formatOf } from './picture.js';
 import { terminalText } from './terminal-text.js';
@@ -28,10 +29,17 @@ export function parseScale(value: string | undefined): number | undefined {
   return n;
 }
 
-/** Runs `cudagraph render`. @throws UsageError for a bad input file, output path, extension or font. */
+/**
+ * Runs `cudagraph render`.
+ * @throws UsageError for a bad input file, an output that is the input file, a bad output path or
+ *   extension, or a `--font` that is not a TrueType or OpenType font.
+ */
 export async function render(file: string, options: RenderOptions, io: Output): Promise<void> {
   const format = formatOf(options.output);
   const scale = parseScale(options.scale);
+  refuseOverwritingInput(file, options.output);
+  // The font is checked before the layout, which can take a while: a bad --font fails at once.
+  const font = format === 'png' || options.font !== undefined ? loadFont(options.font) : undefined;
   const graph = readGraphFile(file);
   const highlight = options.criticalPath && graph.nodeCount() > 0;
   const title =
@@ -40,7 +48,7 @@ export async function render(file: string, options: RenderOptions, io: Output): 
   const picture = await drawGraph(graph, format, {
     ...(title === '' ? {} : { title }),
     criticalPath: options.criticalPath,
-    ...(options.font === undefined ? {} : { font: options.font }),
+    ...(font === undefined ? {} : { font }),
     ...(scale === undefined ? {} : { scale }),
   });
   const path = highlight ? graph.criticalPath().nodes.length : 0;

@@ -109,3 +109,19 @@ export function upwardEdges(svg: string, edges: readonly (readonly [number, numb
   }
   return edges.filter(([u, v]) => !(ys.get(u)! < ys.get(v)!)).map(([u, v]) => `${u}→${v}`);
 }
+
+/**
+ * The smallest file `fontProblem` takes for a TrueType font: the signature and a table directory
+ * listing the tables the renderer needs (all empty). Not drawable; for the font checks only.
+ */
+export function minimalFont(tags: readonly string[] = ['cmap', 'glyf', 'head', 'hhea', 'loca', 'maxp']): Uint8Array {
+  const bytes = new Uint8Array(12 + 16 * tags.length);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(0, 0x0001_0000);
+  view.setUint16(4, tags.length);
+  tags.forEach((tag, i) => {
+    for (let c = 0; c < 4; c++) bytes[12 + 16 * i + c] = tag.charCodeAt(c);
+    view.setUint32(12 + 16 * i + 8, bytes.length); // offset: the end of the file, length 0
+  });
+  return bytes;
+}
