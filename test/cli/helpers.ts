@@ -1,7 +1,7 @@
 /** Shared by the CLI tests: run `node bin/cudagraph.js`, temporary folders, sample graphs, SVG counts. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,16 @@ export function cudagraph(args: string[], options: { cwd?: string; env?: NodeJS.
 /** A new temporary folder. */
 export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'cudagraph-cli-'));
+}
+
+/** Runs `body` in a new temporary folder, removed afterwards whatever happens. */
+export function inTempDir(body: (dir: string) => void): void {
+  const dir = tempDir();
+  try {
+    body(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** A user mistake: status 1, nothing on stdout, one `cudagraph: …` line on stderr matching `message`, no stack trace. */

@@ -5,14 +5,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Graphviz } from '@hpcc-js/wasm-graphviz';
 import { ComputeGraph, MemcpyDir, NodeId, StreamId, type GraphNode } from '../../src/index.js';
 import { describeWork } from '../../src/model/dot.js';
 import { toMermaid } from '../../src/cli/mermaid.js';
 import { dotToSvg, toDot } from '../../src/cli/picture.js';
-import { cudagraph, tempDir } from './helpers.js';
+import { cudagraph, inTempDir } from './helpers.js';
 
 const HOSTILE = [
   'two\nlines\nflowchart LR\nclick n0 call alert(1)',
@@ -137,8 +137,7 @@ test('DOT and SVG: hostile names add no node or attribute, and are drawn as writ
 });
 
 test('render and inspect: a hostile file name (the default title) and hostile node names', () => {
-  const dir = tempDir();
-  try {
+  inTempDir((dir) => {
     const file = join(dir, 'evil\nflowchart LR\nclick n0 call alert(1) %%{init}%% "q" `t`.json');
     writeFileSync(file, JSON.stringify(hostileGraph()));
     const mmd = join(dir, 'g.mmd');
@@ -166,7 +165,5 @@ test('render and inspect: a hostile file name (the default title) and hostile no
     assert.equal(err.status, 1);
     assert.equal(err.stderr.split('\n').length, 2, `one line: ${err.stderr}`);
     assert.match(err.stderr, /missing\\u000asecond line\.json: no such file/);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });

@@ -5,12 +5,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ComputeGraph, NodeId } from '../../src/index.js';
 import { dotToSvg } from '../../src/cli/picture.js';
 import { UsageError } from '../../src/cli/usage-error.js';
-import { assertUserError, cudagraph, tempDir } from './helpers.js';
+import { assertUserError, cudagraph, inTempDir } from './helpers.js';
 
 /** A chain of `n` kernels on one stream, as a graph document. */
 function chainJson(n: number): string {
@@ -20,8 +20,7 @@ function chainJson(n: number): string {
 }
 
 test('a 300,000-node graph: SVG and PNG are refused in one line naming the formats that work; DOT and Mermaid are written', () => {
-  const dir = tempDir();
-  try {
+  inTempDir((dir) => {
     const file = join(dir, 'big.json');
     writeFileSync(file, chainJson(300_000));
     for (const out of ['big.svg', 'big.png']) {
@@ -40,14 +39,11 @@ test('a 300,000-node graph: SVG and PNG are refused in one line naming the forma
       assert.ok(statSync(join(dir, out)).size > 300_000 * 20, `${out} holds every node`);
     }
     assert.equal(readFileSync(join(dir, 'big.dot'), 'utf8').match(/^ {4}n\d+ \[/gm)?.length, 300_000);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('a small graph with many long edges (a long layout) is refused; a 5,000-node chain, at the limit, is drawn', () => {
-  const dir = tempDir();
-  try {
+  inTempDir((dir) => {
     // 300 nodes, each after 10 random earlier ones: 2,800 edges bending through ~35,000 virtual nodes (a 95 s layout).
     const g = new ComputeGraph();
     let seed = 999;
@@ -72,9 +68,7 @@ test('a small graph with many long edges (a long layout) is refused; a 5,000-nod
     const r = cudagraph(['render', file, '-o', join(dir, 'chain.svg')]);
     assert.equal(r.status, 0, r.stderr);
     assert.equal((readFileSync(join(dir, 'chain.svg'), 'utf8').match(/<g id="node\d+" class="node">/g) ?? []).length, 5_000);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('a layout that runs out of stack anyway is a UsageError, and the next layout works', async () => {

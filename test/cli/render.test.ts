@@ -8,7 +8,7 @@ import { findFont, loadFont } from '../../src/cli/fonts.js';
 import { mermaidText, toMermaid } from '../../src/cli/mermaid.js';
 import { dotToSvg, formatOf, svgToPng } from '../../src/cli/picture.js';
 import { UsageError } from '../../src/cli/usage-error.js';
-import { assertUserError, cudagraph, graph50, minimalFont, pngSize, svgCounts, tempDir, upwardEdges } from './helpers.js';
+import { assertUserError, cudagraph, graph50, minimalFont, pngSize, svgCounts, inTempDir, tempDir, upwardEdges } from './helpers.js';
 
 const font = findFont();
 
@@ -208,8 +208,7 @@ test('render: user mistakes are one line on stderr, no stack trace, status 1', (
 });
 
 test('render refuses to write over its input, however the output is spelled (./, a symlink, a hard link)', () => {
-  const dir = tempDir();
-  try {
+  inTempDir((dir) => {
     const input = join(dir, 'g.dot'); // a graph file with a picture's extension
     const text = JSON.stringify(graph50());
     writeFileSync(input, text);
@@ -231,14 +230,11 @@ test('render refuses to write over its input, however the output is spelled (./,
     // Another file of the same name elsewhere is fine.
     const r = cudagraph(['render', 'g.dot', '-o', join(dir, 'out', 'g.dot')], { cwd: dir });
     assert.equal(r.status, 0, r.stderr);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('--font must be a TrueType or OpenType font: text, WOFF, WOFF2, a cut file and a folder are refused in one line, before the layout', () => {
-  const dir = tempDir();
-  try {
+  inTempDir((dir) => {
     const good = join(dir, 'g.json');
     writeFileSync(good, JSON.stringify(graph50()));
     const font = minimalFont();
@@ -263,7 +259,5 @@ test('--font must be a TrueType or OpenType font: text, WOFF, WOFF2, a cut file 
     assertUserError(cudagraph(['render', good, '-o', join(dir, 'x.png'), '--font', dir]), /^cudagraph: cannot read the font .*: it is a folder\n$/, '--font <folder>');
     const env = { ...process.env, CUDAGRAPH_FONT: join(dir, 'notes.ttf') };
     assertUserError(cudagraph(['render', good, '-o', join(dir, 'x.png')], { env }), /^cudagraph: \$CUDAGRAPH_FONT .*notes\.ttf is not a TrueType or OpenType font/, '$CUDAGRAPH_FONT');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
