@@ -3,6 +3,7 @@
  * and colour per stream, a shape per kind, the critical path thick and red.
  */
 import { basename } from 'node:path';
+import { nameText } from '../model/bounded-text.js';
 import { loadFont } from './fonts.js';
 import { readGraphFile, refuseOverwritingInput, writeOutputFile } from './graph-file.js';
 import type { Output } from './output.js';
@@ -25,7 +26,7 @@ export interface RenderOptions {
 export function parseScale(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isFinite(n) || n < 0.1 || n > 10) throw new UsageError(`--scale must be a number from 0.1 to 10, got '${value}'`);
+  if (!Number.isFinite(n) || n < 0.1 || n > 10) throw new UsageError(`--scale must be a number from 0.1 to 10, got '${nameText(value)}'`);
   return n;
 }
 

@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError } from '../errors/base.js';
 import { describe, requireU32 } from '../util/validate.js';
+import { nameText } from './bounded-text.js';
 
 /** A copy between two devices (GPU ordinals), made by `MemcpyDir.PeerToPeer(srcDevice, dstDevice)`. */
 export interface PeerToPeerDir {
@@ -91,7 +92,7 @@ export function encodeMemcpyDir(op: string, name: string, dir: unknown, out: Uin
   if (typeof dir === 'object' && dir !== null && !Array.isArray(dir) && (dir as { kind?: unknown }).kind === 'PeerToPeer') {
     for (const key of Object.keys(dir)) {
       if (key !== 'kind' && key !== 'srcDevice' && key !== 'dstDevice') {
-        throw new InvalidArgumentError(op, name, `${name} has an unknown field '${key}' (known: kind, srcDevice, dstDevice)`);
+        throw new InvalidArgumentError(op, name, `${name} has an unknown field '${nameText(key)}' (known: kind, srcDevice, dstDevice)`);
       }
     }
     const p = dir as { srcDevice?: unknown; dstDevice?: unknown };

@@ -261,3 +261,12 @@ test('--font must be a TrueType or OpenType font: text, WOFF, WOFF2, a cut file 
     assertUserError(cudagraph(['render', good, '-o', join(dir, 'x.png')], { env }), /^cudagraph: \$CUDAGRAPH_FONT .*notes\.ttf is not a TrueType or OpenType font/, '$CUDAGRAPH_FONT');
   });
 });
+
+test('an option value quoted in an error is cut: --scale, --rounds, --sizes of 100,000 characters', () => {
+  const long = '9'.repeat(100_000);
+  for (const args of [['render', 'g.json', '-o', 'x.png', '--scale', long], ['demo', '--rounds', long], ['bench', '--sizes', `1,${long}x`]]) {
+    const r = cudagraph(args);
+    assertUserError(r, /must be .*, got '9+…'\n$/, args[0]!);
+    assert.ok(r.stderr.length < 300, `${args[0]}: ${r.stderr.length} characters`);
+  }
+});

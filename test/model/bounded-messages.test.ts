@@ -87,3 +87,11 @@ test('builder messages quote a long buffer name cut', () => {
   assert.throws(() => b.memset(b.hostBuffer(name.slice(1), 8), 0), (e: unknown) => e instanceof InvalidArgumentError && e.message.length < SHORT);
   assert.throws(() => b.memcpy({ src: h, dst: b.buffer(`d${name}`, 8), sizeBytes: 64 }), (e: unknown) => e instanceof InvalidArgumentError && e.message.length < SHORT);
 });
+
+test('a long unknown field of a peer-to-peer direction is quoted cut', () => {
+  const key = 'f'.repeat(100_000);
+  assert.throws(
+    () => new ComputeGraph().addNode({ kind: 'memcpy', sizeBytes: 8, dir: { kind: 'PeerToPeer', srcDevice: 0, dstDevice: 1, [key]: 1 } as never }),
+    (e: unknown) => e instanceof InvalidArgumentError && e.message.length < SHORT && /spec\.dir has an unknown field 'f+…'/.test(e.message),
+  );
+});
