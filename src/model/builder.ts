@@ -14,7 +14,7 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, requireBoolean, requireInt, requireName, requireNonNegativeFinite, requireOptions, requireSize, requireU32 } from '../util/validate.js';
 import { nameText } from './bounded-text.js';
-import { ComputeGraph, addEdgesAs, addNodeAs, nodeIdAs, type EdgeArg } from './compute-graph.js';
+import { ComputeGraph, addEdgeAs, addEdgesAs, addNodeAs, nodeIdAs, type EdgeArg } from './compute-graph.js';
 import { GraphErrorCode } from './error-codes.js';
 import type { MemcpyDir } from './memcpy-dir.js';
 import type { DimInput, NodeSpec, NodeSpecBase } from './node.js';
@@ -296,7 +296,7 @@ export class GraphBuilder {
   dep(from: NodeId, to: NodeId): this {
     const OP = 'GraphBuilder.dep';
     this.#open(OP);
-    addEdgesAs(this.#graph, OP, [{ from, to, fromName: 'from', toName: 'to', name: 'edge' }]);
+    addEdgeAs(this.#graph, OP, from, to);
     return this;
   }
 

@@ -95,6 +95,7 @@ let branded: (value: unknown) => value is ComputeGraph;
 let nodeAs: (graph: ComputeGraph, op: string, spec: unknown) => NodeId;
 let edgesAs: (graph: ComputeGraph, op: string, edges: readonly EdgeArg[]) => number;
 let idAs: (graph: ComputeGraph, op: string, name: string, id: unknown) => number;
+let edgeAs: (graph: ComputeGraph, op: string, from: unknown, to: unknown) => boolean;
 
 /**
  * An edge as another public call (e.g. `GraphBuilder.chain`) hands it over: the two ids, unchecked,
@@ -141,6 +142,7 @@ export class ComputeGraph {
     };
     edgesAs = (graph, op, edges) => graph.#addBatch(op, edges);
     idAs = (graph, op, name, id) => graph.#id(op, name, id);
+    edgeAs = (graph, op, from, to) => graph.#addOne(op, from, to, 'from', 'to');
   }
 
   /** An empty graph, to build by hand with `addNode` / `addEdge`. */
@@ -333,16 +335,23 @@ export class ComputeGraph {
    *   already reaches `from`; GraphError `NodeNotFound` for an unknown id. The graph is unchanged.
    */
   addEdge(from: NodeId, to: NodeId): boolean {
-    const OP = 'ComputeGraph.addEdge';
-    this.#writable(OP);
-    const u = this.#id(OP, 'from', from);
-    const v = this.#id(OP, 'to', to);
+    return this.#addOne('ComputeGraph.addEdge', from, to, 'from', 'to');
+  }
+
+  /**
+   * `addEdge` for the public call `op` (`fromName`, `toName`: how it names the ids). One edge goes
+   * through the incremental order (dynamic-order.ts), cheaper than a batch's full pass.
+   */
+  #addOne(op: string, from: unknown, to: unknown, fromName: string, toName: string): boolean {
+    this.#writable(op);
+    const u = this.#id(op, fromName, from);
+    const v = this.#id(op, toName, to);
     const r = this.#order.addEdge(this.#store, u, v);
     if (r === 'cycle') {
       throw new GraphError(
         'CycleDetected',
         GraphErrorCode.Cycle,
-        u === v ? `${OP}: a self-loop on node ${u} would be a cycle` : `${OP}: edge ${u} → ${v} would close a cycle (${v} already reaches ${u})`,
+        u === v ? `${op}: a self-loop on node ${u} would be a cycle` : `${op}: edge ${u} → ${v} would close a cycle (${v} already reaches ${u})`,
       );
     }
     return r === 'added';
@@ -691,6 +700,11 @@ export function addNodeAs(graph: ComputeGraph, op: string, spec: unknown): NodeI
  */
 export function addEdgesAs(graph: ComputeGraph, op: string, edges: readonly EdgeArg[]): number {
   return edgesAs(graph, op, edges);
+}
+
+/** `graph.addEdge(from, to)` for the public call `op` (e.g. `GraphBuilder.dep`): refusals name `op`. Internal. */
+export function addEdgeAs(graph: ComputeGraph, op: string, from: unknown, to: unknown): boolean {
+  return edgeAs(graph, op, from, to);
 }
 
 /** Checks that `id` names a node of `graph`, for the public call `op` (`name`: its argument). Internal. */
