@@ -1,4 +1,4 @@
-/** The helpers that keep messages short: listText and nameText. */
+/** The functions that keep messages short: listText and nameText. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { listText, nameText, NAME_MAX } from '../../src/model/bounded-text.js';
