@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
+import { fontProblem } from './font-file.js';
 import { UsageError, fileErrorReason } from './usage-error.js';
 
 /** File names tried first, best first (case-insensitive). */
@@ -71,16 +72,23 @@ export function findFont(folders: readonly string[] = fontFolders()): string | n
   return best ?? fallback;
 }
 
+/** A font file read and checked by `loadFont`. */
+export interface LoadedFont {
+  readonly path: string;
+  readonly bytes: Uint8Array;
+}
+
 /**
  * The bytes of the font for PNG text: `explicit` (the `--font` option) or `$CUDAGRAPH_FONT` when
  * given, else the best one found in `folders`.
- * @throws UsageError when the given file cannot be read, or no font is found.
+ * @throws UsageError when the given file cannot be read or is not a TrueType or OpenType font
+ *   (`fontProblem`), or no font is found.
  */
 export function loadFont(
   explicit?: string,
   env: NodeJS.ProcessEnv = process.env,
   folders: readonly string[] = fontFolders(env),
-): { path: string; bytes: Uint8Array } {
+): LoadedFont {
   const given = explicit ?? env['CUDAGRAPH_FONT'];
   const path = given ?? findFont(folders);
   if (path === null) {
@@ -89,9 +97,17 @@ export function loadFont(
         '(or set CUDAGRAPH_FONT), install one (e.g. fonts-dejavu-core or fonts-liberation), or render to .svg instead',
     );
   }
+  let bytes: Uint8Array;
   try {
-    return { path, bytes: new Uint8Array(readFileSync(path)) };
+    bytes = new Uint8Array(readFileSync(path));
   } catch (e) {
     throw new UsageError(`cannot read the font ${path}: ${fileErrorReason(e)}`, { cause: e });
   }
+  // resvg would draw no text with anything else, and say nothing (font-file.ts).
+  const problem = fontProblem(bytes);
+  if (problem !== null) {
+    const from = explicit !== undefined ? '--font' : given !== undefined ? '$CUDAGRAPH_FONT' : 'the font found';
+    throw new UsageError(`${from} ${path} is ${problem}; pass a TrueType or OpenType font (.ttf, .otf, .ttc)`);
+  }
+  return { path, bytes };
 }

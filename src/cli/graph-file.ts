@@ -1,5 +1,5 @@
 /** Reading and writing graph files for the commands, with one-line errors for the user's mistakes. */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ComputeGraph } from '../index.js';
 import { UsageError, fileErrorReason } from './usage-error.js';
@@ -36,5 +36,37 @@ export function writeOutputFile(path: string, data: string | Uint8Array): void {
     writeFileSync(path, data);
   } catch (e) {
     throw new UsageError(`cannot write ${path}: ${fileErrorReason(e)}`, { cause: e });
+  }
+}
+
+/**
+ * True when `a` and `b` name one existing file, however they are spelled: `g.dot` and `./g.dot`, a
+ * symlink and its target, two hard links. Compares device and inode (what the system calls the same
+ * file); where a filesystem reports no inodes (0), compares the resolved real paths.
+ */
+export function sameFile(a: string, b: string): boolean {
+  let sa, sb;
+  try {
+    sa = statSync(a);
+    sb = statSync(b);
+  } catch {
+    return false; // one of them does not exist (yet): writing cannot destroy the other
+  }
+  if (sa.ino !== 0 || sb.ino !== 0) return sa.dev === sb.dev && sa.ino === sb.ino;
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Refuses to write the output over the input file (`render g.dot -o g.dot`, also through a
+ * symlink or another spelling): the graph would be replaced by its picture.
+ * @throws UsageError when they are the same file.
+ */
+export function refuseOverwritingInput(input: string, output: string): void {
+  if (sameFile(input, output)) {
+    throw new UsageError(`-o ${output} is the input file ${input}: writing the picture would destroy the graph; choose another output file`);
   }
 }

@@ -5,6 +5,8 @@
 import { readGraphFile } from './graph-file.js';
 import type { Output } from './output.js';
 import { crossStreamJoins, formatSummary, streamLabel, summarize } from './summary.js';
+import { nameForTerminal, terminalText } from './terminal-text.js';
+import { cutNote, textList } from './text-lists.js';
 
 /** Options of `cudagraph inspect`. */
 export interface InspectOptions {
@@ -23,16 +25,17 @@ export function inspect(file: string, options: InspectOptions, io: Output): void
     io.out(JSON.stringify({ file, ...summary, depth: summary.levels, width: summary.widestLevel.width, sources, sinks, joins }, null, 2) + '\n');
     return;
   }
-  const name = (id: number): string => graph.node(id as never).name;
+  // Names and the path are the user's text: shown escaped where they hold control characters.
+  const name = (id: number): string => nameForTerminal(graph.node(id as never).name);
   const lines = [
-    `${file}: ${summary.nodes} nodes, ${summary.edges} edges`,
+    `${terminalText(file)}: ${summary.nodes} nodes, ${summary.edges} edges`,
     ...formatSummary(summary),
     `depth:          ${summary.levels} (levels: the longest chain of dependent nodes)`,
     `width:          ${summary.widestLevel.width} (the most nodes that can run at once, level by level)`,
-    `sources:        ${sources.map(name).join(', ') || '(none)'}`,
-    `sinks:          ${sinks.map(name).join(', ') || '(none)'}`,
-    `cross-stream joins (${joins.length}):`,
-    ...joins.map((j) => `  ${streamLabel(j.from.stream)} → ${streamLabel(j.to.stream)}: ${j.from.name} → ${j.to.name}`),
+    `sources:        ${textList(sources, name) || '(none)'}${cutNote(sources.length)}`,
+    `sinks:          ${textList(sinks, name) || '(none)'}${cutNote(sinks.length)}`,
+    `cross-stream joins (${joins.length}${cutNote(joins.length) === '' ? '' : '; --json lists every one'}):`,
+    ...(joins.length === 0 ? [] : [`  ${textList(joins, (j) => `${streamLabel(j.from.stream)} → ${streamLabel(j.to.stream)}: ${nameForTerminal(j.from.name)} → ${nameForTerminal(j.to.name)}`, '\n  ')}`]),
   ];
   io.out(lines.join('\n') + '\n');
 }

@@ -16,6 +16,7 @@ import { inspect } from './inspect.js';
 import { intOption } from './options.js';
 import { processOutput, type Output } from './output.js';
 import { render } from './render.js';
+import { terminalLines, terminalText } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 
 function program(io: Output, exit: { code: number }): Command {
@@ -26,7 +27,8 @@ function program(io: Output, exit: { code: number }): Command {
       writeOut: io.out,
       writeErr: io.err,
       // One style for every error line: `cudagraph: …`.
-      outputError: (text, write) => write(`cudagraph: ${text.replace(/^error: /, '')}`),
+      // Commander quotes what was typed: escaped, so a typed control character cannot forge lines.
+      outputError: (text, write) => write(`cudagraph: ${terminalLines(text.replace(/^error: /, ''))}`),
     })
     .showHelpAfterError('(run cudagraph --help for usage)')
     .allowExcessArguments(false)
@@ -116,12 +118,13 @@ export async function run(argv: string[], io: Output = processOutput): Promise<n
     // Commander has already printed its message (or the help, or the version).
     if (e instanceof CommanderError) return e.exitCode;
     if (e instanceof UsageError) {
-      io.err(`cudagraph: ${e.message}\n`);
+      // One line, whatever paths or names the message quotes.
+      io.err(`cudagraph: ${terminalText(e.message)}\n`);
       return 1;
     }
     if (e instanceof CudagraphError) {
       // A driver or NVRTC failure: its message already names the operation and what to check.
-      io.err(`cudagraph: ${e.message}\n(run \`cudagraph doctor\` to check this machine)\n`);
+      io.err(`cudagraph: ${terminalLines(e.message)}\n(run \`cudagraph doctor\` to check this machine)\n`);
       return 1;
     }
     // Anything else is a bug in cudagraph: keep the stack so it can be reported.

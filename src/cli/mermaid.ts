@@ -4,8 +4,8 @@
  * shape per kind (kernel box, memcpy parallelogram, memset hexagon, host callback stadium, empty
  * diamond), cross-stream edges dashed, highlighted nodes and edges thick and red.
  */
-import type { ComputeGraph, GraphNode, MemcpyDir } from '../index.js';
-import { HIGHLIGHT, STREAM_COLOURS, formatBytes } from '../model/dot.js';
+import type { ComputeGraph, GraphNode } from '../index.js';
+import { HIGHLIGHT, STREAM_COLOURS, describeWork } from '../model/dot.js';
 
 /** Options of `toMermaid`. */
 export interface MermaidOptions {
@@ -23,13 +23,17 @@ const KIND_FILL: Record<GraphNode['kind'], string> = {
 };
 
 /**
- * Escapes text for a quoted Mermaid label: Mermaid reads `#…;` as an entity code and labels as
- * HTML, so `#`, quotes and angle brackets are written as numeric entity codes; line breaks as `<br>`.
+ * Escapes text for a quoted Mermaid label (`n0["…"]`), so that any name is shown as written and
+ * cannot add a statement. Mermaid reads `#…;` as an entity code and labels as HTML, so `#`, quotes,
+ * `&` and angle brackets are written as numeric entity codes, and so are the characters that mean
+ * something before the label is parsed: `` ` `` (a "`…`" label is Markdown) and `%` (`%%` starts a
+ * comment, and `%%{…}%%` a directive that can change the configuration, wherever it stands). Line
+ * breaks become `<br>`; other control characters spaces.
  */
 export function mermaidText(s: string): string {
   let out = '';
   for (const ch of s) {
-    if (ch === '#' || ch === '"' || ch === '<' || ch === '>' || ch === '&') out += `#${ch.codePointAt(0)};`;
+    if (ch === '#' || ch === '"' || ch === '<' || ch === '>' || ch === '&' || ch === '`' || ch === '%') out += `#${ch.codePointAt(0)};`;
     else if (ch === '\n') out += '<br>';
     else if (ch < ' ' || ch === '\u007f') out += ' ';
     else out += ch;
@@ -37,29 +41,25 @@ export function mermaidText(s: string): string {
   return out;
 }
 
-function dirLabel(dir: MemcpyDir): string {
-  if (typeof dir === 'object') return `P2P ${dir.srcDevice}→${dir.dstDevice}`;
-  return { HostToDevice: 'HtoD', DeviceToHost: 'DtoH', DeviceToDevice: 'DtoD' }[dir];
-}
+/** Characters a title keeps as they are: letters, digits, spaces and punctuation that means nothing to YAML's quoted strings or to Mermaid. */
+const TITLE_PLAIN = /[A-Za-z0-9 _.,:;!?()[\]{}\/+=*@$^~|'-]/;
 
-function dim(d: readonly number[]): string {
-  return d[1] === 1 && d[2] === 1 ? String(d[0]) : `(${d.join(',')})`;
-}
-
-/** The second line of a node's label: what it does. */
-function work(n: GraphNode): string {
-  switch (n.kind) {
-    case 'kernel':
-      return `${n.functionName === n.name ? '' : n.functionName}<<<${dim(n.grid)}, ${dim(n.block)}${n.sharedMem > 0 ? `, ${n.sharedMem}` : ''}>>>`;
-    case 'memcpy':
-      return `memcpy ${dirLabel(n.dir)} ${formatBytes(n.sizeBytes)}`;
-    case 'memset':
-      return `memset ${formatBytes(n.sizeBytes)} = 0x${n.value.toString(16).padStart(n.elementSize * 2, '0')}`;
-    case 'hostCallback':
-      return 'host callback';
-    case 'empty':
-      return 'empty';
+/**
+ * The title as a YAML double-quoted string for Mermaid's front matter (`title: "…"`). Mermaid reads
+ * the whole text for `%%` comments and directives and `#…;` entity codes before it parses the YAML,
+ * so only plain characters are written as they are: everything else (quotes, backslashes, line
+ * breaks, `%`, `#`, `<`, `&`, backticks, control characters) is a `\uXXXX` escape, which YAML decodes
+ * back to the title exactly. Letters beyond ASCII stay readable, except invisible formatting and
+ * line-separator characters.
+ */
+export function mermaidTitle(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const code = ch.codePointAt(0)!;
+    const plain = TITLE_PLAIN.test(ch) || (code >= 0xa0 && !/[\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/u.test(ch));
+    out += plain ? ch : `\\u${code.toString(16).padStart(4, '0')}`;
   }
+  return `${out}"`;
 }
 
 function shape(n: GraphNode, label: string): string {
@@ -82,12 +82,12 @@ function shape(n: GraphNode, label: string): string {
 export function toMermaid(graph: ComputeGraph, options: MermaidOptions = {}): string {
   const nodes = graph.nodes();
   const lines: string[] = [];
-  if (options.title !== undefined) lines.push('---', `title: "${options.title.replace(/["\\]/g, "'")}"`, '---');
+  if (options.title !== undefined) lines.push('---', `title: ${mermaidTitle(options.title)}`, '---');
   lines.push('flowchart TB');
   for (const [kind, fill] of Object.entries(KIND_FILL)) lines.push(`  classDef ${kind} fill:${fill},stroke:#555555,color:#000000`);
 
   const nodeLine = (n: GraphNode, indent: string): string =>
-    `${indent}n${n.id}${shape(n, mermaidText(`${n.name}\n${work(n)}`))}:::${n.kind}`;
+    `${indent}n${n.id}${shape(n, mermaidText(`${n.name}\n${describeWork(n)}`))}:::${n.kind}`;
   const streams = graph.streams();
   streams.forEach((s, i) => {
     lines.push(`  subgraph stream${s}["stream ${s}"]`, '    direction TB');

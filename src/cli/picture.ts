@@ -9,7 +9,8 @@ import { createRequire } from 'node:module';
 import { extname } from 'node:path';
 import { Graphviz } from '@hpcc-js/wasm-graphviz';
 import type { ComputeGraph } from '../index.js';
-import { loadFont } from './fonts.js';
+import { loadFont, type LoadedFont } from './fonts.js';
+import { isStackOverflow, layoutOverflowError, refuseLargeLayout, refuseLargePng } from './layout-limits.js';
 import { toMermaid } from './mermaid.js';
 import { UsageError } from './usage-error.js';
 
@@ -35,8 +36,8 @@ export interface PictureOptions {
   readonly title?: string;
   /** Highlight the critical path (default true). */
   readonly criticalPath?: boolean;
-  /** PNG only: the font file for the text (default: found on the system). */
-  readonly font?: string;
+  /** PNG only: the font for the text, a file or one already loaded by `loadFont` (default: found on the system). */
+  readonly font?: string | LoadedFont;
   /** PNG only: pixels per SVG point (default 1.5). */
   readonly scale?: number;
 }
@@ -54,10 +55,22 @@ export function toDot(graph: ComputeGraph, options: PictureOptions = {}): string
 
 let graphviz: Promise<Graphviz> | null = null;
 
-/** Lays out DOT text with Graphviz (WebAssembly) and returns the SVG. */
+/**
+ * Lays out DOT text with Graphviz (WebAssembly) and returns the SVG.
+ * @throws UsageError when the layout runs out of stack (`drawGraph` refuses graphs that would,
+ *   as measured in layout-limits.ts; this catches what the measurements missed).
+ */
 export async function dotToSvg(dot: string): Promise<string> {
   graphviz ??= Graphviz.load();
-  return (await graphviz).dot(dot, 'svg');
+  const gv = await graphviz;
+  try {
+    return gv.dot(dot, 'svg');
+  } catch (e) {
+    if (!isStackOverflow(e)) throw e;
+    // The module was left in the middle of a call: the next layout starts from a fresh one.
+    graphviz = null;
+    throw layoutOverflowError(e);
+  }
 }
 
 type ResvgModule = typeof import('@resvg/resvg-wasm');
@@ -87,15 +100,18 @@ export interface Png {
  * Rasterises SVG to PNG on a white background, `scale` pixels per point.
  * @throws UsageError when no font can be found or read (see `loadFont`).
  */
-export async function svgToPng(svg: string, options: { font?: string; scale?: number } = {}): Promise<Png> {
-  const font = loadFont(options.font);
+export async function svgToPng(svg: string, options: { font?: string | LoadedFont; scale?: number } = {}): Promise<Png> {
+  const font = typeof options.font === 'object' ? options.font : loadFont(options.font);
   const { Resvg } = await loadResvg();
+  const zoom = options.scale ?? 1.5;
   const r = new Resvg(svg, {
     font: { fontBuffers: [font.bytes] },
     background: 'white',
-    fitTo: { mode: 'zoom', value: options.scale ?? 1.5 },
+    fitTo: { mode: 'zoom', value: zoom },
   });
   try {
+    // Before resvg allocates the pixels: beyond its memory it fails with an unhelpful panic.
+    refuseLargePng(r.width * zoom, r.height * zoom, zoom);
     const image = r.render();
     try {
       return { bytes: image.asPng(), width: image.width, height: image.height, font: font.path };
@@ -110,9 +126,14 @@ export async function svgToPng(svg: string, options: { font?: string; scale?: nu
 /** A drawn picture: text (SVG, DOT, Mermaid) or a PNG. */
 export type Picture = { readonly format: 'svg' | 'dot' | 'mmd'; readonly text: string } | ({ readonly format: 'png' } & Png);
 
-/** Draws `graph` in `format`. @throws UsageError for a PNG without a font. */
+/**
+ * Draws `graph` in `format`.
+ * @throws UsageError for a PNG without a font, and for an SVG or PNG of a graph too large to lay out
+ *   here or a PNG too large to rasterise (layout-limits.ts; DOT and Mermaid have no limit).
+ */
 export async function drawGraph(graph: ComputeGraph, format: PictureFormat, options: PictureOptions = {}): Promise<Picture> {
   if (format === 'mmd') return { format, text: toMermaid(graph, { title: options.title, highlight: highlightOf(graph, options) }) };
+  if (format !== 'dot') refuseLargeLayout(graph, format);
   const dot = toDot(graph, options);
   if (format === 'dot') return { format, text: dot };
   const svg = await dotToSvg(dot);

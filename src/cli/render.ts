@@ -3,9 +3,12 @@
  * and colour per stream, a shape per kind, the critical path thick and red.
  */
 import { basename } from 'node:path';
-import { readGraphFile, writeOutputFile } from './graph-file.js';
+import { nameText } from '../model/bounded-text.js';
+import { loadFont } from './fonts.js';
+import { readGraphFile, refuseOverwritingInput, writeOutputFile } from './graph-file.js';
 import type { Output } from './output.js';
 import { drawGraph, formatOf } from './picture.js';
+import { terminalText } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 
 /** Options of `cudagraph render`. */
@@ -23,14 +26,21 @@ export interface RenderOptions {
 export function parseScale(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isFinite(n) || n < 0.1 || n > 10) throw new UsageError(`--scale must be a number from 0.1 to 10, got '${value}'`);
+  if (!Number.isFinite(n) || n < 0.1 || n > 10) throw new UsageError(`--scale must be a number from 0.1 to 10, got '${nameText(value)}'`);
   return n;
 }
 
-/** Runs `cudagraph render`. @throws UsageError for a bad input file, output path, extension or font. */
+/**
+ * Runs `cudagraph render`.
+ * @throws UsageError for a bad input file, an output that is the input file, a bad output path or
+ *   extension, or a `--font` that is not a TrueType or OpenType font.
+ */
 export async function render(file: string, options: RenderOptions, io: Output): Promise<void> {
   const format = formatOf(options.output);
   const scale = parseScale(options.scale);
+  refuseOverwritingInput(file, options.output);
+  // The font is checked before the layout, which can take a while: a bad --font fails at once.
+  const font = format === 'png' || options.font !== undefined ? loadFont(options.font) : undefined;
   const graph = readGraphFile(file);
   const highlight = options.criticalPath && graph.nodeCount() > 0;
   const title =
@@ -39,16 +49,16 @@ export async function render(file: string, options: RenderOptions, io: Output): 
   const picture = await drawGraph(graph, format, {
     ...(title === '' ? {} : { title }),
     criticalPath: options.criticalPath,
-    ...(options.font === undefined ? {} : { font: options.font }),
+    ...(font === undefined ? {} : { font }),
     ...(scale === undefined ? {} : { scale }),
   });
   const path = highlight ? graph.criticalPath().nodes.length : 0;
   const what = `${graph.nodeCount()} nodes, ${graph.edgeCount()} edges, ${graph.streams().length} streams${highlight ? `, critical path of ${path} nodes highlighted` : ''}`;
   if (picture.format === 'png') {
     writeOutputFile(options.output, picture.bytes);
-    io.out(`wrote ${options.output} (PNG, ${picture.width}×${picture.height} px, ${what}; font ${picture.font})\n`);
+    io.out(`wrote ${terminalText(options.output)} (PNG, ${picture.width}×${picture.height} px, ${what}; font ${terminalText(picture.font)})\n`);
   } else {
     writeOutputFile(options.output, picture.text);
-    io.out(`wrote ${options.output} (${picture.format.toUpperCase()}, ${what})\n`);
+    io.out(`wrote ${terminalText(options.output)} (${picture.format.toUpperCase()}, ${what})\n`);
   }
 }

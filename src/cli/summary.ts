@@ -3,6 +3,8 @@
  * critical path, and the cross-stream joins.
  */
 import { type ComputeGraph, type NodeKind } from '../index.js';
+import { nameForTerminal } from './terminal-text.js';
+import { textList } from './text-lists.js';
 
 const NODE_KINDS: readonly NodeKind[] = ['kernel', 'memcpy', 'memset', 'hostCallback', 'empty'];
 
@@ -68,17 +70,17 @@ export function streamLabel(s: number | null): string {
   return s === null ? 'no stream' : `stream ${s}`;
 }
 
-/** The summary as aligned text lines. */
+/** The summary as aligned text lines (names escaped for a terminal where they need it). */
 export function formatSummary(s: GraphSummary): string[] {
   const kinds = NODE_KINDS.filter((k) => s.byKind[k] > 0).map((k) => `${k} ${s.byKind[k]}`);
-  const streams = s.streams.map((x) => `${streamLabel(x.stream)}: ${x.nodes}`);
+  const streams = textList(s.streams, (x) => `${streamLabel(x.stream)}: ${x.nodes}`);
   const cp = s.criticalPath;
   return [
     `nodes:          ${s.nodes}${kinds.length ? ` (${kinds.join(', ')})` : ''}`,
     `edges:          ${s.edges} (${s.crossStreamEdges} across streams: the fork/joins)`,
-    `streams:        ${s.streams.length}${streams.length ? ` (${streams.join(', ')})` : ''}`,
+    `streams:        ${s.streams.length}${s.streams.length ? ` (${streams})` : ''}`,
     `levels:         ${s.levels} (widest: level ${s.widestLevel.level}, ${s.widestLevel.width} nodes can run at once)`,
-    `critical path:  ${cp.nodes.length} nodes, cost ${cp.cost}${cp.nodes.length ? `: ${cp.nodes.map((n) => n.name).join(' → ')}` : ''}`,
+    `critical path:  ${cp.nodes.length} nodes, cost ${cp.cost}${cp.nodes.length ? `: ${textList(cp.nodes, (n) => nameForTerminal(n.name), ' → ')}` : ''}`,
   ];
 }
 

@@ -3,7 +3,7 @@
  * package installs and the CPU model works on machines without CUDA, and a driver call there fails
  * with one error that lists every place that was tried and what to check (sharp's loader does this).
  */
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { koffi, type KoffiLibrary } from './koffi.js';
 
@@ -175,17 +175,88 @@ export function nvrtcCandidates(
 }
 
 /**
+ * What a path is, when it is not a file the dynamic loader can map: `a FIFO (named pipe)`, `a
+ * folder`, … (null for a regular file). `dlopen` opens the path before it reads a byte, and opening
+ * a FIFO blocks until something writes to it: a `$CUDA_DRIVER_PATH` naming one hung the process
+ * for ever. So every path is looked at first (through symlinks, which `dlopen` follows too).
+ */
+export function notALibraryFile(stats: Stats): string | null {
+  if (stats.isFile()) return null;
+  if (stats.isFIFO()) return 'a FIFO (named pipe), not a library file: opening it would block until something writes to it';
+  if (stats.isDirectory()) return 'a folder, not a library file';
+  if (stats.isSocket()) return 'a socket, not a library file';
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device, not a library file';
+  return 'not a regular file';
+}
+
+/** Why `path` cannot be handed to the dynamic loader, or null when it is a regular file (or a symlink to one). */
+function pathProblem(path: string): string | null {
+  let stats: Stats;
+  try {
+    stats = statSync(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      let link = false;
+      try {
+        link = lstatSync(path).isSymbolicLink();
+      } catch {
+        // Not there at all.
+      }
+      return link ? 'a symlink to nothing (no such file)' : 'no such file';
+    }
+    return `cannot be looked at (${code ?? String(e)})`;
+  }
+  const problem = notALibraryFile(stats);
+  if (problem === null) return null;
+  let link = false;
+  try {
+    link = lstatSync(path).isSymbolicLink();
+  } catch {
+    // It was there a moment ago; the plain reason is enough.
+  }
+  return link ? `a symlink to ${problem}` : problem;
+}
+
+/**
+ * For a bare name (`libcuda.so.1`), the file the dynamic loader would open first from
+ * `LD_LIBRARY_PATH`, when that is not a regular file: the same hang as a bad explicit path.
+ * (The ld.so cache and the system folders list only files that ldconfig or root put there.)
+ */
+function searchPathProblem(name: string, env: NodeJS.ProcessEnv): string | null {
+  for (const dir of (env['LD_LIBRARY_PATH'] ?? '').split(':')) {
+    if (dir === '') continue;
+    const path = join(dir, name);
+    let exists = true;
+    try {
+      lstatSync(path);
+    } catch {
+      exists = false;
+    }
+    if (!exists) continue;
+    const problem = pathProblem(path);
+    return problem === null ? null : `the dynamic loader would open ${path} (from LD_LIBRARY_PATH), which is ${problem}`;
+  }
+  return null;
+}
+
+/**
  * Tries each candidate in order with `load` (koffi by default) and returns the first that loads,
- * with every failed attempt. Never throws.
+ * with every failed attempt. A path is looked at before it is loaded: one that is missing, a FIFO,
+ * a folder, a socket or a device is an attempt with that reason, and never reaches `load` (see
+ * `notALibraryFile`); so is a bare name that `LD_LIBRARY_PATH` resolves to such a file. Never throws.
  */
 export function loadFirst(
   candidates: readonly LibraryCandidate[],
   load: (path: string) => KoffiLibrary = (p) => koffi().load(p),
+  env: NodeJS.ProcessEnv = process.env,
 ): LoadOutcome {
   const attempts: LoadAttempt[] = [];
   for (const c of candidates) {
-    if (c.path.includes('/') && !existsSync(c.path)) {
-      attempts.push({ path: c.path, source: c.source, error: 'no such file' });
+    const isPath = c.path.includes('/') || (process.platform === 'win32' && c.path.includes('\\'));
+    const problem = isPath ? pathProblem(c.path) : process.platform === 'win32' ? null : searchPathProblem(c.path, env);
+    if (problem !== null) {
+      attempts.push({ path: c.path, source: c.source, error: problem });
       continue;
     }
     try {

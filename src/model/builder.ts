@@ -13,7 +13,8 @@
 import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, requireBoolean, requireInt, requireName, requireNonNegativeFinite, requireOptions, requireSize, requireU32 } from '../util/validate.js';
-import { ComputeGraph } from './compute-graph.js';
+import { nameText } from './bounded-text.js';
+import { ComputeGraph, addEdgeAs, addEdgesAs, addNodeAs, nodeIdAs, type EdgeArg } from './compute-graph.js';
 import { GraphErrorCode } from './error-codes.js';
 import type { MemcpyDir } from './memcpy-dir.js';
 import type { DimInput, NodeSpec, NodeSpecBase } from './node.js';
@@ -116,6 +117,19 @@ export interface GraphBuilderOptions {
 const NODE_KEYS = ['name', 'stream', 'cost'];
 
 /**
+ * The scalar arguments the builders made (`b.f32(2)`, …). A kernel's `args` accept only these: a
+ * look-alike `{ kind: 'scalar', type: 'f32', value: 'x' }` would reach the GPU unchecked. A WeakSet
+ * is the brand check of plain (frozen) objects.
+ */
+const SCALARS = new WeakSet<ScalarArg>();
+
+function scalar(type: ScalarType, value: number | bigint): ScalarArg {
+  const arg: ScalarArg = Object.freeze({ kind: 'scalar', type, value });
+  SCALARS.add(arg);
+  return arg;
+}
+
+/**
  * Builds a `ComputeGraph` with named buffers.
  *
  * @example
@@ -154,27 +168,27 @@ export class GraphBuilder {
 
   /** A C `int` argument. */
   i32(value: number): ScalarArg {
-    return { kind: 'scalar', type: 'i32', value: requireInt('GraphBuilder.i32', 'value', value, -(2 ** 31), 2 ** 31 - 1) };
+    return scalar('i32', requireInt('GraphBuilder.i32', 'value', value, -(2 ** 31), 2 ** 31 - 1));
   }
   /** A C `unsigned int` argument. */
   u32(value: number): ScalarArg {
-    return { kind: 'scalar', type: 'u32', value: requireU32('GraphBuilder.u32', 'value', value) };
+    return scalar('u32', requireU32('GraphBuilder.u32', 'value', value));
   }
   /** A C `long long` argument (a safe integer or a bigint in range). */
   i64(value: number | bigint): ScalarArg {
-    return { kind: 'scalar', type: 'i64', value: bigArg('GraphBuilder.i64', value, -(2n ** 63n), 2n ** 63n - 1n) };
+    return scalar('i64', bigArg('GraphBuilder.i64', value, -(2n ** 63n), 2n ** 63n - 1n));
   }
   /** A C `unsigned long long` argument. */
   u64(value: number | bigint): ScalarArg {
-    return { kind: 'scalar', type: 'u64', value: bigArg('GraphBuilder.u64', value, 0n, 2n ** 64n - 1n) };
+    return scalar('u64', bigArg('GraphBuilder.u64', value, 0n, 2n ** 64n - 1n));
   }
   /** A C `float` argument. */
   f32(value: number): ScalarArg {
-    return { kind: 'scalar', type: 'f32', value: requireNumber('GraphBuilder.f32', value) };
+    return scalar('f32', requireNumber('GraphBuilder.f32', value));
   }
   /** A C `double` argument. */
   f64(value: number): ScalarArg {
-    return { kind: 'scalar', type: 'f64', value: requireNumber('GraphBuilder.f64', value) };
+    return scalar('f64', requireNumber('GraphBuilder.f64', value));
   }
 
   /**
@@ -199,7 +213,7 @@ export class GraphBuilder {
       grid: o.grid as DimInput,
       block: o.block as DimInput,
       ...(o.sharedMem !== undefined ? { sharedMem: o.sharedMem } : {}),
-      ...common(o),
+      ...common(OP, o),
     };
     return this.#add(OP, spec, { kind: 'kernel', args: [...(args as ArgSpec[])] }, reads, writes);
   }
@@ -223,7 +237,7 @@ export class GraphBuilder {
     fits(OP, 'srcOffset', src, srcOffset, size);
     fits(OP, 'dstOffset', dst, dstOffset, size);
     const dir: MemcpyDir = src.host ? 'HostToDevice' : dst.host ? 'DeviceToHost' : 'DeviceToDevice';
-    const spec: NodeSpec = { kind: 'memcpy', dir, sizeBytes: size, name: o.name ?? `${src.name} → ${dst.name}`, ...common(o, false) };
+    const spec: NodeSpec = { kind: 'memcpy', dir, sizeBytes: size, name: o.name ?? `${src.name} → ${dst.name}`, ...common(OP, o, false) };
     return this.#add(OP, spec, { kind: 'memcpy', src, dst, srcOffset, dstOffset }, [src], [dst]);
   }
 
@@ -235,7 +249,7 @@ export class GraphBuilder {
     const OP = 'GraphBuilder.memset';
     this.#open(OP);
     const d = this.#ref(OP, 'dst', dst);
-    if (d.host) throw new InvalidArgumentError(OP, 'dst', `dst must be a device buffer; '${d.name}' is host memory`);
+    if (d.host) throw new InvalidArgumentError(OP, 'dst', `dst must be a device buffer; '${nameText(d.name)}' is host memory`);
     const o = requireOptions<MemsetNodeOptions>(OP, options, [...NODE_KEYS, 'elementSize', 'sizeBytes', 'offset']);
     const offset = o.offset === undefined ? 0 : requireSize(OP, 'offset', o.offset);
     const size = o.sizeBytes === undefined ? d.sizeBytes - offset : requireSize(OP, 'sizeBytes', o.sizeBytes);
@@ -246,7 +260,7 @@ export class GraphBuilder {
       value,
       ...(o.elementSize !== undefined ? { elementSize: o.elementSize } : {}),
       name: o.name ?? `fill ${d.name}`,
-      ...common(o, false),
+      ...common(OP, o, false),
     };
     return this.#add(OP, spec, { kind: 'memset', dst: d, offset }, [], [d]);
   }
@@ -262,7 +276,7 @@ export class GraphBuilder {
     const o = requireOptions<HostNodeOptions>(OP, options, [...NODE_KEYS, 'reads', 'writes']);
     const reads = this.#refs(OP, 'reads', o.reads);
     const writes = this.#refs(OP, 'writes', o.writes);
-    return this.#add(OP, { kind: 'hostCallback', label, ...common(o) }, { kind: 'hostCallback', fn: fn ?? null }, reads, writes);
+    return this.#add(OP, { kind: 'hostCallback', label, ...common(OP, o) }, { kind: 'hostCallback', fn: fn ?? null }, reads, writes);
   }
 
   /** An empty node: no work, a join point for `fanIn`/`fanOut`. */
@@ -270,42 +284,62 @@ export class GraphBuilder {
     const OP = 'GraphBuilder.empty';
     this.#open(OP);
     const o = requireOptions<NodeOptions>(OP, options, NODE_KEYS);
-    const spec: NodeSpec = { kind: 'empty', ...(name !== undefined ? { name } : {}), ...common(o, false) };
+    const spec: NodeSpec = { kind: 'empty', ...(name !== undefined ? { name } : {}), ...common(OP, o, false) };
     return this.#add(OP, spec, { kind: 'empty' }, [], []);
   }
 
   /**
    * `to` runs after `from`. Unlike the upstream builder (which drops a bad edge silently), a cycle
    * or an unknown node throws.
-   * @throws GraphError `CycleDetected` or `NodeNotFound`.
+   * @throws GraphError `CycleDetected` or `NodeNotFound`, naming `GraphBuilder.dep`; nothing is added.
    */
   dep(from: NodeId, to: NodeId): this {
-    this.#open('GraphBuilder.dep');
-    this.#graph.addEdge(from, to);
+    const OP = 'GraphBuilder.dep';
+    this.#open(OP);
+    addEdgeAs(this.#graph, OP, from, to);
     return this;
   }
 
-  /** Each node runs after the one before it. */
+  /**
+   * Each node runs after the one before it. All or nothing: every id is checked and the edges go in
+   * at once, or none does.
+   * @throws GraphError `CycleDetected` or `NodeNotFound` naming the element (`nodes[2]`); InvalidArgumentError for a non-array.
+   */
   chain(nodes: readonly NodeId[]): this {
-    this.#open('GraphBuilder.chain');
-    this.#list('GraphBuilder.chain', 'nodes', nodes);
-    for (let i = 1; i < nodes.length; i++) this.#graph.addEdge(nodes[i - 1]!, nodes[i]!);
+    const OP = 'GraphBuilder.chain';
+    this.#open(OP);
+    const ids = this.#ids(OP, 'nodes', nodes);
+    const edges: EdgeArg[] = [];
+    for (let i = 1; i < ids.length; i++) {
+      edges.push({ from: ids[i - 1], to: ids[i], fromName: `nodes[${i - 1}]`, toName: `nodes[${i}]`, name: `nodes[${i - 1}], nodes[${i}]:` });
+    }
+    addEdgesAs(this.#graph, OP, edges);
     return this;
   }
 
-  /** `join` runs after every node of `preds`. */
+  /**
+   * `join` runs after every node of `preds`. All or nothing, as `chain`.
+   * @throws GraphError `CycleDetected` or `NodeNotFound` naming the argument (`preds[1]`, `join`).
+   */
   fanIn(preds: readonly NodeId[], join: NodeId): this {
-    this.#open('GraphBuilder.fanIn');
-    this.#list('GraphBuilder.fanIn', 'preds', preds);
-    for (const p of preds) this.#graph.addEdge(p, join);
+    const OP = 'GraphBuilder.fanIn';
+    this.#open(OP);
+    const ids = this.#ids(OP, 'preds', preds);
+    nodeIdAs(this.#graph, OP, 'join', join);
+    addEdgesAs(this.#graph, OP, ids.map((p, i) => ({ from: p, to: join, fromName: `preds[${i}]`, toName: 'join', name: `preds[${i}], join:` })));
     return this;
   }
 
-  /** Every node of `succs` runs after `fork`. */
+  /**
+   * Every node of `succs` runs after `fork`. All or nothing, as `chain`.
+   * @throws GraphError `CycleDetected` or `NodeNotFound` naming the argument (`fork`, `succs[1]`).
+   */
   fanOut(fork: NodeId, succs: readonly NodeId[]): this {
-    this.#open('GraphBuilder.fanOut');
-    this.#list('GraphBuilder.fanOut', 'succs', succs);
-    for (const s of succs) this.#graph.addEdge(fork, s);
+    const OP = 'GraphBuilder.fanOut';
+    this.#open(OP);
+    nodeIdAs(this.#graph, OP, 'fork', fork);
+    const ids = this.#ids(OP, 'succs', succs);
+    addEdgesAs(this.#graph, OP, ids.map((x, i) => ({ from: fork, to: x, fromName: 'fork', toName: `succs[${i}]`, name: `fork, succs[${i}]:` })));
     return this;
   }
 
@@ -326,7 +360,7 @@ export class GraphBuilder {
     this.#open(op);
     requireName(op, 'name', name);
     requireInt(op, 'sizeBytes', sizeBytes, 1, Number.MAX_SAFE_INTEGER);
-    if (this.#buffers.has(name)) throw new InvalidArgumentError(op, 'name', `a buffer named '${name}' already exists`);
+    if (this.#buffers.has(name)) throw new InvalidArgumentError(op, 'name', `a buffer named '${nameText(name)}' already exists`);
     const ref: BufferRef = Object.freeze({ kind: 'buffer', name, sizeBytes, host });
     this.#buffers.set(name, ref);
     return ref;
@@ -347,26 +381,24 @@ export class GraphBuilder {
   }
 
   #arg(op: string, name: string, a: unknown): void {
-    if (typeof a === 'object' && a !== null && (a as ScalarArg).kind === 'scalar') return;
+    if (SCALARS.has(a as ScalarArg)) return;
+    if (typeof a === 'object' && a !== null && (a as ScalarArg).kind === 'scalar') {
+      throw new InvalidArgumentError(op, name, `${name} must be a scalar made by a builder (b.i32(…), b.f32(…), …) or a buffer declared on this builder, got a look-alike object`);
+    }
     this.#ref(op, name, a);
   }
 
-  #list(op: string, name: string, ids: unknown): void {
+  /** An array of ids, each naming a node (checked in order; a copy, so the caller cannot change it under us). */
+  #ids(op: string, name: string, ids: unknown): unknown[] {
     if (!Array.isArray(ids)) throw new InvalidArgumentError(op, name, `${name} must be an array of node ids, got ${describe(ids)}`);
+    const copy = [...(ids as unknown[])];
+    copy.forEach((id, i) => nodeIdAs(this.#graph, op, `${name}[${i}]`, id));
+    return copy;
   }
 
-  /** Adds the node (checked by `addNode`), its binding, and the data-flow edges into it. */
+  /** Adds the node (checked as `addNode` checks, refusals naming `op`), its binding, and the data-flow edges into it. */
   #add(op: string, spec: NodeSpec, binding: NodeBinding, reads: readonly BufferRef[], writes: readonly BufferRef[]): NodeId {
-    let id: NodeId;
-    try {
-      id = this.#graph.addNode(spec);
-    } catch (e) {
-      if (e instanceof InvalidArgumentError) {
-        const field = e.parameter.replace(/^spec\./, '');
-        throw new InvalidArgumentError(op, field, e.message.slice(e.operation.length + 2).replace(/^spec\./, ''));
-      }
-      throw e;
-    }
+    const id = addNodeAs(this.#graph, op, spec);
     this.#bindings.set(id, binding);
     if (this.#infer) this.#flow(id, reads, writes);
     return id;
@@ -395,17 +427,17 @@ export class GraphBuilder {
   }
 }
 
-function common(o: NodeOptions, withName = true): NodeSpecBase {
+function common(op: string, o: NodeOptions, withName = true): NodeSpecBase {
   return {
     ...(withName && o.name !== undefined ? { name: o.name } : {}),
     ...(o.stream !== undefined ? { stream: o.stream } : {}),
-    ...(o.cost !== undefined ? { cost: requireNonNegativeFinite('GraphBuilder', 'cost', o.cost) } : {}),
+    ...(o.cost !== undefined ? { cost: requireNonNegativeFinite(op, 'cost', o.cost) } : {}),
   };
 }
 
 function fits(op: string, name: string, b: BufferRef, offset: number, size: number): void {
   if (offset + size > b.sizeBytes) {
-    throw new InvalidArgumentError(op, name, `${size} bytes at offset ${offset} do not fit in buffer '${b.name}' (${b.sizeBytes} bytes)`);
+    throw new InvalidArgumentError(op, name, `${size} bytes at offset ${offset} do not fit in buffer '${nameText(b.name)}' (${b.sizeBytes} bytes)`);
   }
 }
 

@@ -7,6 +7,7 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, isU32, requireInt, requireOptions, requireU32 } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
+import { isCut, listText, nameText } from './bounded-text.js';
 import { GraphStore } from './graph-store.js';
 import { DynamicOrder } from './dynamic-order.js';
 import { ReachabilityIndex } from './reachability.js';
@@ -90,6 +91,26 @@ interface Cache {
 }
 
 let adopt: (graph: ComputeGraph, store: GraphStore) => void;
+let branded: (value: unknown) => value is ComputeGraph;
+let nodeAs: (graph: ComputeGraph, op: string, spec: unknown) => NodeId;
+let edgesAs: (graph: ComputeGraph, op: string, edges: readonly EdgeArg[]) => number;
+let idAs: (graph: ComputeGraph, op: string, name: string, id: unknown) => number;
+let edgeAs: (graph: ComputeGraph, op: string, from: unknown, to: unknown) => boolean;
+
+/**
+ * An edge as another public call (e.g. `GraphBuilder.chain`) hands it over: the two ids, unchecked,
+ * and how the call names them, so refusals name the call and its own arguments.
+ */
+export interface EdgeArg {
+  readonly from: unknown;
+  readonly to: unknown;
+  /** The argument `from` came from, e.g. `nodes[2]`. */
+  readonly fromName: string;
+  /** The argument `to` came from. */
+  readonly toName: string;
+  /** How a cycle message names the edge, before its ids: `edges[3]`, `nodes[1], nodes[2]:`. */
+  readonly name: string;
+}
 
 /**
  * A directed acyclic graph of kernel, memcpy, memset, host-callback and empty nodes.
@@ -105,11 +126,23 @@ export class ComputeGraph {
   #store: GraphStore;
   #order = new DynamicOrder();
   #cache: Cache = { version: -1 };
+  /** The call whose user callback is running, if any: the graph refuses to change meanwhile (`#writable`). */
+  #readingBy: string | null = null;
 
   static {
     adopt = (graph, store) => {
       graph.#store = store;
     };
+    // A brand check: true only for objects this class constructed (not for
+    // Object.create(ComputeGraph.prototype) nor a look-alike), unlike `instanceof`.
+    branded = (value): value is ComputeGraph => typeof value === 'object' && value !== null && #store in value;
+    nodeAs = (graph, op, spec) => {
+      graph.#writable(op);
+      return appendNodeSpec(graph.#store, op, '', spec) as NodeId;
+    };
+    edgesAs = (graph, op, edges) => graph.#addBatch(op, edges);
+    idAs = (graph, op, name, id) => graph.#id(op, name, id);
+    edgeAs = (graph, op, from, to) => graph.#addOne(op, from, to, 'from', 'to');
   }
 
   /** An empty graph, to build by hand with `addNode` / `addEdge`. */
@@ -137,7 +170,7 @@ export class ComputeGraph {
     if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw invalid(`the document must be an object, got ${describe(doc)}`);
     const d = doc as Record<string, unknown>;
     for (const key of Object.keys(d)) {
-      if (!['format', 'version', 'nodes', 'edges'].includes(key)) throw invalid(`unknown field '${key}' (known: format, version, nodes, edges)`);
+      if (!['format', 'version', 'nodes', 'edges'].includes(key)) throw invalid(`unknown field '${nameText(key)}' (known: format, version, nodes, edges)`);
     }
     if (d.format !== GRAPH_JSON_FORMAT) throw invalid(`format must be '${GRAPH_JSON_FORMAT}', got ${describe(d.format)}`);
     if (d.version !== GRAPH_JSON_VERSION) {
@@ -290,6 +323,7 @@ export class ComputeGraph {
    * g.addNode({ kind: 'empty', name: 'join' });
    */
   addNode(spec: NodeSpec): NodeId {
+    this.#writable('ComputeGraph.addNode');
     return appendNodeSpec(this.#store, 'ComputeGraph.addNode', 'spec.', spec) as NodeId;
   }
 
@@ -301,15 +335,23 @@ export class ComputeGraph {
    *   already reaches `from`; GraphError `NodeNotFound` for an unknown id. The graph is unchanged.
    */
   addEdge(from: NodeId, to: NodeId): boolean {
-    const OP = 'ComputeGraph.addEdge';
-    const u = this.#id(OP, 'from', from);
-    const v = this.#id(OP, 'to', to);
+    return this.#addOne('ComputeGraph.addEdge', from, to, 'from', 'to');
+  }
+
+  /**
+   * `addEdge` for the public call `op` (`fromName`, `toName`: how it names the ids). One edge goes
+   * through the incremental order (dynamic-order.ts), cheaper than a batch's full pass.
+   */
+  #addOne(op: string, from: unknown, to: unknown, fromName: string, toName: string): boolean {
+    this.#writable(op);
+    const u = this.#id(op, fromName, from);
+    const v = this.#id(op, toName, to);
     const r = this.#order.addEdge(this.#store, u, v);
     if (r === 'cycle') {
       throw new GraphError(
         'CycleDetected',
         GraphErrorCode.Cycle,
-        u === v ? `${OP}: a self-loop on node ${u} would be a cycle` : `${OP}: edge ${u} → ${v} would close a cycle (${v} already reaches ${u})`,
+        u === v ? `${op}: a self-loop on node ${u} would be a cycle` : `${op}: edge ${u} → ${v} would close a cycle (${v} already reaches ${u})`,
       );
     }
     return r === 'added';
@@ -330,22 +372,42 @@ export class ComputeGraph {
     if (edges === null || typeof edges !== 'object' || typeof (edges as Iterable<unknown>)[Symbol.iterator] !== 'function') {
       throw new InvalidArgumentError(OP, 'edges', `edges must be an iterable of [from, to] pairs, got ${describe(edges)}`);
     }
-    const from: number[] = [];
-    const to: number[] = [];
-    for (const pair of edges as Iterable<unknown>) {
-      const i = from.length;
-      if (!Array.isArray(pair) || pair.length !== 2) {
-        throw new InvalidArgumentError(OP, `edges[${i}]`, `edges[${i}] must be a pair [from, to], got ${describe(pair)}`);
+    this.#writable(OP);
+    const batch: EdgeArg[] = [];
+    // The iterable is the user's code (a generator, say): the graph holds still while it runs.
+    this.#readingBy = `${OP} (its edges iterable is running)`;
+    try {
+      for (const pair of edges as Iterable<unknown>) {
+        const i = batch.length;
+        if (!Array.isArray(pair) || pair.length !== 2) {
+          throw new InvalidArgumentError(OP, `edges[${i}]`, `edges[${i}] must be a pair [from, to], got ${describe(pair)}`);
+        }
+        batch.push({ from: pair[0], to: pair[1], fromName: `edges[${i}][0]`, toName: `edges[${i}][1]`, name: `edges[${i}]` });
       }
-      from.push(this.#id(OP, `edges[${i}][0]`, pair[0]));
-      to.push(this.#id(OP, `edges[${i}][1]`, pair[1]));
+    } finally {
+      this.#readingBy = null;
+    }
+    return this.#addBatch(OP, batch);
+  }
+
+  /**
+   * Adds a batch of edges for the public call `op`, all or none: every id is checked first (named
+   * as the call names it), then the batch goes in at once or, if it would close a cycle, not at all.
+   */
+  #addBatch(op: string, edges: readonly EdgeArg[]): number {
+    this.#writable(op);
+    const from: number[] = new Array<number>(edges.length);
+    const to: number[] = new Array<number>(edges.length);
+    for (let i = 0; i < edges.length; i++) {
+      from[i] = this.#id(op, edges[i]!.fromName, edges[i]!.from);
+      to[i] = this.#id(op, edges[i]!.toName, edges[i]!.to);
     }
     const r = this.#order.addEdges(this.#store, from, to);
     if (!r.ok) {
       throw new GraphError(
         'CycleDetected',
         GraphErrorCode.Cycle,
-        `${OP}: edges[${r.index}] ${from[r.index]} → ${to[r.index]} closes a cycle (${cycleText(r.cycle)}); no edge was added`,
+        `${op}: ${edges[r.index]!.name} ${from[r.index]} → ${to[r.index]} closes a cycle (${cycleText(r.cycle)}); no edge was added`,
       );
     }
     return r.added.filter(Boolean).length;
@@ -395,20 +457,17 @@ export class ComputeGraph {
    * are the nodes' `cost` (default 1, so by default the path with the most nodes), or what
    * `costOf(node)` returns. The path runs from a source to a sink; ties go to smaller ids.
    * @throws GraphError `EmptyGraph` when the graph has no nodes; InvalidArgumentError when
-   *   `costOf` returns anything but a finite number ≥ 0.
+   *   `costOf` returns anything but a finite number ≥ 0; GraphError `GRAPH_COST_OVERFLOW` when the
+   *   path's costs add up to more than `Number.MAX_VALUE`. `costOf` sees the graph as it was when
+   *   the call began: changing the graph from it is refused (GraphError `GRAPH_BUSY`).
    * @example
    * const { cost, nodes } = g.criticalPath((n) => (n.kind === 'kernel' ? 10 : 1));
    */
   criticalPath(costOf?: (node: GraphNode) => number): CriticalPath {
     const OP = 'ComputeGraph.criticalPath';
-    if (costOf !== undefined && typeof costOf !== 'function') {
-      throw new InvalidArgumentError(OP, 'costOf', `costOf must be a function, got ${describe(costOf)}`);
-    }
-    const cache = this.#nonEmpty(OP);
-    const s = this.#store;
-    const cost = this.#costs(OP, costOf);
-    cache.byOrd ??= nodesByOrd(s);
-    const path = longestPath(s, cache.byOrd, cost);
+    const { byOrd, cost } = this.#scheduleInput(OP, costOf);
+    const path = longestPath(this.#store, byOrd, cost);
+    finiteSum(OP, path.cost, 'along the critical path');
     return { cost: path.cost, nodes: path.nodes as NodeId[] };
   }
 
@@ -416,20 +475,18 @@ export class ComputeGraph {
    * ASAP/ALAP/slack per node with unlimited streams: when each node can start at the earliest,
    * the latest it can start without lengthening the run, and the difference. Nodes with no slack
    * are critical: speeding anything else up does not shorten the graph. Costs as `criticalPath`.
-   * @throws GraphError `EmptyGraph`; InvalidArgumentError for a bad `costOf`.
+   * @throws GraphError `EmptyGraph`; InvalidArgumentError for a bad `costOf`; GraphError
+   *   `GRAPH_COST_OVERFLOW` or `GRAPH_BUSY` as `criticalPath`.
    * @example
    * const t = g.timing((n) => (n.kind === 'kernel' ? 10 : 1));
    * t.nodes.filter((x) => x.critical);   // where the time goes
    */
   timing(costOf?: (node: GraphNode) => number): GraphTiming {
     const OP = 'ComputeGraph.timing';
-    if (costOf !== undefined && typeof costOf !== 'function') {
-      throw new InvalidArgumentError(OP, 'costOf', `costOf must be a function, got ${describe(costOf)}`);
-    }
-    const cache = this.#nonEmpty(OP);
-    const cost = this.#costs(OP, costOf);
-    cache.byOrd ??= nodesByOrd(this.#store);
-    const t = nodeTimes(this.#store, cache.byOrd, cost);
+    const { byOrd, cost } = this.#scheduleInput(OP, costOf);
+    const t = nodeTimes(this.#store, byOrd, cost);
+    // Every time is at most the length; a finite length keeps the slacks and critical flags exact.
+    finiteSum(OP, t.length, 'along the critical path');
     // Slack is a difference of sums; round-off below this is no slack at all.
     const eps = 1e-9 * Math.max(1, t.length);
     const nodes: NodeTiming[] = new Array(this.#store.n);
@@ -448,21 +505,19 @@ export class ComputeGraph {
    * Graham's `total/k + (1 − 1/k)·critical path` (at most `2 − 1/k` times the optimum). With
    * `streams` ≥ the widest antichain the makespan is the critical path. Costs as `criticalPath`.
    * @throws GraphError `EmptyGraph`; InvalidArgumentError unless `streams` is an integer in 1..1024
-   *   or for a bad `costOf`.
+   *   or for a bad `costOf`; GraphError `GRAPH_COST_OVERFLOW` when all costs add up to more than
+   *   `Number.MAX_VALUE`, or `GRAPH_BUSY` as `criticalPath`.
    */
   boundedMakespan(streams: number, costOf?: (node: GraphNode) => number): BoundedMakespan {
     const OP = 'ComputeGraph.boundedMakespan';
     const k = requireInt(OP, 'streams', streams, 1, 1024);
-    if (costOf !== undefined && typeof costOf !== 'function') {
-      throw new InvalidArgumentError(OP, 'costOf', `costOf must be a function, got ${describe(costOf)}`);
-    }
-    const cache = this.#nonEmpty(OP);
-    const cost = this.#costs(OP, costOf);
-    cache.byOrd ??= nodesByOrd(this.#store);
-    const critical = longestPath(this.#store, cache.byOrd, cost).cost;
+    const { byOrd, cost } = this.#scheduleInput(OP, costOf);
     let total = 0;
-    for (let v = 0; v < this.#store.n; v++) total += cost[v]!;
-    const { makespan, placement } = listSchedule(this.#store, cache.byOrd, cost, k);
+    for (let v = 0; v < cost.length; v++) total += cost[v]!;
+    // Every start, finish and bound is at most the total (costs are ≥ 0), so a finite total keeps them finite.
+    finiteSum(OP, total, 'over all nodes');
+    const critical = longestPath(this.#store, byOrd, cost).cost;
+    const { makespan, placement } = listSchedule(this.#store, byOrd, cost, k);
     return {
       streams: k,
       makespan,
@@ -521,19 +576,64 @@ export class ComputeGraph {
     return v;
   }
 
-  /** The cost of every node: the nodes' own, or `costOf(record)` checked. */
-  #costs(op: string, costOf: ((node: GraphNode) => number) | undefined): Float64Array {
-    const s = this.#store;
-    if (costOf === undefined) return s.cost === null ? new Float64Array(s.n).fill(1) : s.cost;
-    const cost = new Float64Array(s.n);
-    for (let v = 0; v < s.n; v++) {
-      const c = costOf(s.readNode(v));
-      if (typeof c !== 'number' || !Number.isFinite(c) || c < 0) {
-        throw new InvalidArgumentError(op, 'costOf', `costOf(node ${v}) must return a finite number ≥ 0, got ${describe(c)}`);
-      }
-      cost[v] = c;
+  /**
+   * What the schedule methods start from: `costOf` checked, the graph not empty, every node's cost
+   * (its own, or `costOf(record)` checked) and a topological order, all of the graph as it is now.
+   *
+   * `costOf` is the user's code, run in the middle of the call: if it changed the graph, the costs
+   * would cover fewer nodes than the order (NaN times) and the loop over nodes would never end. So
+   * the graph refuses to change while it runs (`GRAPH_BUSY`, see `#writable`), and the order is
+   * taken after the last call to it.
+   */
+  #scheduleInput(op: string, costOf: unknown): { byOrd: Uint32Array; cost: Float64Array } {
+    if (costOf !== undefined && typeof costOf !== 'function') {
+      throw new InvalidArgumentError(op, 'costOf', `costOf must be a function, got ${describe(costOf)}`);
     }
-    return cost;
+    this.#nonEmpty(op);
+    const s = this.#store;
+    let cost: Float64Array;
+    if (costOf === undefined) {
+      cost = s.cost === null ? new Float64Array(s.n).fill(1) : s.cost.subarray(0, s.n);
+    } else {
+      const f = costOf as (node: GraphNode) => number;
+      const n = s.n;
+      const version = s.version;
+      cost = new Float64Array(n);
+      const outer = this.#readingBy;
+      this.#readingBy = `${op} (its costOf callback is running)`;
+      try {
+        for (let v = 0; v < n; v++) {
+          const c = f(s.readNode(v));
+          if (typeof c !== 'number' || !Number.isFinite(c) || c < 0) {
+            throw new InvalidArgumentError(op, 'costOf', `costOf(node ${v}) must return a finite number ≥ 0, got ${describe(c)}`);
+          }
+          cost[v] = c;
+        }
+      } finally {
+        this.#readingBy = outer;
+      }
+      // A second line of defence: nothing may have changed the store while costOf ran.
+      if (s.version !== version) {
+        throw new GraphError('Internal', GraphErrorCode.Busy, `${op}: the graph changed while costOf ran; costOf must only read the node it is given`);
+      }
+    }
+    const cache = this.#fresh();
+    cache.byOrd ??= nodesByOrd(s);
+    return { byOrd: cache.byOrd, cost };
+  }
+
+  /**
+   * Refuses a change while the graph runs a user callback in the middle of a call (`costOf`, the
+   * `edges` iterable of `addEdges`): the call would go on with data that no longer fits the graph.
+   */
+  #writable(op: string): void {
+    if (this.#readingBy !== null) {
+      throw new GraphError(
+        'Internal',
+        GraphErrorCode.Busy,
+        `${op}: the graph cannot change while ${this.#readingBy}; change it after that call returns`,
+      );
+    }
   }
 
   #fresh(): Cache {
@@ -554,9 +654,62 @@ export class ComputeGraph {
   }
 }
 
-/** `3 → 4 → 3` for the cycle [3, 4]. */
+/** Refuses a sum of costs that overflowed (`Infinity`): every time and bound built on it would be wrong. */
+function finiteSum(op: string, sum: number, where: string): void {
+  if (!Number.isFinite(sum)) {
+    throw new GraphError(
+      'ValidationFailed',
+      GraphErrorCode.CostOverflow,
+      `${op}: the costs ${where} add up to more than the largest number (${Number.MAX_VALUE}); use smaller units`,
+    );
+  }
+}
+
+/**
+ * `3 → 4 → 3` for the cycle [3, 4]; a long cycle shows its first and last few nodes and its length
+ * (`1,000,000 nodes: 0 → 1 → … → 999,999 → 0`), so the message stays short (bounded-text.ts).
+ */
 function cycleText(cycle: readonly number[]): string {
-  return [...cycle, cycle[0]!].join(' → ');
+  const path = listText(cycle.length + 1, (i) => String(cycle[i % cycle.length]), ' → ');
+  return isCut(cycle.length + 1) ? `${cycle.length.toLocaleString('en-US')} nodes: ${path}` : path;
+}
+
+/**
+ * True for a graph this module made (a brand check on a private field): `Object.create(
+ * ComputeGraph.prototype)` and look-alike objects are not graphs. Internal: entry points that take a
+ * graph check it with `requireGraph`.
+ */
+export function isComputeGraph(value: unknown): value is ComputeGraph {
+  return branded(value);
+}
+
+/** `value` if it is a `ComputeGraph` (brand-checked), else InvalidArgumentError naming `op` and `name`. */
+export function requireGraph(op: string, name: string, value: unknown): ComputeGraph {
+  if (!branded(value)) throw new InvalidArgumentError(op, name, `${name} must be a ComputeGraph, got ${describe(value)}`);
+  return value;
+}
+
+/** `graph.addNode(spec)` for the public call `op` (e.g. `GraphBuilder.kernel`): refusals name `op` and the field. Internal. */
+export function addNodeAs(graph: ComputeGraph, op: string, spec: unknown): NodeId {
+  return nodeAs(graph, op, spec);
+}
+
+/**
+ * Adds `edges` to `graph` for the public call `op` (e.g. `GraphBuilder.chain`), all or none; refusals
+ * name `op` and the arguments as `edges` names them. Returns how many edges were new. Internal.
+ */
+export function addEdgesAs(graph: ComputeGraph, op: string, edges: readonly EdgeArg[]): number {
+  return edgesAs(graph, op, edges);
+}
+
+/** `graph.addEdge(from, to)` for the public call `op` (e.g. `GraphBuilder.dep`): refusals name `op`. Internal. */
+export function addEdgeAs(graph: ComputeGraph, op: string, from: unknown, to: unknown): boolean {
+  return edgeAs(graph, op, from, to);
+}
+
+/** Checks that `id` names a node of `graph`, for the public call `op` (`name`: its argument). Internal. */
+export function nodeIdAs(graph: ComputeGraph, op: string, name: string, id: unknown): NodeId {
+  return idAs(graph, op, name, id) as NodeId;
 }
 
 /** Wraps a finished store (from `StreamCapture.endCapture`) as a graph. Internal. */

@@ -31,15 +31,18 @@ export const STREAM_COLOURS: readonly string[] = ['#1f77b4', '#ff7f0e', '#2ca02c
 export const HIGHLIGHT = '#d62728';
 
 /**
- * Quotes `s` as a DOT label string. Quotes are escaped; every backslash is doubled, so a name
- * such as `C:\N` is drawn as written instead of Graphviz expanding `\N` to the node's id. Line
- * breaks become `\n`; other control characters become spaces.
+ * Quotes `s` as a DOT label string, so that any name is drawn as written and cannot add to the
+ * graph: quotes are escaped (a name cannot end the string); every backslash is doubled, so a name
+ * such as `C:\N` is drawn as written instead of Graphviz expanding `\N` to the node's id; `&` is
+ * written `&amp;`, because Graphviz decodes entities in labels (`&lt;b&gt;` would be drawn as
+ * `<b>`, `&#65;` as `A`). Line breaks become `\n`; other control characters become spaces.
  */
 export function dotString(s: string): string {
   let out = '"';
   for (const ch of s) {
     if (ch === '"') out += '\\"';
     else if (ch === '\\') out += '\\\\';
+    else if (ch === '&') out += '&amp;';
     else if (ch === '\n') out += '\\n';
     else if (ch < ' ' || ch === '\u007f') out += ' ';
     else out += ch;

@@ -18,6 +18,8 @@
  * | `GRAPH_CYCLE` | CycleDetected | a self-loop, or an edge whose target already reaches its source |
  * | `GRAPH_EMPTY` | EmptyGraph | ordering or scheduling a graph with no nodes |
  * | `GRAPH_JSON_INVALID` | ValidationFailed | `ComputeGraph.fromJSON` given a value that is not a valid graph document |
+ * | `GRAPH_COST_OVERFLOW` | ValidationFailed | `criticalPath`, `timing`, `boundedMakespan` when the costs add up to more than `Number.MAX_VALUE` |
+ * | `GRAPH_BUSY` | Internal | a change to a graph while one of its calls runs a user callback (`costOf`, the `edges` iterable of `addEdges`) |
  */
 export const GraphErrorCode = {
   CaptureNotActive: 'CAPTURE_NOT_ACTIVE',
@@ -34,6 +36,8 @@ export const GraphErrorCode = {
   Cycle: 'GRAPH_CYCLE',
   Empty: 'GRAPH_EMPTY',
   JsonInvalid: 'GRAPH_JSON_INVALID',
+  CostOverflow: 'GRAPH_COST_OVERFLOW',
+  Busy: 'GRAPH_BUSY',
 } as const;
 
 /** One of the `GraphErrorCode` values. */

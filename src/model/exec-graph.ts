@@ -16,10 +16,15 @@
  * - sizes: see `UpdateRules`.
  */
 import { GraphError } from '../errors/graph-error.js';
-import { InvalidArgumentError } from '../errors/base.js';
+import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
 import { describe, isU32, requireOneOf, requireOptions, requireU32 } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
-import { ComputeGraph } from './compute-graph.js';
+import { requireGraph, type ComputeGraph } from './compute-graph.js';
+import { GraphStore } from './graph-store.js';
+import { appendNodeSpec } from './node-spec.js';
+import { NODE_KINDS } from './node.js';
+import { nameText } from './bounded-text.js';
+import { memcpyDirName } from './memcpy-dir.js';
 import type { GraphNode } from './node.js';
 import type { NodeId } from './ids.js';
 
@@ -76,13 +81,21 @@ export type NodeParamUpdate =
   | { readonly kind: 'kernel'; readonly functionName?: string; readonly grid?: readonly [number, number, number]; readonly block?: readonly [number, number, number]; readonly sharedMem?: number }
   | { readonly kind: 'memset'; readonly value: number };
 
+/** Proves a constructor call comes from `ExecGraph.instantiate`. */
+const CONSTRUCT = Symbol('ExecGraph.instantiate');
+
+/** The fields `updateNode` takes, by the kind of node it updates. */
+const UPDATE_FIELDS: Readonly<Record<string, readonly string[]>> = {
+  kernel: ['kind', 'functionName', 'grid', 'block', 'sharedMem'],
+  memset: ['kind', 'value'],
+};
+
 const SUCCESS: ExecUpdateResult = 'CU_GRAPH_EXEC_UPDATE_SUCCESS';
 const TOPOLOGY: ExecUpdateResult = 'CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED';
 const NODE_TYPE: ExecUpdateResult = 'CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED';
 const PARAMETERS: ExecUpdateResult = 'CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED';
 
 const same3 = (a: readonly number[], b: readonly number[]): boolean => a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
-const dirName = (d: unknown): string => (typeof d === 'string' ? d : `PeerToPeer(${(d as { srcDevice: number }).srcDevice}→${(d as { dstDevice: number }).dstDevice})`);
 
 /**
  * Compares node `a` (instantiated) with `b` (new): `null` when equal in every parameter CUDA
@@ -109,8 +122,8 @@ function compareNode(a: GraphNode, b: GraphNode, rules: UpdateRules): null | 'pa
     }
     case 'memcpy': {
       const c = b as typeof a;
-      if (dirName(a.dir) !== dirName(c.dir)) {
-        return { reason: `node ${id}: a memcpy cannot change direction (${dirName(a.dir)} → ${dirName(c.dir)})`, result: PARAMETERS };
+      if (memcpyDirName(a.dir) !== memcpyDirName(c.dir)) {
+        return { reason: `node ${id}: a memcpy cannot change direction (${memcpyDirName(a.dir)} → ${memcpyDirName(c.dir)})`, result: PARAMETERS };
       }
       if (a.sizeBytes === c.sizeBytes) return null;
       if (rules === 'seed') return { reason: `node ${id}: a memcpy cannot change its size (${a.sizeBytes} → ${c.sizeBytes} bytes)`, result: PARAMETERS };
@@ -141,7 +154,9 @@ export class ExecGraph {
   readonly #order: readonly NodeId[];
   #updates = 0;
 
-  private constructor(graph: ComputeGraph, rules: UpdateRules) {
+  /** Made by `ExecGraph.instantiate` only (`key` proves it; `new ExecGraph()` is refused). */
+  private constructor(key: symbol, graph: ComputeGraph, rules: UpdateRules) {
+    if (key !== CONSTRUCT) throw privateConstructorError('ExecGraph', 'ExecGraph.instantiate(graph)');
     this.rules = rules;
     this.#nodes = graph.nodes();
     this.#edges = edgeKeys(graph);
@@ -155,11 +170,11 @@ export class ExecGraph {
    */
   static instantiate(graph: ComputeGraph, options?: ExecGraphOptions): ExecGraph {
     const OP = 'ExecGraph.instantiate';
-    requireGraph(OP, graph);
+    requireGraph(OP, 'graph', graph);
     const o = requireOptions<ExecGraphOptions>(OP, options, ['rules']);
     const rules = o.rules === undefined ? 'cuda' : requireOneOf(OP, 'rules', o.rules, ['cuda', 'seed'] as const);
     if (graph.nodeCount() === 0) throw new GraphError('EmptyGraph', GraphErrorCode.Empty, `${OP}: the graph has no nodes`);
-    return new ExecGraph(graph, rules);
+    return new ExecGraph(CONSTRUCT, graph, rules);
   }
 
   /** Number of nodes. */
@@ -209,7 +224,7 @@ export class ExecGraph {
    */
   diff(graph: ComputeGraph): ExecGraphDiff {
     const OP = 'ExecGraph.diff';
-    requireGraph(OP, graph);
+    requireGraph(OP, 'graph', graph);
     if (graph.nodeCount() === 0) throw new GraphError('EmptyGraph', GraphErrorCode.Empty, `${OP}: the graph has no nodes`);
     return this.#diff(graph, graph.nodes());
   }
@@ -264,7 +279,7 @@ export class ExecGraph {
    */
   update(graph: ComputeGraph): ExecGraphDiff {
     const OP = 'ExecGraph.update';
-    requireGraph(OP, graph);
+    requireGraph(OP, 'graph', graph);
     if (graph.nodeCount() === 0) throw new GraphError('EmptyGraph', GraphErrorCode.Empty, `${OP}: the graph has no nodes`);
     const nodes = graph.nodes();
     const d = this.#diff(graph, nodes);
@@ -277,39 +292,50 @@ export class ExecGraph {
   /**
    * Changes one node's parameters (`cuGraphExecKernelNodeSetParams` / `…MemsetNodeSetParams`).
    * @throws GraphError `NodeNotFound`; kind `UpdateNotPossible` when the update targets another kind
-   *   of node; InvalidArgumentError for bad values (same limits as `addNode`).
+   *   of node or a kind that takes no update; InvalidArgumentError for a field the update does not
+   *   take (`update.gird`) and for bad values (same limits as `addNode`, named `update.grid[0]`).
+   *   A refused update changes nothing and is not counted.
    */
   updateNode(id: NodeId, update: NodeParamUpdate): void {
     const OP = 'ExecGraph.updateNode';
     const v = this.#id(OP, id);
-    if (typeof update !== 'object' || update === null) throw new InvalidArgumentError(OP, 'update', `update must be an object, got ${describe(update)}`);
-    const node = this.#nodes[v]!;
-    if (node.kind !== update.kind) {
-      throw new GraphError(
-        'UpdateNotPossible',
-        GraphErrorCode.UpdateNotPossible,
-        `${OP}: node ${v} is a '${node.kind}' node but the update targets '${String(update.kind)}'`,
-      );
+    if (typeof update !== 'object' || update === null || Array.isArray(update)) {
+      throw new InvalidArgumentError(OP, 'update', `update must be an object, got ${describe(update)}`);
     }
-    // Check the new values with the graph's own checks: build the node alone.
-    const probe = new ComputeGraph();
-    let next: GraphNode;
-    if (node.kind === 'kernel' && update.kind === 'kernel') {
-      const spec = {
-        kind: 'kernel' as const,
-        name: node.name,
-        functionName: update.functionName ?? node.functionName,
-        grid: update.grid ?? node.grid,
-        block: update.block ?? node.block,
-        sharedMem: update.sharedMem ?? node.sharedMem,
-      };
-      probe.addNode(spec);
-      next = { ...node, ...probe.node(0 as NodeId), id: node.id, stream: node.stream, cost: node.cost } as GraphNode;
-    } else if (node.kind === 'memset' && update.kind === 'memset') {
-      probe.addNode({ kind: 'memset', sizeBytes: node.sizeBytes, elementSize: node.elementSize, value: update.value });
-      next = { ...node, value: update.value };
-    } else {
+    const u = update as Record<string, unknown>;
+    const kind = requireOneOf(OP, 'update.kind', u.kind, NODE_KINDS);
+    const node = this.#nodes[v]!;
+    if (node.kind !== kind) {
+      throw new GraphError('UpdateNotPossible', GraphErrorCode.UpdateNotPossible, `${OP}: node ${v} is a '${node.kind}' node but the update targets '${kind}'`);
+    }
+    const fields = UPDATE_FIELDS[kind];
+    if (fields === undefined) {
       throw new GraphError('UpdateNotPossible', GraphErrorCode.UpdateNotPossible, `${OP}: '${node.kind}' nodes take no parameter update`);
+    }
+    // A field the driver call does not take is a mistake, not something to ignore (and count).
+    for (const key of Object.keys(u)) {
+      if (!fields.includes(key)) {
+        throw new InvalidArgumentError(OP, `update.${nameText(key)}`, `update.${nameText(key)} is not a field of a '${kind}' update (known: ${fields.join(', ')})`);
+      }
+    }
+    // Check the new values with the graph's own checks, refusals naming this call: build the node alone.
+    const probe = new GraphStore();
+    let next: GraphNode;
+    if (node.kind === 'kernel') {
+      appendNodeSpec(probe, OP, 'update.', {
+        kind: 'kernel',
+        name: node.name,
+        // A field left out keeps its value; one given (null included) is checked.
+        functionName: u.functionName === undefined ? node.functionName : u.functionName,
+        grid: u.grid === undefined ? node.grid : u.grid,
+        block: u.block === undefined ? node.block : u.block,
+        sharedMem: u.sharedMem === undefined ? node.sharedMem : u.sharedMem,
+      });
+      next = { ...node, ...probe.readNode(0), id: node.id, stream: node.stream, cost: node.cost } as GraphNode;
+    } else {
+      const m = node as Extract<GraphNode, { kind: 'memset' }>;
+      appendNodeSpec(probe, OP, 'update.', { kind: 'memset', sizeBytes: m.sizeBytes, elementSize: m.elementSize, value: u.value });
+      next = { ...m, value: u.value as number };
     }
     this.#nodes[v] = next;
     this.#updates++;
@@ -329,9 +355,6 @@ export class ExecGraph {
   }
 }
 
-function requireGraph(op: string, graph: unknown): void {
-  if (!(graph instanceof ComputeGraph)) throw new InvalidArgumentError(op, 'graph', `graph must be a ComputeGraph, got ${describe(graph)}`);
-}
 
 /** The edges as ascending numeric keys `from · n + to` (exact below 2^53). */
 function edgeKeys(graph: ComputeGraph): Float64Array {

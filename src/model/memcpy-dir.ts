@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError } from '../errors/base.js';
 import { describe, requireU32 } from '../util/validate.js';
+import { nameText } from './bounded-text.js';
 
 /** A copy between two devices (GPU ordinals), made by `MemcpyDir.PeerToPeer(srcDevice, dstDevice)`. */
 export interface PeerToPeerDir {
@@ -38,7 +39,15 @@ export const MemcpyDir = {
   },
 } as const;
 
-/** Short form used in labels: `HtoD`, `DtoH`, `DtoD`, `PtoP(dev0→dev1)` (the seed's Display). */
+/** How a peer-to-peer copy prints everywhere (labels, messages): `PeerToPeer(dev0→dev1)`, the seed's `Display`. */
+function peerToPeerText(dir: PeerToPeerDir): string {
+  return `PeerToPeer(dev${dir.srcDevice}→dev${dir.dstDevice})`;
+}
+
+/**
+ * Short form used in picture labels: `HtoD`, `DtoH`, `DtoD`; a peer-to-peer copy keeps its full
+ * form, `PeerToPeer(dev0→dev1)` (it has no short form that would still name both devices).
+ */
 export function memcpyDirLabel(dir: MemcpyDir): string {
   switch (dir) {
     case 'HostToDevice':
@@ -48,8 +57,13 @@ export function memcpyDirLabel(dir: MemcpyDir): string {
     case 'DeviceToDevice':
       return 'DtoD';
     default:
-      return `PtoP(dev${dir.srcDevice}→dev${dir.dstDevice})`;
+      return peerToPeerText(dir);
   }
+}
+
+/** Full form used in messages: `HostToDevice`, `DeviceToHost`, `DeviceToDevice`, `PeerToPeer(dev0→dev1)`. */
+export function memcpyDirName(dir: MemcpyDir): string {
+  return typeof dir === 'string' ? dir : peerToPeerText(dir);
 }
 
 /** Storage code of `HostToDevice` (a direction is a small number in the node columns, see graph-store.ts). */
@@ -78,7 +92,7 @@ export function encodeMemcpyDir(op: string, name: string, dir: unknown, out: Uin
   if (typeof dir === 'object' && dir !== null && !Array.isArray(dir) && (dir as { kind?: unknown }).kind === 'PeerToPeer') {
     for (const key of Object.keys(dir)) {
       if (key !== 'kind' && key !== 'srcDevice' && key !== 'dstDevice') {
-        throw new InvalidArgumentError(op, name, `${name} has an unknown field '${key}' (known: kind, srcDevice, dstDevice)`);
+        throw new InvalidArgumentError(op, name, `${name} has an unknown field '${nameText(key)}' (known: kind, srcDevice, dstDevice)`);
       }
     }
     const p = dir as { srcDevice?: unknown; dstDevice?: unknown };

@@ -12,11 +12,12 @@
  * edges into the collective nodes, drawn dashed between the ranks' clusters. A single node would
  * belong to no rank's stream, and every rank's graph would lose its collective.
  */
-import { InvalidArgumentError } from '../errors/base.js';
+import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, requireInt, requireOneOf, requireOptions, requireSize } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
 import { NCCL_DATA_TYPE_NAMES, NCCL_RED_OP_NAMES, type NcclDataType, type NcclRedOp } from '../nccl/codes.js';
+import { asCall } from './call-name.js';
 import { StreamCapture } from './stream-capture.js';
 import { StreamId, CaptureEvent, type NodeId } from './ids.js';
 import type { ComputeGraph } from './compute-graph.js';
@@ -34,6 +35,9 @@ const NCCL_NAMES: Record<CollectiveOp, string> = {
   allGather: 'ncclAllGather',
   reduceScatter: 'ncclReduceScatter',
 };
+
+/** Proves a `MultiDeviceGraph` constructor call comes from `MultiDeviceCapture.endCapture`. */
+const CONSTRUCT = Symbol('MultiDeviceCapture.endCapture');
 
 /** A collective as the model records it. */
 export interface CollectiveSpec {
@@ -107,24 +111,31 @@ export class MultiDeviceCapture {
     this.#begun = true;
   }
 
+  // The record calls go through the inner StreamCapture; `asCall` makes its refusals name the
+  // call the user made (`MultiDeviceCapture.recordKernel: …`, not `StreamCapture.recordKernel: …`).
+
   /** Records a kernel on `rank` (as `StreamCapture.recordKernel` on its stream). */
   recordKernel(rank: number, functionName: string, numBlocks: number, threadsPerBlock: number, sharedMem: number): NodeId {
-    return this.#cap.recordKernel(this.#rankStream('MultiDeviceCapture.recordKernel', rank), functionName, numBlocks, threadsPerBlock, sharedMem);
+    const op = 'MultiDeviceCapture.recordKernel';
+    return asCall(op, () => this.#cap.recordKernel(this.#rankStream(op, rank), functionName, numBlocks, threadsPerBlock, sharedMem));
   }
 
   /** Records a copy on `rank`. */
   recordMemcpy(rank: number, name: string, dir: MemcpyDir, sizeBytes: number): NodeId {
-    return this.#cap.recordMemcpy(this.#rankStream('MultiDeviceCapture.recordMemcpy', rank), name, dir, sizeBytes);
+    const op = 'MultiDeviceCapture.recordMemcpy';
+    return asCall(op, () => this.#cap.recordMemcpy(this.#rankStream(op, rank), name, dir, sizeBytes));
   }
 
   /** Records a fill on `rank`. */
   recordMemset(rank: number, name: string, sizeBytes: number, value: number): NodeId {
-    return this.#cap.recordMemset(this.#rankStream('MultiDeviceCapture.recordMemset', rank), name, sizeBytes, value);
+    const op = 'MultiDeviceCapture.recordMemset';
+    return asCall(op, () => this.#cap.recordMemset(this.#rankStream(op, rank), name, sizeBytes, value));
   }
 
   /** Records a host callback on `rank`. */
   recordHostCallback(rank: number, label: string): NodeId {
-    return this.#cap.recordHostCallback(this.#rankStream('MultiDeviceCapture.recordHostCallback', rank), label);
+    const op = 'MultiDeviceCapture.recordHostCallback';
+    return asCall(op, () => this.#cap.recordHostCallback(this.#rankStream(op, rank), label));
   }
 
   /**
@@ -156,9 +167,9 @@ export class MultiDeviceCapture {
     return nodes;
   }
 
-  /** Nodes recorded so far, on all ranks. */
+  /** Nodes recorded so far, on all ranks. @throws GraphError `CAPTURE_SESSION_ENDED` after `endCapture`. */
   nodeCount(): number {
-    return this.#cap.nodeCount();
+    return asCall('MultiDeviceCapture.nodeCount', () => this.#cap.nodeCount());
   }
 
   /**
@@ -167,9 +178,11 @@ export class MultiDeviceCapture {
    * @throws GraphError when capture was not begun or has ended.
    */
   endCapture(): MultiDeviceGraph {
-    const graph = this.#cap.endCapture(this.stream(0));
+    const op = 'MultiDeviceCapture.endCapture';
+    this.#open(op);
+    const graph = asCall(op, () => this.#cap.endCapture(this.stream(0)));
     this.#ended = true;
-    return new MultiDeviceGraph(graph, this.ranks, this.#first, this.#collectives);
+    return new MultiDeviceGraph(CONSTRUCT, graph, this.ranks, this.#first, this.#collectives);
   }
 
   /** Refuses calls before `beginCapture` and after `endCapture`, as `StreamCapture` does. */
@@ -231,8 +244,12 @@ export class MultiDeviceGraph {
   readonly #first: number;
   readonly #collectiveOf: Map<number, number>;
 
-  /** @internal Made by `MultiDeviceCapture.endCapture`. */
-  constructor(graph: ComputeGraph, ranks: number, firstStream: number, collectives: readonly RecordedCollective[]) {
+  /**
+   * @internal Made by `MultiDeviceCapture.endCapture` only: `key` proves it, and any other call
+   * (`new MultiDeviceGraph(…)`) is refused with InvalidArgumentError.
+   */
+  constructor(key: symbol, graph: ComputeGraph, ranks: number, firstStream: number, collectives: readonly RecordedCollective[]) {
+    if (key !== CONSTRUCT) throw privateConstructorError('MultiDeviceGraph', 'MultiDeviceCapture.endCapture()');
     this.graph = graph;
     this.ranks = ranks;
     this.#first = firstStream;
@@ -243,7 +260,7 @@ export class MultiDeviceGraph {
 
   /** The rank a node belongs to. @throws GraphError `NodeNotFound` for an unknown id. */
   rankOf(id: NodeId): number {
-    return this.graph.node(id).stream! - this.#first;
+    return asCall('MultiDeviceGraph.rankOf', () => this.graph.node(id)).stream! - this.#first;
   }
 
   /** Rank `rank`'s nodes in the order it recorded them (the order of that device's stream). */
@@ -258,7 +275,7 @@ export class MultiDeviceGraph {
 
   /** The collective a node stands for (its index in `collectives`), or null for ordinary work. */
   collectiveOf(id: NodeId): number | null {
-    this.graph.node(id); // NodeNotFound for unknown ids
+    asCall('MultiDeviceGraph.collectiveOf', () => this.graph.node(id)); // NodeNotFound for unknown ids
     return this.#collectiveOf.get(id) ?? null;
   }
 

@@ -12,6 +12,7 @@ import {
   requireSize,
   requireU32,
 } from '../util/validate.js';
+import { nameText } from './bounded-text.js';
 import { encodeMemcpyDir } from './memcpy-dir.js';
 import {
   BLOCK_THREADS_MAX,
@@ -105,7 +106,7 @@ function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>
   const known = KEY_SETS.get(kindName)!;
   for (const key in s) {
     if (!known.has(key) && key !== extraKey) {
-      throw new InvalidArgumentError(op, key, `${key} is not a field of '${kindName}' nodes (known: ${KEYS[kindName]!.join(', ')})`);
+      throw new InvalidArgumentError(op, key, `${nameText(key)} is not a field of '${kindName}' nodes (known: ${KEYS[kindName]!.join(', ')})`);
     }
   }
   const stream = s.stream === undefined || s.stream === null ? null : requireU32(op, 'stream', s.stream);

@@ -23,6 +23,7 @@
  */
 import { GraphError } from '../errors/graph-error.js';
 import { isU32, requireBoolean, requireInt, requireName, requireOneOf, requireOptions, requireSize, requireU32 } from '../util/validate.js';
+import { isCut, listText } from './bounded-text.js';
 import { CaptureStatus } from './capture-status.js';
 import { GraphErrorCode } from './error-codes.js';
 import { GraphStore } from './graph-store.js';
@@ -352,11 +353,13 @@ export class StreamCapture {
     if (requireJoined) {
       const unjoined = this.#unjoined(slot);
       if (unjoined.length > 0) {
-        const list = unjoined.map((u) => `stream ${u}`).join(', ');
+        // Thousands of streams can be unjoined: the list shows a few and the count (bounded-text.ts).
+        const list = listText(unjoined.length, (i) => `stream ${unjoined[i]}`);
+        const streams = isCut(unjoined.length) ? `${unjoined.length.toLocaleString('en-US')} streams (${list})` : list;
         throw new GraphError(
           'ValidationFailed',
           GraphErrorCode.CaptureUnjoined,
-          `${OP}: ${list} ha${unjoined.length === 1 ? 's' : 've'} work not joined back into stream ${s} ` +
+          `${OP}: ${streams} ha${unjoined.length === 1 ? 's' : 've'} work not joined back into stream ${s} ` +
             `(record an event after the last op there and wait on it from stream ${s}); ` +
             'a real CUDA capture would fail with CUDA_ERROR_STREAM_CAPTURE_UNJOINED',
         );

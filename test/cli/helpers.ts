@@ -1,7 +1,7 @@
 /** Shared by the CLI tests: run `node bin/cudagraph.js`, temporary folders, sample graphs, SVG counts. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,13 +20,24 @@ export interface Run {
 
 /** Runs `node bin/cudagraph.js …args`. */
 export function cudagraph(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Run {
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: options.cwd ?? root, env: options.env ?? process.env, encoding: 'utf8' });
+  // Large graphs print megabytes with --json: room for them (the default is 1 MiB).
+  const r = spawnSync(process.execPath, [bin, ...args], { cwd: options.cwd ?? root, env: options.env ?? process.env, encoding: 'utf8', maxBuffer: 1 << 28 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** A new temporary folder. */
 export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'cudagraph-cli-'));
+}
+
+/** Runs `body` in a new temporary folder, removed afterwards whatever happens. */
+export function inTempDir(body: (dir: string) => void): void {
+  const dir = tempDir();
+  try {
+    body(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** A user mistake: status 1, nothing on stdout, one `cudagraph: …` line on stderr matching `message`, no stack trace. */
@@ -107,4 +118,20 @@ export function upwardEdges(svg: string, edges: readonly (readonly [number, numb
     ys.set(Number(m[1]), Number(m[2] ?? m[3]));
   }
   return edges.filter(([u, v]) => !(ys.get(u)! < ys.get(v)!)).map(([u, v]) => `${u}→${v}`);
+}
+
+/**
+ * The smallest file `fontProblem` takes for a TrueType font: the signature and a table directory
+ * listing the tables the renderer needs (all empty). Not drawable; for the font checks only.
+ */
+export function minimalFont(tags: readonly string[] = ['cmap', 'glyf', 'head', 'hhea', 'loca', 'maxp']): Uint8Array {
+  const bytes = new Uint8Array(12 + 16 * tags.length);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(0, 0x0001_0000);
+  view.setUint16(4, tags.length);
+  tags.forEach((tag, i) => {
+    for (let c = 0; c < 4; c++) bytes[12 + 16 * i + c] = tag.charCodeAt(c);
+    view.setUint32(12 + 16 * i + 8, bytes.length); // offset: the end of the file, length 0
+  });
+  return bytes;
 }

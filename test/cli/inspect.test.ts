@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ComputeGraph, StreamId } from '../../src/index.js';
+import { ComputeGraph, NodeId, StreamId } from '../../src/index.js';
 import { MLP_PROGRAM } from '../../src/cli/workload.js';
 import { modelGraph } from '../../src/cli/workload-model.js';
 import { assertUserError, cudagraph, graph50, tempDir } from './helpers.js';
@@ -120,4 +120,37 @@ test('inspect: user mistakes are one line, no stack trace, status 1', () => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('inspect: a graph of 100,000 sources and joins prints short lines, a cyclic file a one-line short error', () => {
+  // A wide fan on 2 streams: every middle node is a source and a cross-stream join.
+  const n = 100_000;
+  const g = new ComputeGraph();
+  const sink = g.addNode({ kind: 'empty', name: 'sink', stream: StreamId(0) });
+  const edges: [NodeId, NodeId][] = [];
+  for (let i = 0; i < n; i++) edges.push([g.addNode({ kind: 'empty', name: `src${i}`, stream: StreamId(1 + (i % 2)) }), sink]);
+  g.addEdges(edges);
+  withFile(g, (file) => {
+    const r = cudagraph(['inspect', file]);
+    assert.equal(r.status, 0, r.stderr);
+    const lines = r.stdout.split('\n');
+    assert.ok(lines.length < 80, `${lines.length} lines`);
+    for (const l of lines) assert.ok(l.length < 2000, `a line of ${l.length} characters: ${l.slice(0, 80)}…`);
+    assert.match(r.stdout, /^sources: {8}src0, src1, .*, … 99,950 more …, .*src99999 \(100,000 in all; --json lists every one\)$/m);
+    assert.match(r.stdout, /^cross-stream joins \(100000; --json lists every one\):$/m);
+    assert.match(r.stdout, /^ {2}… 99,950 more …$/m);
+    const doc = JSON.parse(cudagraph(['inspect', '--json', file]).stdout) as { sources: number[]; joins: unknown[] };
+    assert.equal(doc.sources.length, n, '--json lists every source');
+    assert.equal(doc.joins.length, n);
+  });
+  const ring = new ComputeGraph();
+  for (let i = 0; i < n; i++) ring.addNode({ kind: 'empty' });
+  const ringEdges: [number, number][] = [];
+  for (let i = 0; i < n; i++) ringEdges.push([i, (i + 1) % n]);
+  withFile(ring, (file) => {
+    writeFileSync(file, JSON.stringify({ ...ring.toJSON(), edges: ringEdges }));
+    const r = cudagraph(['inspect', file]);
+    assertUserError(r, /is not a cudagraph graph file: edges\[\d+\] .* closes a cycle \(100,000 nodes: /, 'a 100,000-node cycle');
+    assert.ok(r.stderr.length < 1000 && r.stderr.split('\n').length === 2, `${r.stderr.length} characters`);
+  });
 });

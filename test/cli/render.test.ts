@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Graphviz } from '@hpcc-js/wasm-graphviz';
 import { ComputeGraph, MemcpyDir } from '../../src/index.js';
@@ -8,7 +8,7 @@ import { findFont, loadFont } from '../../src/cli/fonts.js';
 import { mermaidText, toMermaid } from '../../src/cli/mermaid.js';
 import { dotToSvg, formatOf, svgToPng } from '../../src/cli/picture.js';
 import { UsageError } from '../../src/cli/usage-error.js';
-import { assertUserError, cudagraph, graph50, pngSize, svgCounts, tempDir, upwardEdges } from './helpers.js';
+import { assertUserError, cudagraph, graph50, minimalFont, pngSize, svgCounts, inTempDir, tempDir, upwardEdges } from './helpers.js';
 
 const font = findFont();
 
@@ -132,7 +132,7 @@ test('Mermaid: labels are escaped, nodes without a stream sit outside the lanes,
   const m = toMermaid(g);
   assert.match(m, /^ {2}n0\(\["report<br>host callback"\]\):::hostCallback$/m);
   assert.match(m, /^ {2}n1\{"join<br>empty"\}:::empty$/m);
-  assert.match(m, /^ {4}n2\[\/"p2p<br>memcpy P2P 0→1 2 KiB"\/\]:::memcpy$/m);
+  assert.match(m, /^ {4}n2\[\/"p2p<br>memcpy PeerToPeer\(dev0→dev1\) 2 KiB"\/\]:::memcpy$/m);
   assert.equal(toMermaid(new ComputeGraph()).split('\n')[0], 'flowchart TB');
 });
 
@@ -161,7 +161,7 @@ test('fonts: the preferred file wins, a missing --font is one line, no font at a
   const dir = tempDir();
   try {
     mkdirSync(join(dir, 'a', 'b'), { recursive: true });
-    for (const f of ['a/Zapfino.ttf', 'a/b/DejaVuSans.ttf', 'a/b/DejaVuSans-Bold.ttf', 'a/LiberationSans-Regular.ttf']) writeFileSync(join(dir, f), 'x');
+    for (const f of ['a/Zapfino.ttf', 'a/b/DejaVuSans.ttf', 'a/b/DejaVuSans-Bold.ttf', 'a/LiberationSans-Regular.ttf']) writeFileSync(join(dir, f), minimalFont());
     assert.equal(findFont([dir]), join(dir, 'a', 'LiberationSans-Regular.ttf'));
     rmSync(join(dir, 'a', 'LiberationSans-Regular.ttf'));
     assert.equal(findFont([dir]), join(dir, 'a', 'b', 'DejaVuSans.ttf'));
@@ -204,5 +204,69 @@ test('render: user mistakes are one line on stderr, no stack trace, status 1', (
     for (const [args, message] of cases) assertUserError(cudagraph(args), message, args.join(' '));
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('render refuses to write over its input, however the output is spelled (./, a symlink, a hard link)', () => {
+  inTempDir((dir) => {
+    const input = join(dir, 'g.dot'); // a graph file with a picture's extension
+    const text = JSON.stringify(graph50());
+    writeFileSync(input, text);
+    symlinkSync(input, join(dir, 'link.dot'));
+    linkSync(input, join(dir, 'hard.dot'));
+    const cases: [string, string, string][] = [
+      [dir, 'g.dot', 'g.dot'],
+      [dir, 'g.dot', './g.dot'],
+      [dir, './g.dot', join(dir, 'sub', '..', 'g.dot')],
+      [dir, 'g.dot', 'link.dot'],
+      [dir, 'link.dot', 'g.dot'],
+      [dir, 'g.dot', 'hard.dot'],
+    ];
+    for (const [cwd, from, to] of cases) {
+      const r = cudagraph(['render', from, '-o', to], { cwd });
+      assertUserError(r, /^cudagraph: -o .* is the input file .*: writing the picture would destroy the graph; choose another output file\n$/, `render ${from} -o ${to}`);
+      assert.equal(readFileSync(input, 'utf8'), text, `render ${from} -o ${to} left the input as it was`);
+    }
+    // Another file of the same name elsewhere is fine.
+    const r = cudagraph(['render', 'g.dot', '-o', join(dir, 'out', 'g.dot')], { cwd: dir });
+    assert.equal(r.status, 0, r.stderr);
+  });
+});
+
+test('--font must be a TrueType or OpenType font: text, WOFF, WOFF2, a cut file and a folder are refused in one line, before the layout', () => {
+  inTempDir((dir) => {
+    const good = join(dir, 'g.json');
+    writeFileSync(good, JSON.stringify(graph50()));
+    const font = minimalFont();
+    const files: [string, Uint8Array | string, RegExp][] = [
+      ['notes.ttf', 'just some text', /is not a TrueType or OpenType font \(it starts with "just"\)/],
+      ['web.woff', Buffer.concat([Buffer.from('wOFF'), Buffer.alloc(40)]), /is a WOFF web font, which the PNG renderer cannot read \(it would draw no text\)/],
+      ['web.woff2', Buffer.concat([Buffer.from('wOF2'), Buffer.alloc(40)]), /is a WOFF2 web font/],
+      ['cut.ttf', font.subarray(0, 40), /is a font file cut short/],
+      ['tiny.ttf', 'ab', /is not a font \(2 bytes\)/],
+      ['nocmap.ttf', minimalFont(['glyf', 'head', 'hhea', 'loca', 'maxp']), /is a font without the 'cmap' table the renderer needs/],
+      ['bitmap.ttf', minimalFont(['cmap', 'head', 'hhea', 'maxp']), /is a font without glyph outlines/],
+      ['empty.ttc', Buffer.concat([Buffer.from('ttcf'), Buffer.alloc(8)]), /is a font collection that is empty or cut short/],
+    ];
+    for (const [name, bytes, message] of files) {
+      const path = join(dir, name);
+      writeFileSync(path, bytes);
+      for (const out of ['x.png', 'x.svg']) {
+        const args = ['render', good, '-o', join(dir, out), '--font', path];
+        assertUserError(cudagraph(args), new RegExp(`^cudagraph: --font .*${name.replace('.', '\\.')} ${message.source}.*; pass a TrueType or OpenType font \\(\\.ttf, \\.otf, \\.ttc\\)\\n$`), args.join(' '));
+      }
+    }
+    assertUserError(cudagraph(['render', good, '-o', join(dir, 'x.png'), '--font', dir]), /^cudagraph: cannot read the font .*: it is a folder\n$/, '--font <folder>');
+    const env = { ...process.env, CUDAGRAPH_FONT: join(dir, 'notes.ttf') };
+    assertUserError(cudagraph(['render', good, '-o', join(dir, 'x.png')], { env }), /^cudagraph: \$CUDAGRAPH_FONT .*notes\.ttf is not a TrueType or OpenType font/, '$CUDAGRAPH_FONT');
+  });
+});
+
+test('an option value quoted in an error is cut: --scale, --rounds, --sizes of 100,000 characters', () => {
+  const long = '9'.repeat(100_000);
+  for (const args of [['render', 'g.json', '-o', 'x.png', '--scale', long], ['demo', '--rounds', long], ['bench', '--sizes', `1,${long}x`]]) {
+    const r = cudagraph(args);
+    assertUserError(r, /must be .*, got '9+…'\n$/, args[0]!);
+    assert.ok(r.stderr.length < 300, `${args[0]}: ${r.stderr.length} characters`);
   }
 });

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
@@ -163,3 +165,95 @@ function nvrtcLoads(): string | false {
     return false;
   }
 }
+
+// ── paths that are not library files ───────────────────────────────────────────────────────────
+
+test('loadFirst never hands a FIFO, a folder, a socket, a device or a dangling symlink to the loader: each is an attempt with its reason', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  const server = createServer();
+  try {
+    const fifo = join(dir, 'libcuda.so.1');
+    execFileSync('mkfifo', [fifo]);
+    const link = join(dir, 'link-to-fifo.so');
+    symlinkSync(fifo, link);
+    const dangling = join(dir, 'dangling.so');
+    symlinkSync(join(dir, 'nothing-here'), dangling);
+    const folder = join(dir, 'folder.so');
+    mkdirSync(folder);
+    const socket = join(dir, 'socket.so');
+    await new Promise<void>((resolve) => server.listen(socket, resolve));
+    const loaded: string[] = [];
+    const out = loadFirst(
+      [fifo, link, dangling, folder, socket, '/dev/null'].map((path) => ({ path, source: 'test' })),
+      (p) => {
+        loaded.push(p);
+        throw new Error('not reached');
+      },
+    );
+    assert.equal(out.ok, false);
+    assert.deepEqual(loaded, [], 'none reached the dynamic loader');
+    assert.deepEqual(
+      out.attempts.map((a) => a.error),
+      [
+        'a FIFO (named pipe), not a library file: opening it would block until something writes to it',
+        'a symlink to a FIFO (named pipe), not a library file: opening it would block until something writes to it',
+        'a symlink to nothing (no such file)',
+        'a folder, not a library file',
+        'a socket, not a library file',
+        'a device, not a library file',
+      ],
+    );
+    // A bare name that LD_LIBRARY_PATH resolves to a FIFO is refused the same way; elsewhere it goes to the loader.
+    const bare = loadFirst([{ path: 'libcuda.so.1', source: 'search' }], () => ({}) as never, { LD_LIBRARY_PATH: `/nowhere:${dir}` });
+    assert.equal(bare.ok, false);
+    assert.match(bare.attempts[0]!.error, /^the dynamic loader would open .*libcuda\.so\.1 \(from LD_LIBRARY_PATH\), which is a FIFO \(named pipe\)/);
+    assert.equal(loadFirst([{ path: 'libcuda.so.1', source: 'search' }], () => ({}) as never, { LD_LIBRARY_PATH: '/nowhere' }).ok, true);
+    // A regular file, directly or through a symlink, is loaded.
+    const file = join(dir, 'real.so');
+    writeFileSync(file, 'x');
+    symlinkSync(file, join(dir, 'link-to-file.so'));
+    for (const p of [file, join(dir, 'link-to-file.so')]) assert.equal(loadFirst([{ path: p, source: 't' }], () => ({}) as never).ok, true, p);
+  } finally {
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('CUDA_DRIVER_PATH, NVRTC_PATH and LD_LIBRARY_PATH naming FIFOs: the public calls fail at once instead of blocking', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  try {
+    const fifo = join(dir, 'pipe');
+    execFileSync('mkfifo', [fifo, join(dir, 'libcuda.so.1'), join(dir, 'libnvrtc.so'), join(dir, 'libnvrtc.so.13')]);
+    const index = new URL('../../src/index.js', import.meta.url).href;
+    // A child process with a deadline: if a FIFO reached dlopen it would block for ever, and the
+    // deadline turns that into a failure of this test instead of a hung suite.
+    const script = `
+      const { Device, nvrtcVersion } = await import(${JSON.stringify(index)});
+      const out = {};
+      for (const [name, call] of [['driver', () => Device.count()], ['nvrtc', () => nvrtcVersion()]]) {
+        try { call(); out[name] = 'loaded'; } catch (e) { out[name] = e.message; }
+      }
+      console.log(JSON.stringify(out));`;
+    for (const env of [
+      { CUDA_DRIVER_PATH: fifo, NVRTC_PATH: fifo },
+      { CUDA_DRIVER_PATH: dir, NVRTC_PATH: dir },
+      { LD_LIBRARY_PATH: dir },
+    ]) {
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        env: { ...process.env, CUDA_DRIVER_PATH: '', NVRTC_PATH: '', LD_LIBRARY_PATH: '', ...env },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      const what = JSON.stringify(env);
+      assert.equal(r.error, undefined, `${what}: the child ran (${r.error?.message}): a FIFO reached dlopen and blocked`);
+      assert.equal(r.status, 0, `${what}: ${r.stderr}`);
+      const out = JSON.parse(r.stdout) as { driver: string; nvrtc: string };
+      for (const [name, message] of Object.entries(out)) {
+        // On a machine with CUDA the search goes on and finds the real library; the FIFO is still named.
+        if (message !== 'loaded') assert.match(message, /FIFO \(named pipe\), not a library file/, `${what} ${name}: ${message}`);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

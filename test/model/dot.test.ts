@@ -84,6 +84,13 @@ test('toDot labels say what each node does', () => {
   assert.equal(label(4), 'barrier\nempty');
 });
 
+test("a peer-to-peer copy's label follows the seed's Display: PeerToPeer(dev0→dev1)", () => {
+  const g = new ComputeGraph();
+  g.addNode({ kind: 'memcpy', name: 'halo', dir: MemcpyDir.PeerToPeer(0, 1), sizeBytes: 2048 });
+  const { objects } = parse(g.toDot());
+  assert.equal(unescapeLabel(objects.find((o) => o.name === 'n0')!.label!), 'halo\nmemcpy PeerToPeer(dev0→dev1) 2 KiB');
+});
+
 test('toDot escapes names: quotes, backslashes (no \\N expansion), line breaks, control characters, braces', () => {
   const g = new ComputeGraph();
   const names = ['say "hi"', 'C:\\path\\N', 'two\nlines', 'tab\there', '} digraph x {', 'ünïcödé → ∑'];

@@ -80,6 +80,17 @@ test('diff: identical; parameter changes; kind, direction and topology changes w
   assert.throws(() => e.diff(new ComputeGraph()), (x: unknown) => x instanceof GraphError && x.kind === 'EmptyGraph');
 });
 
+test('a peer-to-peer direction change is named as the seed prints it: PeerToPeer(dev0→dev1)', () => {
+  const copy = (dir: MemcpyDir): ComputeGraph => {
+    const g = new ComputeGraph();
+    g.addNode({ kind: 'memcpy', dir, sizeBytes: 64 });
+    return g;
+  };
+  const d = ExecGraph.instantiate(copy(MemcpyDir.PeerToPeer(0, 1))).diff(copy(MemcpyDir.PeerToPeer(1, 0)));
+  assert.equal(d.updatable, false);
+  assert.match(d.reason!, /node 0: a memcpy cannot change direction \(PeerToPeer\(dev0→dev1\) → PeerToPeer\(dev1→dev0\)\)/);
+});
+
 test('size changes: updatable under the CUDA rules, refused under the seed rules', () => {
   const g = diamond();
   const bigger = new ComputeGraph();
