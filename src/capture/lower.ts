@@ -21,7 +21,7 @@ import { HostFunction, hostTrampoline } from '../cuda/host-function.js';
 import { arg as cudaArg, type KernelArgValue } from '../cuda/arg.js';
 import { checkConfig } from '../cuda/launch-config.js';
 import { packScratch } from '../cuda/packed-args.js';
-import { ComputeGraph } from '../model/compute-graph.js';
+import { requireGraph, type ComputeGraph } from '../model/compute-graph.js';
 import type { ArgSpec, BufferRef, NodeBinding } from '../model/builder.js';
 import type { GraphNode } from '../model/node.js';
 import type { NodeId } from '../model/ids.js';
@@ -140,7 +140,7 @@ function what(n: GraphNode): string {
  */
 export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): LoweredGraph {
   const OP = 'lowerGraph';
-  if (!(graph instanceof ComputeGraph)) throw new InvalidArgumentError(OP, 'graph', `graph must be a ComputeGraph, got ${describe(graph)}`);
+  requireGraph(OP, 'graph', graph);
   const b = requireOptions<LowerBindings>(OP, bindings, ['modules', 'nodes', 'buffers', 'hostBuffers', 'callbacks', 'device']);
   if (bindings === undefined) throw new InvalidArgumentError(OP, 'bindings', 'bindings { modules, … } are required');
   const modules = Array.isArray(b.modules) ? (b.modules as readonly Module[]) : b.modules === undefined ? [] : [b.modules as Module];

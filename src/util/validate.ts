@@ -90,11 +90,9 @@ export function requireOptions<T extends object>(op: string, value: unknown, kno
   }
   for (const key of Object.keys(value)) {
     if (!known.includes(key)) {
-      throw new InvalidArgumentError(
-        op,
-        'options',
-        `unknown option '${key}' (known: ${known.length ? known.join(', ') : 'none'})`,
-      );
+      // The key is the caller's text: quoted bounded, so a huge or multi-line key cannot flood the message.
+      const shown = JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}…` : key).slice(1, -1);
+      throw new InvalidArgumentError(op, 'options', `unknown option '${shown}' (known: ${known.length ? known.join(', ') : 'none'})`);
     }
   }
   return value as Partial<T>;

@@ -152,3 +152,11 @@ test('the finalizer frees a resource that was never disposed (unless a holder ke
   }
   assert.deepEqual(freed, ['dropped']);
 });
+
+test('an unknown option is quoted bounded and escaped (a huge or multi-line key cannot flood the message)', () => {
+  const key = `x\n${'y'.repeat(10_000)}`;
+  assert.throws(
+    () => checkInstantiateFlags('op', { [key]: true }),
+    (e: unknown) => e instanceof InvalidArgumentError && e.message.length < 300 && !e.message.includes('\n') && /unknown option 'x\\ny+…'/.test(e.message),
+  );
+});
