@@ -1,8 +1,9 @@
 /**
- * `cudagraph doctor`: can cudagraph use the GPU here? Four checks, each with what to do when it
+ * `cudagraph doctor`: can cudagraph use the GPU here? Five checks, each with what to do when it
  * fails: the CUDA driver library (where, which CUDA version), the devices (name, compute capability,
- * memory), NVRTC (where, which version), and a real capture: a memset and two kernels over two
- * streams (fork/join through events) captured, replayed three times and checked.
+ * memory), NVRTC (where, which version), a real capture (a memset and two kernels over two streams,
+ * fork/join through events, captured, replayed three times and checked), and the current-context
+ * contract (cudagraph's mirror of the current context against the driver's).
  */
 import {
   Device,
@@ -12,8 +13,10 @@ import {
   arg,
   driverAvailable,
   nvrtcVersion,
+  getContextCheck,
   type CudaError,
 } from '../index.js';
+import { contextReport } from '../cuda/context.js';
 import { cudaVersionText, describeDevice, driverProblem, firstLine, gib, loadedLibraryPath, nvrtcProblem } from './gpu-probe.js';
 import type { Output } from './output.js';
 import { PROBE_PTX } from './probe-kernels.js';
@@ -212,13 +215,49 @@ function checkCapture(devices: Check): Check {
   }
 }
 
+function hex(ctx: bigint | null): string | null {
+  return ctx === null ? null : `0x${ctx.toString(16)}`;
+}
+
+/**
+ * The contract of docs/driver.md, "The current context": after cudagraph's own calls, the context
+ * it believes current must be the one the driver reports; otherwise other code in this process
+ * switches contexts behind its back and `setContextCheck('verify')` is needed.
+ */
+function checkContext(devices: Check): Check {
+  const name = 'context';
+  if (devices.status !== 'ok') return { name, status: 'skipped', detail: 'needs a GPU', fix: [], facts: {} };
+  try {
+    Device.get(0);
+    const r = contextReport('cudagraph doctor');
+    const mode = getContextCheck();
+    const facts = { expected: hex(r.expected), actual: hex(r.actual), mode };
+    if (r.ok) {
+      return { name, status: 'ok', detail: `the current context is the one cudagraph made current (${hex(r.actual)}); context check '${mode}'`, fix: [], facts };
+    }
+    return {
+      name,
+      status: 'failed',
+      detail: `cudagraph made context ${hex(r.expected)} current, the driver reports ${r.actual === 0n ? 'none' : hex(r.actual)}: other code switched it`,
+      fix: [
+        "code that switches the JS thread's CUDA context must restore it before calling cudagraph",
+        "or run with CUDAGRAPH_CONTEXT_CHECK=verify (setContextCheck('verify')): cudagraph then asks the driver before each call",
+      ],
+      facts,
+    };
+  } catch (e) {
+    return { name, status: 'failed', detail: firstLine(e), fix: ['run `nvidia-smi` to check the GPU is healthy'], facts: {} };
+  }
+}
+
 /** Runs every check, in order. */
 export function runChecks(): Check[] {
   const driver = checkDriver();
   const devices = checkDevices(driver);
   const nvrtc = checkNvrtc();
   const capture = checkCapture(devices);
-  return [driver, devices, nvrtc, capture];
+  const context = checkContext(devices);
+  return [driver, devices, nvrtc, capture, context];
 }
 
 const MARK: Record<CheckStatus, string> = { ok: 'ok  ', failed: 'FAIL', skipped: 'skip' };
@@ -231,7 +270,7 @@ export function doctor(options: { json: boolean }, io: Output): number {
   const gpuReady = checks.every((c) => c.status === 'ok');
   const verdict = gpuReady
     ? 'everything works: `cudagraph demo` and `cudagraph bench` run on the GPU'
-    : checks[3]!.status === 'ok'
+    : checks.find((c) => c.name === 'capture')?.status === 'ok' && checks.filter((c) => c.status !== 'ok').every((c) => c.name === 'NVRTC')
       ? 'capture works; `cudagraph demo` needs NVRTC to compile its kernels, so it will use the CPU model until NVRTC is found'
       : `${failed.length} problem${failed.length === 1 ? '' : 's'}: \`cudagraph demo\` will use the CPU model (the model, render and inspect need no GPU)`;
   if (options.json) {

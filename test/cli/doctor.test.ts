@@ -19,21 +19,23 @@ test('doctor without a driver: the driver check fails with what to do, GPU check
   assert.match(r.stdout, /^ {2}\[skip\] GPUs {9}needs the CUDA driver$/m);
   assert.match(r.stdout, /^ {2}\[(ok {2}|FAIL)\] NVRTC {8}/m);
   assert.match(r.stdout, /^ {2}\[skip\] capture {6}needs a GPU$/m);
+  assert.match(r.stdout, /^ {2}\[skip\] context {6}needs a GPU$/m);
   assert.match(lines.at(-1)!, /problems?: `cudagraph demo` will use the CPU model/);
 });
 
-test('doctor --json: the four checks as data, with the same verdict', { skip }, () => {
+test('doctor --json: the five checks as data, with the same verdict', { skip }, () => {
   const r = cudagraph(['doctor', '--json']);
   assert.equal(r.status, 1);
   const doc = JSON.parse(r.stdout) as { ok: boolean; verdict: string; checks: { name: string; status: string; detail: string; fix: string[]; facts: Record<string, unknown> }[] };
   assert.equal(doc.ok, false);
-  assert.deepEqual(doc.checks.map((c) => c.name), ['CUDA driver', 'GPUs', 'NVRTC', 'capture']);
-  const [driver, gpus, nvrtc, capture] = doc.checks;
+  assert.deepEqual(doc.checks.map((c) => c.name), ['CUDA driver', 'GPUs', 'NVRTC', 'capture', 'context']);
+  const [driver, gpus, nvrtc, capture, context] = doc.checks;
   assert.equal(driver!.status, 'failed');
   assert.ok(driver!.fix.length >= 3);
   assert.match(String(driver!.facts['tried']), /^libcuda\.so\.1, libcuda\.so, /);
   assert.equal(gpus!.status, 'skipped');
   assert.equal(capture!.status, 'skipped');
+  assert.equal(context!.status, 'skipped');
   // NVRTC does not need the driver: checked either way; a failure says where it looked and what to do.
   if (nvrtc!.status === 'failed') {
     assert.match(nvrtc!.detail, /\(tried libnvrtc\.so\.\d+ and \d+ other places\)/);

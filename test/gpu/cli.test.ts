@@ -89,20 +89,21 @@ gpuSuite('cudagraph demo on the GPU', () => {
 });
 
 gpuSuite('cudagraph doctor on the GPU', () => {
-  test('doctor: driver, GPUs, NVRTC and a real capture all pass; status 0', () => {
+  test('doctor: driver, GPUs, NVRTC, a real capture and the context contract all pass; status 0', () => {
     const r = cudagraph(['doctor']);
     assert.equal(r.status, 0, r.stdout);
     assert.match(r.stdout, /^ {2}\[ok {2}\] CUDA driver {2}libcuda loaded from \S+( \(found as \S+\))?; the driver supports CUDA \d+\.\d+$/m);
     assert.match(r.stdout, /^ {2}\[ok {2}\] GPUs {9}\d+ found: #0 .+ \(compute capability \d+\.\d+, [\d.]+ GiB, \d+ SMs\), [\d.]+ GiB free/m);
     assert.match(r.stdout, /^ {2}\[ok {2}\] NVRTC {8}.+, version \d+\.\d+$/m);
     assert.match(r.stdout, /^ {2}\[ok {2}\] capture {6}captured a memset and 2 kernels over 2 streams .*: 3 nodes, \d edges; replayed 3 times, all 1024 values right$/m);
+    assert.match(r.stdout, /^ {2}\[ok {2}\] context {6}the current context is the one cudagraph made current \(0x[0-9a-f]+\); context check 'trust'$/m);
     assert.match(r.stdout, /everything works/);
 
     const j = cudagraph(['doctor', '--json']);
     assert.equal(j.status, 0);
     const doc = JSON.parse(j.stdout) as { ok: boolean; checks: { name: string; status: string; facts: Record<string, unknown> }[] };
     assert.equal(doc.ok, true);
-    assert.deepEqual(doc.checks.map((c) => c.status), ['ok', 'ok', 'ok', 'ok']);
+    assert.deepEqual(doc.checks.map((c) => c.status), ['ok', 'ok', 'ok', 'ok', 'ok']);
     const devices = doc.checks[1]!.facts['devices'] as { name: string; totalMemory: number; computeCapability: string }[];
     assert.ok(devices.length >= 1 && devices[0]!.totalMemory > 1e9);
     assert.match(devices[0]!.computeCapability, /^\d+\.\d+$/);
