@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireBoolean, requireOptions, assertInstance } from '../util/validate.js';
+import { requireBoolean, requireOptions, assertInstance } from '../util/validate.js';
 import { CUDA_GRAPH_INSTANTIATE_FLAG as F } from '../driver/layouts.js';
 import { Stream } from '../cuda/stream.js';
 

@@ -35,9 +35,19 @@ function standInContext(): HazardContext {
   const path = process.env['CUDA_DRIVER_PATH'];
   if (path === undefined) throw new Error('HAZARD_STAND_IN=1 needs CUDA_DRIVER_PATH');
   const lib = koffi.load(path);
-  const counter = (name: string): BigUint64Array => new BigUint64Array(koffi.view(lib.symbol(name) as bigint, 8));
-  const names = ['waits', 'allocs', 'frees', 'loads', 'unloads', 'registers', 'unregisters', 'launches', 'host_calls_run'] as const;
-  const views = names.map(counter);
+  // Each counter of DriverCounters and the stand-in's exported variable that holds it.
+  const symbols: { readonly [K in keyof DriverCounters]: string } = {
+    waits: 'waits',
+    allocs: 'allocs',
+    frees: 'frees',
+    loads: 'loads',
+    unloads: 'unloads',
+    registers: 'registers',
+    unregisters: 'unregisters',
+    launches: 'launches',
+    hostCallsRun: 'host_calls_run',
+  };
+  const views = Object.entries(symbols).map(([key, sym]) => [key, new BigUint64Array(koffi.view(lib.symbol(sym) as bigint, 8))] as const);
   const delay = lib.func('int stand_in_delay(uint64_t stream, unsigned int ms)');
   const device = Device.get(0);
   const image = '// the stand-in driver loads anything\n';
@@ -49,20 +59,7 @@ function standInContext(): HazardContext {
     delay(stream: Stream, ms: number) {
       if (delay(stream.handle, ms) !== 0) throw new Error('stand_in_delay failed');
     },
-    counters: (): DriverCounters => {
-      const [waits, allocs, frees, loads, unloads, registers, unregisters, launches, hostCallsRun] = views.map((v) => Number(v[0]!));
-      return {
-        waits: waits!,
-        allocs: allocs!,
-        frees: frees!,
-        loads: loads!,
-        unloads: unloads!,
-        registers: registers!,
-        unregisters: unregisters!,
-        launches: launches!,
-        hostCallsRun: hostCallsRun!,
-      };
-    },
+    counters: () => Object.fromEntries(views.map(([key, v]) => [key, Number(v[0]!)])) as unknown as DriverCounters,
     gc,
   };
 }

@@ -245,10 +245,9 @@ class LoopSequenceCall implements SequenceCall {
   }
 
   launch(op: string): number {
-    const calls = this.calls;
-    const streams = this.streams;
     this.submitted = 0;
-    if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue', calls.length);
+    // All or nothing: the whole sequence passes the gate before its first launch.
+    if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue', this.calls.length);
     return this.rawLaunch(op);
   }
 
