@@ -54,6 +54,17 @@ gpuSuite('Hazards', () => {
     }
   }
 
+  // More random interleavings: other seeds, and one long run.
+  for (const [seed, steps] of [[1, 2000], [2, 2000], [3, 2000], [4, 10_000]] as const) {
+    test(`${binding}: random-interleavings, seed ${seed}, ${steps} steps (child process, real driver)`, () => {
+      const env: NodeJS.ProcessEnv = { ...process.env, HAZARD_SEED: String(seed), HAZARD_STEPS: String(steps) };
+      delete env['HAZARD_STAND_IN'];
+      const r = runScenario('random-interleavings', env, 300_000);
+      assertScenarioPassed('random-interleavings', r);
+      process.stdout.write(`# ${binding} random-interleavings seed ${seed}: ${r.stdout.trim().slice(0, 200)}\n`);
+    });
+  }
+
   test('the host-block probe: every call that blocks behind a pending host function is a wait at the gate, and the queue holds more than QUEUE_LIMIT', { skip: binding === 'koffi' && 'binding-independent: runs with the addon pass' }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'cg-host-block-'));
     try {
