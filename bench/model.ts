@@ -1,5 +1,5 @@
 /**
- * `npm run bench:model`: the CPU model at scale (issue 2 §5).
+ * `npm run bench:model`: the CPU model at scale (its scale targets).
  *
  * Workload: 1,000,000 ops over 8 streams (80 % kernels, 10 % copies, 5 % memsets, 5 % host
  * callbacks, names from a pool of 64), where 5 % of ops first join work from another stream

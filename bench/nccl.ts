@@ -1,5 +1,5 @@
 /**
- * `npm run bench:nccl`: the multi-GPU benchmark of issue 7, for a machine with two or more GPUs.
+ * `npm run bench:nccl`: the multi-GPU benchmark, for a machine with two or more GPUs.
  *
  * 1. The data-parallel step (each GPU: x += 1; g = allReduce_sum(x); w = 0.5·g), per-step wall
  *    time eager (three launches and one NCCL group per step) against the step captured on every

@@ -33,7 +33,7 @@ export interface TableRow {
   /** Host-cost rows carry the issue's target: within 1.25× of C. `replay` is device time. */
   readonly hostCost: boolean;
   /**
-   * Not one of issue 3's rows (a cudagraph-only form: `LaunchSequence`): shown with its ratio to C
+   * Not one of the target rows (a cudagraph-only form: `LaunchSequence`): shown with its ratio to C
    * but never checked against the targets. C's column is then C's per-call row, step `cStep`.
    */
   readonly extra: boolean;

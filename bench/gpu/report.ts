@@ -9,7 +9,7 @@ import { beyondSpread, compare, median, summarize, type Comparison, type Summary
 export const BASELINE = 'c';
 /** The implementation the targets are about. */
 export const SUBJECT = 'cudagraph';
-/** Issue 3 §5: every host-cost row within this factor of C. */
+/** The performance targets: every host-cost row within this factor of C. */
 export const MAX_RATIO_TO_C = 1.25;
 
 /** An implementation and what became of it in this run. */
@@ -201,7 +201,7 @@ const LEGEND =
   '* = the two ranges do not overlap (the difference exceeds the run-to-run spread); ' +
   '+ = the ranges overlap but the ratio is on the same side of 1 in every round (paired, ≥ 5 rounds); ' +
   "† = cudagraph only: the N launches submitted as one LaunchSequence; C's column is C's per-call row of the same N " +
-  "(one cuLaunchKernel per call), and the ratio is to it; not one of issue 3's rows (no target); " +
+  "(one cuLaunchKernel per call), and the ratio is to it; not one of the target rows (no target); " +
   '‡ = the harness, not a library: the span between the first and the second clock read after the wait, which every ' +
   "worker makes before it times a single graph launch call from the second read (docs/benchmark.md); no target";
 
@@ -228,7 +228,7 @@ export function formatMarkdown(res: BenchResults): string {
   out.push('', LEGEND + '.', '');
   if (res.targets.length > 0) {
     const failed = res.targets.filter((t) => !t.pass);
-    out.push(`## Targets for cudagraph (issue 3 §5): ${res.targets.length - failed.length}/${res.targets.length} met`, '');
+    out.push(`## Targets for cudagraph (the performance targets): ${res.targets.length - failed.length}/${res.targets.length} met`, '');
     out.push('| row | N | target | met | detail |', '|---|---:|---|---|---|');
     for (const t of res.targets) out.push(`| ${t.label} | ${t.n} | ${t.target} | ${t.pass ? 'yes' : '**no**'} | ${t.detail} |`);
     out.push('');

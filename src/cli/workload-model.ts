@@ -4,8 +4,8 @@
  * turns the driver's read-back of the captured graph (node kinds, kernel names, launch shapes, real
  * edges) into a `ComputeGraph`, labelled with the program's step names and streams.
  *
- * `graphFromReadBack` exists because the library's own `Graph.toComputeGraph()` is not on main
- * yet (issue 5 adds it); the CLI can switch to it once it lands.
+ * `graphFromReadBack` keeps the program's own step names and streams on the nodes, which the
+ * library's `Graph.toComputeGraph()` (the driver's view: kernel names and real edges) cannot know.
  */
 import {
   CaptureEvent,

@@ -177,7 +177,7 @@ test('the plan covers every row of ANCHORS.md and thins only the 10 000-node cap
 });
 
 test('the issue\'s rows keep their steps and keys; the two LaunchSequence rows run on cudagraph only, beside C\'s per-call rows', () => {
-  // The rows issue 3 judges, as the earlier runs defined them (bench/results/2026-11-30-nvidia-h200-4.json).
+  // The rows the targets judge, as the earlier runs defined them (bench/results/2026-11-30-nvidia-h200-4.json).
   assert.deepEqual(STEPS.slice(0, 9).map((s) => `${s.row}/${s.n}/${s.only === undefined}`), [
     'eager/1000/true', 'eager-args/1000/true', 'capture/1000/true', 'capture-args/1000/true', 'capture/10000/true',
     'launch/10/true', 'launch/1000/true', 'launch/10000/true', 'replay/1000/true',

@@ -15,7 +15,7 @@ import {
   type NodeId,
 } from '../../src/index.js';
 
-/** The data-parallel step of issue 7 on `ranks` GPUs: upload, forward/backward, all-reduce, update, download. */
+/** The data-parallel step on `ranks` GPUs: upload, forward/backward, all-reduce, update, download. */
 function dataParallelStep(ranks: number) {
   const cap = new MultiDeviceCapture(ranks);
   cap.beginCapture();
