@@ -1,5 +1,5 @@
 /**
- * `npm run bench:gpu`: the GPU benchmark of the performance targets, run on the device. It builds the C
+ * `npm run bench:gpu`: the GPU benchmark against C, CuPy and PyTorch, run on a GPU machine. It builds the C
  * reference worker, starts one long-lived worker per implementation (C driver API, cudagraph,
  * CuPy, PyTorch; those that cannot start are reported and skipped), runs the plan's rows in
  * interleaved rounds (A B C D, rotating who goes first), and writes

@@ -228,7 +228,7 @@ export function formatMarkdown(res: BenchResults): string {
   out.push('', LEGEND + '.', '');
   if (res.targets.length > 0) {
     const failed = res.targets.filter((t) => !t.pass);
-    out.push(`## Targets for cudagraph (the performance targets): ${res.targets.length - failed.length}/${res.targets.length} met`, '');
+    out.push(`## Targets for cudagraph: ${res.targets.length - failed.length}/${res.targets.length} met`, '');
     out.push('| row | N | target | met | detail |', '|---|---:|---|---|---|');
     for (const t of res.targets) out.push(`| ${t.label} | ${t.n} | ${t.target} | ${t.pass ? 'yes' : '**no**'} | ${t.detail} |`);
     out.push('');
