@@ -16,7 +16,7 @@ import { NodeId } from '../model/ids.js';
 import { Stream } from '../cuda/stream.js';
 import { GraphExec } from './graph-exec.js';
 import { checkInstantiateFlags, type InstantiateFlags } from './instantiate-flags.js';
-import type { CapturedNodeInfo, CopyDirection, GraphNodeType, GraphReadBack } from './node-info.js';
+import type { CapturedNodeInfo, GraphNodeType, GraphReadBack, MemcpyNodeInfo } from './node-info.js';
 
 /**
  * A CUDA graph (`CUgraph`): the template a `GraphExec` is instantiated from. Captured graphs come
@@ -170,7 +170,7 @@ export class Graph {
     if (!hostFunctionsExist()) return [];
     const ids: number[] = [];
     for (const h of gr.graphNodes(op, this.#handle)) {
-      if (CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] !== 'host') continue;
+      if (CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] !== 'hostCallback') continue;
       const p = gb.hostNodeParams(op, h);
       if (isHostTrampoline(p.fn)) ids.push(Number(p.userData));
     }
@@ -252,12 +252,12 @@ export class Graph {
   }
 }
 
-function direction(op: string, srcType: number, src: bigint, dstType: number, dst: bigint): CopyDirection {
+function direction(op: string, srcType: number, src: bigint, dstType: number, dst: bigint): MemcpyNodeInfo['direction'] {
   // Unified-addressing copies name memory by address only: ask the driver what each side is.
   const kind = (t: number, p: bigint): number => (t === CU_MEMORYTYPE.UNIFIED ? mem.pointerMemoryType(op, p) || 1 : t);
   const s = kind(srcType, src) === CU_MEMORYTYPE.HOST ? 'Host' : 'Device';
   const d = kind(dstType, dst) === CU_MEMORYTYPE.HOST ? 'Host' : 'Device';
-  return `${s}To${d}` as CopyDirection;
+  return `${s}To${d}` as MemcpyNodeInfo['direction'];
 }
 
 function readNode(op: string, h: bigint, index: number, names: Map<bigint, string>): CapturedNodeInfo {
@@ -299,7 +299,7 @@ function readNode(op: string, h: bigint, index: number, names: Map<bigint, strin
       },
     };
   }
-  if (type === 'host') {
+  if (type === 'hostCallback') {
     const p = gb.hostNodeParams(op, h);
     return { index, type, host: { ...p, label: hostFunctionLabel(p.fn, p.userData) } };
   }
@@ -319,7 +319,7 @@ function specOf(n: CapturedNodeInfo): NodeSpec {
     const m = n.memset;
     return { kind: 'memset', name: 'memset', sizeBytes: m.byteLength, value: m.value, elementSize: m.elementSize as 1 | 2 | 4 };
   }
-  if (n.type === 'host') return { kind: 'hostCallback', label: n.host?.label ?? 'host' };
+  if (n.type === 'hostCallback') return { kind: 'hostCallback', label: n.host?.label ?? 'host' };
   if (n.type === 'empty') return { kind: 'empty' };
   return { kind: 'empty', name: n.memcpy ? 'memcpy (HostToHost)' : n.type };
 }

@@ -9,7 +9,7 @@ import { makeCurrent } from '../cuda/context.js';
 import { keepCleanupError } from '../cuda/lifetime.js';
 import { Stream } from '../cuda/stream.js';
 import type { DeviceBuffer } from '../cuda/device-buffer.js';
-import { requireCaptureMode, type CaptureMode } from './capture-mode.js';
+import { DEFAULT_CAPTURE_MODE, requireCaptureMode, type CaptureMode } from './capture-mode.js';
 import { checkInstantiateFlags, type InstantiateFlags } from './instantiate-flags.js';
 import { StreamGraphCapture, type CaptureAllocator, type CaptureFailure } from './stream-graph-capture.js';
 import { CapturePool } from './capture-pool.js';
@@ -134,7 +134,7 @@ export class GraphCaptureGuard {
    *   capturing; DisposedError for a disposed stream; CudaError from the driver.
    */
   static begin(stream: Stream): GraphCaptureGuard {
-    return GraphCaptureGuard.#open('GraphCaptureGuard.begin', stream, 'threadLocal', null);
+    return GraphCaptureGuard.#open('GraphCaptureGuard.begin', stream, DEFAULT_CAPTURE_MODE, null);
   }
 
   /**
@@ -153,7 +153,7 @@ export class GraphCaptureGuard {
    *   another device; CaptureStateError `ERR_POOL_SEALED` for a sealed pool; DisposedError for a
    *   released pool.
    */
-  static beginWithPool(stream: Stream, pool: CapturePool, mode: CaptureMode = 'threadLocal'): GraphCaptureGuard {
+  static beginWithPool(stream: Stream, pool: CapturePool, mode: CaptureMode = DEFAULT_CAPTURE_MODE): GraphCaptureGuard {
     return GraphCaptureGuard.#open('GraphCaptureGuard.beginWithPool', stream, mode, pool);
   }
 
@@ -200,7 +200,7 @@ export class GraphCaptureGuard {
     if (isAsyncFunction(fn)) throw new InvalidArgumentError(op, 'fn', `fn is an async function: ${ASYNC_CAPTURE_RULE}`);
     const o = requireOptions<CaptureOptions>(op, options, ['mode', 'pool', 'flags']);
     checkInstantiateFlags(op, o.flags);
-    const guard = GraphCaptureGuard.#open(op, stream, o.mode ?? 'threadLocal', o.pool ?? null);
+    const guard = GraphCaptureGuard.#open(op, stream, o.mode ?? DEFAULT_CAPTURE_MODE, o.pool ?? null);
     let result: unknown;
     try {
       result = fn(guard.stream);

@@ -3,13 +3,12 @@ export { StreamGraphCapture, requireCaptureSupport, MIN_CAPTURE_DRIVER_VERSION, 
 export { GraphExec } from './graph-exec.js';
 export { Graph } from './graph.js';
 export { lowerGraph, LoweredGraph, type LowerBindings } from './lower.js';
-export { CaptureMode } from './capture-mode.js';
+export { CaptureMode, DEFAULT_CAPTURE_MODE } from './capture-mode.js';
 export type { InstantiateFlags } from './instantiate-flags.js';
 export type {
   CapturedNodeInfo,
   GraphReadBack,
   GraphNodeType,
-  CopyDirection,
   KernelNodeInfo,
   MemcpyNodeInfo,
   MemsetNodeInfo,

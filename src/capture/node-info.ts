@@ -1,10 +1,8 @@
 import type { CU_GRAPH_NODE_TYPE } from '../driver/layouts.js';
+import type { MemcpyDir } from '../model/memcpy-dir.js';
 
 /** A graph node's kind, from `CUgraphNodeType` (`'unknown'` for a value newer than this package). */
 export type GraphNodeType = (typeof CU_GRAPH_NODE_TYPE)[number] | 'unknown';
-
-/** The direction of a copy node, in the model's `MemcpyDir` vocabulary. */
-export type CopyDirection = 'HostToDevice' | 'DeviceToHost' | 'DeviceToDevice' | 'HostToHost';
 
 /** A kernel node's launch. */
 export interface KernelNodeInfo {
@@ -17,7 +15,8 @@ export interface KernelNodeInfo {
 
 /** A copy node. */
 export interface MemcpyNodeInfo {
-  readonly direction: CopyDirection;
+  /** The model's `MemcpyDir` (peer-to-peer copies read back as `DeviceToDevice`), or a host-to-host copy the model has no name for. */
+  readonly direction: Exclude<MemcpyDir, object> | 'HostToHost';
   /** Bytes copied (width × height × depth). */
   readonly byteLength: number;
   /** Source address (host or device). */

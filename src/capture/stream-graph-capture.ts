@@ -12,7 +12,7 @@ import { surfaceCleanupErrors, keepFailure, keepCleanupError, takeCleanupError, 
 import { takeHostCallbackError } from '../cuda/host-calls.js';
 import { Stream } from '../cuda/stream.js';
 import type { DeviceBuffer } from '../cuda/device-buffer.js';
-import { requireCaptureMode, driverCaptureMode, type CaptureMode } from './capture-mode.js';
+import { DEFAULT_CAPTURE_MODE, requireCaptureMode, driverCaptureMode, type CaptureMode } from './capture-mode.js';
 import { Graph } from './graph.js';
 import type { GraphExec } from './graph-exec.js';
 import type { InstantiateFlags } from './instantiate-flags.js';
@@ -341,12 +341,13 @@ export class StreamGraphCapture {
   }
 
   /**
-   * Begins capturing `stream` (`cuStreamBeginCapture_v2`) in `mode` (default `'global'`).
+   * Begins capturing `stream` (`cuStreamBeginCapture_v2`) in `mode` (default `'threadLocal'`, as
+   * every capture entry point: `DEFAULT_CAPTURE_MODE`).
    * @throws InvalidArgumentError for a non-Stream, an unknown mode, the legacy NULL stream (it
    *   cannot be captured), or a stream already capturing; CudaError 3 without a driver; CudaError
    *   801 `CUDA_ERROR_NOT_SUPPORTED` when the driver predates CUDA 10.0; other CudaErrors from the driver.
    */
-  static begin(stream: Stream, mode: CaptureMode = 'global'): StreamGraphCapture {
+  static begin(stream: Stream, mode: CaptureMode = DEFAULT_CAPTURE_MODE): StreamGraphCapture {
     return StreamGraphCapture.beginFor('StreamGraphCapture.begin', stream, mode, null);
   }
 

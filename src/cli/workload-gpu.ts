@@ -56,7 +56,7 @@ export class GpuWorkload {
       this.#buffers.set(spec.name, buf);
       if (spec.role === 'weight') buf.copyFromHost(data.get(spec.name)!);
       if (spec.role === 'input' || spec.role === 'output') {
-        const host = PinnedHostBuffer.alloc(bufferBytes(spec), device);
+        const host = PinnedHostBuffer.alloc(device, bufferBytes(spec));
         if (spec.role === 'input') host.bytes.set(new Uint8Array(data.get(spec.name)!.buffer));
         this.#host.set(spec.name, host);
       }

@@ -7,9 +7,10 @@
 import { InvalidArgumentError } from '../errors/base.js';
 import { describe } from '../util/validate.js';
 import { DeviceBuffer } from './device-buffer.js';
+import type { ScalarType } from '../model/element-type.js';
 
-/** The C type of a kernel argument. */
-export type ArgType = 'ptr' | 'i32' | 'u32' | 'i64' | 'u64' | 'f32' | 'f64';
+/** The C type of a kernel argument: a device pointer, or one of the model's scalar types. */
+export type ArgType = 'ptr' | ScalarType;
 
 const SIZES: { readonly [T in ArgType]: 4 | 8 } = { ptr: 8, i32: 4, u32: 4, i64: 8, u64: 8, f32: 4, f64: 8 };
 const I64_MIN = -(2n ** 63n);

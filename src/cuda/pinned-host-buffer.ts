@@ -1,5 +1,5 @@
-import { privateConstructorError } from '../errors/base.js';
-import { requireInstance, requireInt } from '../util/validate.js';
+import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
+import { assertInstance, requireInt } from '../util/validate.js';
 import { memory as mem } from '../driver/result/index.js';
 import { koffi } from '../driver/sys.js';
 import { CU } from '../driver/layouts.js';
@@ -25,7 +25,7 @@ const PAGE = 4096;
  * Views are over shared memory: APIs that refuse shared views (`TextDecoder.decode`) need a copy.
  *
  * @example
- * using host = PinnedHostBuffer.alloc(4 * n);
+ * using host = PinnedHostBuffer.alloc(device, 4 * n);
  * const f = host.asFloat32();
  * buf.copyToHostAsync(s, f); await s.synchronizeAsync(); console.log(f[0]);
  */
@@ -70,15 +70,19 @@ export class PinnedHostBuffer {
   }
 
   /**
-   * Allocates `byteLength` (≥ 1) zeroed, page-locked bytes, registered with `device`'s context
-   * (default: device 0) and usable from every context.
+   * Allocates `byteLength` (≥ 1) zeroed, page-locked bytes, registered with `device`'s context and
+   * usable from every context. The order of the arguments is `DeviceBuffer.alloc`'s.
+   * @throws InvalidArgumentError for a non-Device (also a number first: the old order) or a bad size.
    */
-  static alloc(byteLength: number, device?: Device): PinnedHostBuffer {
+  static alloc(device: Device, byteLength: number): PinnedHostBuffer {
     const op = 'PinnedHostBuffer.alloc';
+    if (typeof device === 'number') {
+      throw new InvalidArgumentError(op, 'device', `device must be a Device, got ${device}: the order is PinnedHostBuffer.alloc(device, byteLength), as DeviceBuffer.alloc(device, byteLength)`);
+    }
+    assertInstance(op, 'device', device, Device);
     requireInt(op, 'byteLength', byteLength, 1, 2 ** 32 * PAGE);
-    if (device !== undefined) requireInstance(op, 'device', device, Device);
     surfaceCleanupErrors(op);
-    return new PinnedHostBuffer(INTERNAL, byteLength, device ?? Device.getFor(op, 0));
+    return new PinnedHostBuffer(INTERNAL, byteLength, device);
   }
 
   /** @internal True for a PinnedHostBuffer this class made (a brand check, not `instanceof`). */

@@ -123,7 +123,7 @@ export const CU_GRAPH_NODE_TYPE = [
   'kernel', // 0 CU_GRAPH_NODE_TYPE_KERNEL
   'memcpy', // 1 CU_GRAPH_NODE_TYPE_MEMCPY
   'memset', // 2 CU_GRAPH_NODE_TYPE_MEMSET
-  'host', // 3 CU_GRAPH_NODE_TYPE_HOST
+  'hostCallback', // 3 CU_GRAPH_NODE_TYPE_HOST (the model's name for a host node)
   'graph', // 4 CU_GRAPH_NODE_TYPE_GRAPH
   'empty', // 5 CU_GRAPH_NODE_TYPE_EMPTY
   'waitEvent', // 6 CU_GRAPH_NODE_TYPE_WAIT_EVENT

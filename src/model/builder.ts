@@ -19,6 +19,9 @@ import { GraphErrorCode } from './error-codes.js';
 import type { MemcpyDir } from './memcpy-dir.js';
 import type { DimInput, NodeSpec, NodeSpecBase } from './node.js';
 import type { NodeId, StreamId } from './ids.js';
+import type { ScalarType } from './element-type.js';
+
+export type { ScalarType };
 
 /** A named buffer of a builder: device memory, or host memory (bound to pinned memory when lowered). */
 export interface BufferRef {
@@ -29,8 +32,6 @@ export interface BufferRef {
   readonly host: boolean;
 }
 
-/** The C type of a scalar kernel argument. */
-export type ScalarType = 'i32' | 'u32' | 'i64' | 'u64' | 'f32' | 'f64';
 
 /** A scalar kernel argument with its C type (`b.f32(2)`, `b.i32(n)`). */
 export interface ScalarArg {

@@ -37,9 +37,9 @@ export type ExecUpdateResult =
 
 /**
  * Which size changes an update may make. `'cuda'` (the default): what the CUDA 13.0 driver was
- * measured to accept; `'seed'`: the upstream model's stricter rules (no size change at all).
+ * measured to accept; `'fixed-size'`: no size change at all (the stricter rules of the upstream model).
  */
-export type UpdateRules = 'cuda' | 'seed';
+export type UpdateRules = 'cuda' | 'fixed-size';
 
 /** Options of `ExecGraph.instantiate`. */
 export interface ExecGraphOptions {
@@ -113,7 +113,7 @@ function compareNode(a: GraphNode, b: GraphNode, rules: UpdateRules): null | 'pa
     case 'memset': {
       const m = b as typeof a;
       if (a.sizeBytes !== m.sizeBytes || a.elementSize !== m.elementSize) {
-        if (rules === 'seed') {
+        if (rules === 'fixed-size') {
           return { reason: `node ${id}: a memset cannot change its size (${a.sizeBytes} → ${m.sizeBytes} bytes)`, result: PARAMETERS };
         }
         return 'params';
@@ -126,7 +126,7 @@ function compareNode(a: GraphNode, b: GraphNode, rules: UpdateRules): null | 'pa
         return { reason: `node ${id}: a memcpy cannot change direction (${memcpyDirName(a.dir)} → ${memcpyDirName(c.dir)})`, result: PARAMETERS };
       }
       if (a.sizeBytes === c.sizeBytes) return null;
-      if (rules === 'seed') return { reason: `node ${id}: a memcpy cannot change its size (${a.sizeBytes} → ${c.sizeBytes} bytes)`, result: PARAMETERS };
+      if (rules === 'fixed-size') return { reason: `node ${id}: a memcpy cannot change its size (${a.sizeBytes} → ${c.sizeBytes} bytes)`, result: PARAMETERS };
       return 'params';
     }
     case 'hostCallback':
@@ -172,7 +172,7 @@ export class ExecGraph {
     const OP = 'ExecGraph.instantiate';
     requireGraph(OP, 'graph', graph);
     const o = requireOptions<ExecGraphOptions>(OP, options, ['rules']);
-    const rules = o.rules === undefined ? 'cuda' : requireOneOf(OP, 'rules', o.rules, ['cuda', 'seed'] as const);
+    const rules = o.rules === undefined ? 'cuda' : requireOneOf(OP, 'rules', o.rules, ['cuda', 'fixed-size'] as const);
     if (graph.nodeCount() === 0) throw new GraphError('EmptyGraph', GraphErrorCode.Empty, `${OP}: the graph has no nodes`);
     return new ExecGraph(CONSTRUCT, graph, rules);
   }

@@ -2,7 +2,7 @@ export { StreamId, CaptureEvent, NodeId } from './ids.js';
 export { CaptureStatus } from './capture-status.js';
 export { MemcpyDir, type PeerToPeerDir } from './memcpy-dir.js';
 export { GraphErrorCode } from './error-codes.js';
-export { MultiDeviceCapture, MultiDeviceGraph, collectiveLabel, type CollectiveOp, type CollectiveSpec, type RecordedCollective, type MultiDeviceCaptureOptions } from './multi-device-capture.js';
+export { MultiDeviceCapture, MultiDeviceGraph, collectiveLabel, type CollectiveSpec, type RecordedCollective, type MultiDeviceCaptureOptions } from './multi-device-capture.js';
 export type {
   NodeKind,
   Dim3Tuple,
@@ -58,3 +58,4 @@ export {
   type HostNodeOptions,
   type GraphBuilderOptions,
 } from './builder.js';
+export { ELEMENT_TYPES, ELEMENT_BYTES, SCALAR_TYPES, REDUCE_OPS, COLLECTIVE_OPS, type ElementType, type ReduceOp, type CollectiveOp } from './element-type.js';

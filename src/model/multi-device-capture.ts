@@ -16,7 +16,7 @@ import { InvalidArgumentError, privateConstructorError } from '../errors/base.js
 import { GraphError } from '../errors/graph-error.js';
 import { describe, requireInt, requireOneOf, requireOptions, requireSize } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
-import { NCCL_DATA_TYPE_NAMES, NCCL_RED_OP_NAMES, type NcclDataType, type NcclRedOp } from '../nccl/codes.js';
+import { COLLECTIVE_OPS, ELEMENT_TYPES, REDUCE_OPS, type CollectiveOp, type ElementType, type ReduceOp } from './element-type.js';
 import { asCall } from './call-name.js';
 import { StreamCapture } from './stream-capture.js';
 import { StreamId, CaptureEvent, type NodeId } from './ids.js';
@@ -24,10 +24,6 @@ import type { ComputeGraph } from './compute-graph.js';
 import type { MemcpyDir } from './memcpy-dir.js';
 import type { DotOptions } from './dot.js';
 
-/** The collectives the model knows (the ones the NCCL binding issues). */
-export type CollectiveOp = 'allReduce' | 'broadcast' | 'reduce' | 'allGather' | 'reduceScatter';
-
-const COLLECTIVE_OPS: readonly CollectiveOp[] = ['allReduce', 'broadcast', 'reduce', 'allGather', 'reduceScatter'];
 const NCCL_NAMES: Record<CollectiveOp, string> = {
   allReduce: 'ncclAllReduce',
   broadcast: 'ncclBroadcast',
@@ -43,11 +39,11 @@ const CONSTRUCT = Symbol('MultiDeviceCapture.endCapture');
 export interface CollectiveSpec {
   readonly op: CollectiveOp;
   /** Element type. */
-  readonly type: NcclDataType;
+  readonly type: ElementType;
   /** Elements per rank, as the NCCL call takes it (allGather: sent; reduceScatter: received). */
   readonly count: number;
   /** Reduction, for allReduce, reduce and reduceScatter. */
-  readonly redOp?: NcclRedOp;
+  readonly redOp?: ReduceOp;
   /** Root rank, for broadcast and reduce. */
   readonly root?: number;
 }
@@ -203,13 +199,13 @@ export class MultiDeviceCapture {
     const o = requireOptions<CollectiveSpec>(op, spec, ['op', 'type', 'count', 'redOp', 'root']);
     if (spec === undefined) throw new InvalidArgumentError(op, 'spec', `spec must be { op, type, count, … }, got ${describe(spec)}`);
     const kind = requireOneOf(op, 'op', o.op, COLLECTIVE_OPS);
-    const type = requireOneOf(op, 'type', o.type, NCCL_DATA_TYPE_NAMES);
+    const type = requireOneOf(op, 'type', o.type, ELEMENT_TYPES);
     const count = requireSize(op, 'count', o.count);
     const reduces = kind === 'allReduce' || kind === 'reduce' || kind === 'reduceScatter';
     const rooted = kind === 'broadcast' || kind === 'reduce';
     if (!reduces && o.redOp !== undefined) throw new InvalidArgumentError(op, 'redOp', `${kind} takes no redOp`);
     if (!rooted && o.root !== undefined) throw new InvalidArgumentError(op, 'root', `${kind} takes no root`);
-    const redOp = reduces ? requireOneOf(op, 'redOp', o.redOp, NCCL_RED_OP_NAMES) : undefined;
+    const redOp = reduces ? requireOneOf(op, 'redOp', o.redOp, REDUCE_OPS) : undefined;
     const root = rooted ? requireInt(op, 'root', o.root, 0, this.ranks - 1) : undefined;
     return Object.freeze({
       op: kind,

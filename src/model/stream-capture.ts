@@ -40,12 +40,14 @@ const STATUS_NAMES = [CaptureStatus.None, CaptureStatus.Active, CaptureStatus.In
 const EXTERNAL = 'external';
 
 /** The capture rules a `StreamCapture` follows. */
-export type CaptureSemantics = 'seed' | 'cuda';
+export type CaptureSemantics = 'per-stream' | 'cuda';
 
 /** Options of `new StreamCapture`. */
 export interface StreamCaptureOptions {
   /**
-   * `'seed'` (default): the upstream model's rules, exactly. `'cuda'`: what real CUDA stream
+   * `'per-stream'` (default): every stream is captured on its own (`beginCapture` on each), an
+   * event stands for one node, and a capture may end with streams not joined back: the upstream
+   * model's rules, exactly. `'cuda'`: what real CUDA stream
    * capture does where the two differ (see the class comment and docs/conformance.md).
    */
   readonly semantics?: CaptureSemantics;
@@ -89,7 +91,7 @@ export class StreamCapture {
   #status: number[] = [];
   #head: number[] = [];
   #parked: number[][] = [];
-  /** Event → the node it stands for (seed semantics). */
+  /** Event → the node it stands for (per-stream semantics). */
   #events = new Map<number, number>();
   /** True under `semantics: 'cuda'`. */
   readonly #cuda: boolean;
@@ -105,13 +107,13 @@ export class StreamCapture {
   constructor(options?: StreamCaptureOptions) {
     const OP = 'StreamCapture';
     const o = requireOptions<StreamCaptureOptions>(OP, options, ['semantics']);
-    const semantics = o.semantics === undefined ? 'seed' : requireOneOf(OP, 'semantics', o.semantics, ['seed', 'cuda'] as const);
+    const semantics = o.semantics === undefined ? 'per-stream' : requireOneOf(OP, 'semantics', o.semantics, ['per-stream', 'cuda'] as const);
     this.#cuda = semantics === 'cuda';
   }
 
   /** The rules this session follows. */
   get semantics(): CaptureSemantics {
-    return this.#cuda ? 'cuda' : 'seed';
+    return this.#cuda ? 'cuda' : 'per-stream';
   }
 
   /**

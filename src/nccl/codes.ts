@@ -14,6 +14,7 @@
  * `ncclBfloat16` in 2.10, `ncclRemoteError` and `ncclGetLastError` in 2.13, `ncclInProgress` in
  * 2.14, `ncclTimeout` later (2.2x), the FP8 types in 2.24.
  */
+import type { ElementType, ReduceOp } from '../model/element-type.js';
 
 /** `NCCL_UNIQUE_ID_BYTES`: the size of `ncclUniqueId`. */
 export const NCCL_UNIQUE_ID_BYTES = 128;
@@ -65,11 +66,8 @@ export function ncclResultDescription(code: number): string {
   return RESULT_TEXT[code] ?? `ncclResult_t ${code} is not defined by the nccl.h this package was written from`;
 }
 
-/** Element types of collectives: the API's names. */
-export type NcclDataType = 'i8' | 'u8' | 'i32' | 'u32' | 'i64' | 'u64' | 'f16' | 'f32' | 'f64' | 'bf16';
-
 /** Each data type: its `ncclDataType_t` value, its size in bytes, and the NCCL version that has it. */
-export const NCCL_DATA_TYPES: { readonly [K in NcclDataType]: { readonly code: number; readonly bytes: number; readonly since: number } } =
+export const NCCL_DATA_TYPES: { readonly [K in ElementType]: { readonly code: number; readonly bytes: number; readonly since: number } } =
   Object.freeze({
     i8: { code: 0, bytes: 1, since: 0 }, // ncclInt8
     u8: { code: 1, bytes: 1, since: 0 }, // ncclUint8
@@ -83,23 +81,14 @@ export const NCCL_DATA_TYPES: { readonly [K in NcclDataType]: { readonly code: n
     bf16: { code: 9, bytes: 2, since: 21000 }, // ncclBfloat16, NCCL 2.10
   });
 
-/** Every data type name, in `ncclDataType_t` order. */
-export const NCCL_DATA_TYPE_NAMES = Object.freeze(Object.keys(NCCL_DATA_TYPES) as NcclDataType[]);
-
-/** Reduction operations: the API's names. */
-export type NcclRedOp = 'sum' | 'prod' | 'max' | 'min' | 'avg';
-
 /** Each reduction: its `ncclRedOp_t` value and the NCCL version that has it. */
-export const NCCL_RED_OPS: { readonly [K in NcclRedOp]: { readonly code: number; readonly since: number } } = Object.freeze({
+export const NCCL_RED_OPS: { readonly [K in ReduceOp]: { readonly code: number; readonly since: number } } = Object.freeze({
   sum: { code: 0, since: 0 }, // ncclSum
   prod: { code: 1, since: 0 }, // ncclProd
   max: { code: 2, since: 0 }, // ncclMax
   min: { code: 3, since: 0 }, // ncclMin
   avg: { code: 4, since: 21000 }, // ncclAvg, NCCL 2.10
 });
-
-/** Every reduction name. */
-export const NCCL_RED_OP_NAMES = Object.freeze(Object.keys(NCCL_RED_OPS) as NcclRedOp[]);
 
 /**
  * Decodes `ncclGetVersion`'s integer: `X*10000+Y*100+Z` from 2.9 on, `X*1000+Y*100+Z` before

@@ -14,21 +14,11 @@
  */
 import { InvalidArgumentError } from '../errors/base.js';
 import { requireInt, requireOneOf, requireSize } from '../util/validate.js';
-import {
-  NCCL_DATA_TYPES,
-  NCCL_DATA_TYPE_NAMES,
-  NCCL_RED_OPS,
-  NCCL_RED_OP_NAMES,
-  decodeNcclVersion,
-  type NcclDataType,
-  type NcclRedOp,
-} from './codes.js';
-
-/** The collectives cudagraph binds. */
-export type CollectiveKind = 'allReduce' | 'broadcast' | 'reduce' | 'allGather' | 'reduceScatter';
+import { NCCL_DATA_TYPES, NCCL_RED_OPS, decodeNcclVersion } from './codes.js';
+import { ELEMENT_TYPES, REDUCE_OPS, type CollectiveOp, type ElementType, type ReduceOp } from '../model/element-type.js';
 
 /** The option names each collective accepts. */
-export const COLLECTIVE_OPTIONS: { readonly [K in CollectiveKind]: readonly string[] } = {
+export const COLLECTIVE_OPTIONS: { readonly [K in CollectiveOp]: readonly string[] } = {
   allReduce: ['send', 'recv', 'count', 'type', 'op', 'sendOffset', 'recvOffset'],
   broadcast: ['send', 'recv', 'count', 'type', 'root', 'sendOffset', 'recvOffset'],
   reduce: ['send', 'recv', 'count', 'type', 'op', 'root', 'sendOffset', 'recvOffset'],
@@ -44,7 +34,7 @@ export interface BufferSide {
 
 /** What `checkCollective` needs. */
 export interface CollectiveInput {
-  readonly kind: CollectiveKind;
+  readonly kind: CollectiveOp;
   /** This rank, 0..size−1. */
   readonly rank: number;
   /** Number of ranks. */
@@ -64,7 +54,7 @@ export interface CollectiveInput {
 /** A checked collective: the numbers NCCL gets, and the byte ranges it touches. */
 export interface CheckedCollective {
   readonly count: number;
-  readonly type: NcclDataType;
+  readonly type: ElementType;
   readonly datatype: number;
   readonly redOp: number;
   readonly root: number;
@@ -101,7 +91,7 @@ function requireOffset(op: string, name: string, value: unknown, elementSize: nu
  */
 export function checkCollective(op: string, input: CollectiveInput): CheckedCollective {
   const { kind, rank, size, version } = input;
-  const type = requireOneOf(op, 'type', input.type, NCCL_DATA_TYPE_NAMES);
+  const type = requireOneOf(op, 'type', input.type, ELEMENT_TYPES);
   const t = NCCL_DATA_TYPES[type];
   if (version < t.since) {
     throw new InvalidArgumentError(op, 'type', `type '${type}' needs NCCL ${versionText(t.since)} or newer; this NCCL is ${versionText(version)}`);
@@ -109,7 +99,7 @@ export function checkCollective(op: string, input: CollectiveInput): CheckedColl
   const count = requireSize(op, 'count', input.count);
   let redOp = 0;
   if (kind === 'allReduce' || kind === 'reduce' || kind === 'reduceScatter') {
-    const name: NcclRedOp = requireOneOf(op, 'op', input.op, NCCL_RED_OP_NAMES);
+    const name: ReduceOp = requireOneOf(op, 'op', input.op, REDUCE_OPS);
     const r = NCCL_RED_OPS[name];
     if (version < r.since) {
       throw new InvalidArgumentError(op, 'op', `op '${name}' needs NCCL ${versionText(r.since)} or newer; this NCCL is ${versionText(version)}`);
@@ -203,9 +193,9 @@ function fits(
   offset: number,
   bytes: number,
   byteLength: number,
-  kind: CollectiveKind,
+  kind: CollectiveOp,
   count: number,
-  type: NcclDataType,
+  type: ElementType,
 ): void {
   if (offset + bytes > byteLength || (bytes === 0 && offset > byteLength)) {
     throw new InvalidArgumentError(

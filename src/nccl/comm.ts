@@ -6,8 +6,9 @@ import { Lifetime, surfaceCleanupErrors } from '../cuda/lifetime.js';
 import { Device } from '../cuda/device.js';
 import { Stream } from '../cuda/stream.js';
 import { DeviceBuffer } from '../cuda/device-buffer.js';
-import { NCCL_MIN_CAPTURE_VERSION, decodeNcclVersion, ncclResultName, type NcclDataType, type NcclRedOp } from './codes.js';
-import { COLLECTIVE_OPTIONS, checkCollective, type CollectiveKind } from './collective-args.js';
+import { NCCL_MIN_CAPTURE_VERSION, decodeNcclVersion, ncclResultName } from './codes.js';
+import type { CollectiveOp, ElementType, ReduceOp } from '../model/element-type.js';
+import { COLLECTIVE_OPTIONS, checkCollective } from './collective-args.js';
 import { NcclError } from './nccl-error.js';
 import * as nr from './result.js';
 import { ncclGroup as groupEach, ncclGroupDepth, currentContext, restoreContext } from './group.js';
@@ -20,8 +21,8 @@ export interface AllReduceOptions {
   readonly recv?: DeviceBuffer;
   /** Elements per rank. */
   readonly count: number;
-  readonly type: NcclDataType;
-  readonly op: NcclRedOp;
+  readonly type: ElementType;
+  readonly op: ReduceOp;
   /** Byte offsets into the buffers (multiples of the element size). Default 0. */
   readonly sendOffset?: number;
   readonly recvOffset?: number;
@@ -32,7 +33,7 @@ export interface BroadcastOptions {
   readonly send?: DeviceBuffer;
   readonly recv: DeviceBuffer;
   readonly count: number;
-  readonly type: NcclDataType;
+  readonly type: ElementType;
   /** The rank whose data is sent. */
   readonly root: number;
   readonly sendOffset?: number;
@@ -44,8 +45,8 @@ export interface ReduceOptions {
   readonly send: DeviceBuffer;
   readonly recv?: DeviceBuffer;
   readonly count: number;
-  readonly type: NcclDataType;
-  readonly op: NcclRedOp;
+  readonly type: ElementType;
+  readonly op: ReduceOp;
   readonly root: number;
   readonly sendOffset?: number;
   readonly recvOffset?: number;
@@ -60,7 +61,7 @@ export interface AllGatherOptions {
   readonly recv: DeviceBuffer;
   /** Elements each rank sends. */
   readonly count: number;
-  readonly type: NcclDataType;
+  readonly type: ElementType;
   readonly sendOffset?: number;
   readonly recvOffset?: number;
 }
@@ -74,8 +75,8 @@ export interface ReduceScatterOptions {
   readonly recv?: DeviceBuffer;
   /** Elements each rank receives. */
   readonly count: number;
-  readonly type: NcclDataType;
-  readonly op: NcclRedOp;
+  readonly type: ElementType;
+  readonly op: ReduceOp;
   readonly sendOffset?: number;
   readonly recvOffset?: number;
 }
@@ -307,7 +308,7 @@ export class NcclComm {
    * ranks this process drives must be called inside a group; a capturing stream needs NCCL 2.9+.
    * @throws InvalidArgumentError (nothing enqueued) for any refused argument; DisposedError; NcclError from NCCL.
    */
-  #collective(op: string, kind: CollectiveKind, stream: Stream, options: unknown): void {
+  #collective(op: string, kind: CollectiveOp, stream: Stream, options: unknown): void {
     this[LIFETIME].assertAlive(op);
     assertInstance(op, 'stream', stream, Stream);
     const h = stream.handleFor(op);

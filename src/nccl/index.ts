@@ -26,10 +26,8 @@ export {
   NCCL_MIN_CAPTURE_VERSION,
   decodeNcclVersion,
   type NcclResultName,
-  type NcclDataType,
-  type NcclRedOp,
 } from './codes.js';
-export { checkCollective, type CollectiveKind, type CollectiveInput, type CheckedCollective } from './collective-args.js';
+export { checkCollective, type CollectiveInput, type CheckedCollective } from './collective-args.js';
 export { loadNccl, ncclAvailable, ncclPath, type NcclInfo, type LoadNcclOptions } from './version.js';
 export { ncclCandidates } from './loader.js';
 export { captureMultiDevice, MultiDeviceGraphExec, type MultiDeviceCaptureGpuOptions } from './multi-device.js';

@@ -41,7 +41,7 @@ export class GpuResources {
     this.counter = DeviceBuffer.alloc(device, 4);
     this.a = DeviceBuffer.alloc(device, MAX_BYTES);
     this.b = DeviceBuffer.alloc(device, MAX_BYTES);
-    this.pinned = PinnedHostBuffer.alloc(MAX_BYTES, device);
+    this.pinned = PinnedHostBuffer.alloc(device, MAX_BYTES);
   }
 
   dispose(): void {

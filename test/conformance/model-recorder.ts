@@ -13,7 +13,7 @@ const CLASSES: Record<string, ErrorClass> = {
 
 /**
  * Records through `StreamCapture`. Under `'cuda'` semantics only stream 0 is begun and the other
- * streams join by waiting, as on a device; under `'seed'` semantics (which has no joining by
+ * streams join by waiting, as on a device; under `'per-stream'` semantics (which has no joining by
  * waiting) every stream is begun up front and events recorded before the capture do not exist.
  */
 export class ModelRecorder implements Recorder {

@@ -55,10 +55,10 @@ test('conformance: the comparison notices a missing edge, an extra edge and a ch
   assert.match(compareOutcomes(runScript(new ModelRecorder('cuda'), unjoined), expected).join(), /outcome error unjoined at end/);
 });
 
-describe('conformance: where the seed semantics differs from CUDA (the default StreamCapture)', () => {
+describe('conformance: where the per-stream semantics differs from CUDA (the default StreamCapture)', () => {
   for (const c of CASES) {
     test(`${c.script.name}: ${c.seedDiffers ?? 'the same graph under both semantics'}`, () => {
-      const seed = runScript(new ModelRecorder('seed'), c.script);
+      const seed = runScript(new ModelRecorder('per-stream'), c.script);
       const cuda = runScript(new ModelRecorder('cuda'), c.script);
       const same = compareOutcomes(seed, cuda).length === 0;
       // Only the cases documented as differing in their graph or outcome may differ.
@@ -73,8 +73,8 @@ describe('StreamCapture({ semantics: "cuda" }): the rules one by one', () => {
   const E = CaptureEvent;
 
   test('refuses an unknown semantics and keeps the seed as the default', () => {
-    assert.throws(() => new StreamCapture({ semantics: 'driver' as never }), /semantics must be one of 'seed', 'cuda'/);
-    assert.equal(new StreamCapture().semantics, 'seed');
+    assert.throws(() => new StreamCapture({ semantics: 'driver' as never }), /semantics must be one of 'per-stream', 'cuda'/);
+    assert.equal(new StreamCapture().semantics, 'per-stream');
     assert.equal(new StreamCapture({ semantics: 'cuda' }).semantics, 'cuda');
   });
 

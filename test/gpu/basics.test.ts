@@ -182,12 +182,12 @@ gpuSuite('DeviceBuffer and PinnedHostBuffer', () => {
     const d = Device.get(0);
     using s = d.createStream();
     using dev = DeviceBuffer.alloc(d, 4096);
-    const host = PinnedHostBuffer.alloc(4096);
+    const host = PinnedHostBuffer.alloc(d, 4096);
     const f = host.asFloat32();
     assert.equal(f.length, 1024);
     f.forEach((_, i) => (f[i] = i / 2));
     dev.copyFromHostAsync(s, f);
-    const back = PinnedHostBuffer.alloc(4096);
+    const back = PinnedHostBuffer.alloc(d, 4096);
     dev.copyToHostAsync(s, back.bytes);
     s.synchronize();
     assert.deepEqual(back.asFloat32(), f);

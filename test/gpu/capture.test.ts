@@ -258,7 +258,7 @@ gpuSuite('StreamGraphCapture → GraphExec', () => {
     const d = Device.get(0);
     const s = d.stream();
     using buf = DeviceBuffer.alloc(d, 64);
-    using pinned = PinnedHostBuffer.alloc(64);
+    using pinned = PinnedHostBuffer.alloc(d, 64);
     using cap = StreamGraphCapture.begin(s);
     assert.throws(() => StreamGraphCapture.begin(s), (e: unknown) => e instanceof InvalidArgumentError && /already capturing/.test(e.message));
     assert.throws(

@@ -79,8 +79,8 @@ export class PipelineRig {
 
   constructor(readonly device: Device) {
     this.module = Module.compile(device, PIPELINE_SOURCE);
-    this.pin = PinnedHostBuffer.alloc(4 * N, device);
-    this.pout = PinnedHostBuffer.alloc(4 * N, device);
+    this.pin = PinnedHostBuffer.alloc(device, 4 * N);
+    this.pout = PinnedHostBuffer.alloc(device, 4 * N);
     this.x = DeviceBuffer.alloc(device, 4 * N);
     this.y1 = DeviceBuffer.alloc(device, 4 * N);
     this.y2 = DeviceBuffer.alloc(device, 4 * N);

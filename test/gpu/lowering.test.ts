@@ -40,8 +40,8 @@ const SCENARIOS: Record<string, () => Promise<unknown>> = {
     const x = b.buffer('x', 4 * N);
     const y = b.buffer('y', 4 * N);
     let launch = 0;
-    const pin = PinnedHostBuffer.alloc(4 * N, d);
-    const pout = PinnedHostBuffer.alloc(4 * N, d);
+    const pin = PinnedHostBuffer.alloc(d, 4 * N);
+    const pout = PinnedHostBuffer.alloc(d, 4 * N);
     b.host('fill', () => pin.asFloat32().fill(++launch), { writes: [hin] });
     b.memcpy({ src: hin, dst: x });
     b.kernel('scale', { grid: GRID, block: 256, args: [x, y, b.f32(3), b.i32(N)], reads: [x], writes: [y] });
@@ -232,7 +232,7 @@ if (childCase < 0) {
       b.host('note', () => {});
       b.memcpy({ src: v, dst: h, sizeBytes: 1024 });
       const built = b.build();
-      using pin = PinnedHostBuffer.alloc(1024, d);
+      using pin = PinnedHostBuffer.alloc(d, 1024);
       using ub = DeviceBuffer.alloc(d, 1024);
       using vb = DeviceBuffer.alloc(d, 1024);
       using cb = DeviceBuffer.alloc(d, 4);
@@ -241,7 +241,7 @@ if (childCase < 0) {
       assert.deepEqual(sameAsSource(built.graph, back, lowered.modelIds()), []);
       assert.equal(back.edgeCount(), built.graph.edgeCount(), 'the driver graph has exactly the model edges');
       const types = lowered.graph.readBack().nodes.map((n) => n.type).sort();
-      assert.deepEqual(types, ['empty', 'host', 'kernel', 'memcpy', 'memcpy', 'memcpy', 'memset', 'memset', 'memset']);
+      assert.deepEqual(types, ['empty', 'hostCallback', 'kernel', 'memcpy', 'memcpy', 'memcpy', 'memset', 'memset', 'memset']);
     });
 
     test('lowering refuses what it cannot bind, naming the node, and leaves nothing behind', () => {

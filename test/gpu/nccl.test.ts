@@ -23,7 +23,7 @@ import {
   DisposedError,
   type NcclClique,
   type Stream,
-  type NcclDataType,
+  type ElementType,
 } from '../../src/index.js';
 import * as nr from '../../src/nccl/result.js';
 import { ncclSuite, ncclBanner, StepKernels, readF32, f16Bits, bf16Bits } from './nccl-fixtures.js';
@@ -87,7 +87,7 @@ ncclSuite('NCCL on one GPU (single-rank communicator)', () => {
 
   test('every element type: f64, i32, u8, i64, f16 and bf16 bit patterns survive a single-rank allReduce', () => {
     const n = 64;
-    const cases: Array<[NcclDataType, ArrayBufferView]> = [
+    const cases: Array<[ElementType, ArrayBufferView]> = [
       ['f64', Float64Array.from({ length: n }, (_, i) => i * 1.5 - 7)],
       ['i32', Int32Array.from({ length: n }, (_, i) => i * 1000 - 31999)],
       ['u8', Uint8Array.from({ length: n }, (_, i) => (i * 37) & 0xff)],

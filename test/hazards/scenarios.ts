@@ -153,7 +153,7 @@ export const scenarios: Record<string, Scenario> = {
     const before = ctx.counters?.();
     const buf = DeviceBuffer.alloc(d, 64 * MiB);
     const mod = Module.load(d, ctx.image);
-    const pin = PinnedHostBuffer.alloc(MiB, d);
+    const pin = PinnedHostBuffer.alloc(d, MiB);
     const freeWith = ctx.gpu ? d.memoryInfo().free : 0;
     const { hf, calls } = counting('slow');
     ctx.delay(s, 200);
@@ -309,7 +309,7 @@ export const scenarios: Record<string, Scenario> = {
     const s = d.createStream();
     const buf = DeviceBuffer.alloc(d, 4096);
     const host = new Uint8Array(4096);
-    const pin = PinnedHostBuffer.alloc(4096, d);
+    const pin = PinnedHostBuffer.alloc(d, 4096);
     const { hf } = counting('blocker');
     ctx.delay(s, 200);
     hf.launch(s);
@@ -336,7 +336,7 @@ export const scenarios: Record<string, Scenario> = {
   async 'pinned-not-detachable'(ctx) {
     const d = ctx.device;
     const s = d.createStream();
-    const pin = PinnedHostBuffer.alloc(8192, d);
+    const pin = PinnedHostBuffer.alloc(d, 8192);
     const sab = pin.bytes.buffer;
     assert.throws(() => structuredClone(sab, { transfer: [sab as unknown as ArrayBuffer] }));
     const { port1, port2 } = new MessageChannel();
@@ -483,7 +483,7 @@ export const scenarios: Record<string, Scenario> = {
     assert.throws(() => Stream.wrap(forgedDevice, 5n), isRefusal(/^Stream\.wrap: device must be a Device/));
     assert.throws(() => Stream.wrap({ context: 1n } as unknown as Device, 5n), InvalidArgumentError);
     assert.throws(() => DeviceBuffer.alloc(forgedDevice, 16), isRefusal(/^DeviceBuffer\.alloc:/));
-    assert.throws(() => PinnedHostBuffer.alloc(16, forgedDevice), isRefusal(/^PinnedHostBuffer\.alloc:/));
+    assert.throws(() => PinnedHostBuffer.alloc(forgedDevice, 16), isRefusal(/^PinnedHostBuffer\.alloc:/));
     assert.throws(() => Module.load(forgedDevice, ctx.image), isRefusal(/^Module\.load:/));
     assert.throws(() => StreamGraphCapture.begin(forgedStream), isRefusal(/^StreamGraphCapture\.begin:/));
     const { hf } = counting('forged');
@@ -615,7 +615,7 @@ scenarios['random-interleavings'] = async (ctx) => {
         else take(mods, r)?.dispose();
         return;
       case 'pinned':
-        if (r % 2 === 0 && pins.length < 4) pins.push(PinnedHostBuffer.alloc(65536, d));
+        if (r % 2 === 0 && pins.length < 4) pins.push(PinnedHostBuffer.alloc(d, 65536));
         else take(pins, r)?.dispose();
         return;
       case 'copyPinned': {

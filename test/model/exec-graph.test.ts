@@ -32,7 +32,7 @@ test('instantiate snapshots nodes, edges and an execution order; an empty graph 
   assert.equal(e.nodeCount(), 4);
   assert.throws(() => ExecGraph.instantiate(new ComputeGraph()), (x: unknown) => x instanceof GraphError && x.kind === 'EmptyGraph');
   assert.throws(() => ExecGraph.instantiate({} as never), /graph must be a ComputeGraph/);
-  assert.throws(() => ExecGraph.instantiate(g, { rules: 'strict' as never }), /rules must be one of 'cuda', 'seed'/);
+  assert.throws(() => ExecGraph.instantiate(g, { rules: 'strict' as never }), /rules must be one of 'cuda', 'fixed-size'/);
   assert.equal(e.toString(), 'ExecGraph(4 nodes, 4 edges)');
 });
 
@@ -102,7 +102,7 @@ test('size changes: updatable under the CUDA rules, refused under the seed rules
   bigger.addEdges(g.edges());
   const cuda = ExecGraph.instantiate(g).diff(bigger);
   assert.deepEqual([cuda.updatable, cuda.changedParams], [true, [2, 3]]);
-  const seed = ExecGraph.instantiate(g, { rules: 'seed' }).diff(bigger);
+  const seed = ExecGraph.instantiate(g, { rules: 'fixed-size' }).diff(bigger);
   assert.equal(seed.updatable, false);
   assert.deepEqual(seed.nonUpdatable.map((x) => x.node), [2, 3]);
   assert.equal(seed.result, 'CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED');

@@ -20,7 +20,7 @@ import {
   InvalidArgumentError,
   CudagraphError,
   type CollectiveInput,
-  type CollectiveKind,
+  type CollectiveOp,
 } from '../../src/index.js';
 import { ncclVersionCode } from '../../src/nccl/codes.js';
 
@@ -199,7 +199,7 @@ test('in place: an omitted buffer takes NCCL\'s in-place position; other overlap
 });
 
 test('property: a collective is accepted exactly when both ranges fit, and what is accepted is what NCCL touches', () => {
-  const kinds: CollectiveKind[] = ['allReduce', 'broadcast', 'reduce', 'allGather', 'reduceScatter'];
+  const kinds: CollectiveOp[] = ['allReduce', 'broadcast', 'reduce', 'allGather', 'reduceScatter'];
   const types = Object.keys(NCCL_DATA_TYPES) as Array<keyof typeof NCCL_DATA_TYPES>;
   fc.assert(
     fc.property(
