@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// Generates src/driver/curesult-table.ts, the CUresult name <-> number <-> description table,
+// Generates src/errors/curesult-table.ts, the CUresult name <-> number <-> description table,
 // from the CUDA toolkit's cuda.h (the `typedef enum cudaError_enum { ... } CUresult;` block and
 // the doc comment above each enumerator). The table is committed, so machines without a toolkit
 // build the package unchanged; rerun this when the toolkit changes:
 //   node scripts/gen-curesult.mjs [path/to/cuda.h] [--out file]
 // (default header: $CUDA_HOME/include/cuda.h, then /usr/local/cuda/include/cuda.h; default output:
-// src/driver/curesult-table.ts; the CPU tests regenerate into a temporary file and compare).
+// src/errors/curesult-table.ts; the CPU tests regenerate into a temporary file and compare).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,6 +78,6 @@ const lines = [
   'export type CUresultName = keyof typeof CUresult;',
   '',
 ];
-const out = outArg ?? join(root, 'src', 'driver', 'curesult-table.ts');
+const out = outArg ?? join(root, 'src', 'errors', 'curesult-table.ts');
 writeFileSync(out, lines.join('\n'));
 console.log(`gen-curesult: ${entries.length} CUresult values from ${header} (CUDA_VERSION ${version}) -> ${out}`);

@@ -1,7 +1,6 @@
 import { DisposedError, privateConstructorError } from '../errors/base.js';
 import { requireInstance } from '../util/validate.js';
-import { graph as gr } from '../driver/result/index.js';
-import { cudaError } from '../driver/check.js';
+import { graph as gr, cudaError } from '../driver/result/index.js';
 import { CU_GRAPH_EXEC_UPDATE_RESULT } from '../driver/layouts.js';
 import { INTERNAL, CAPTURE, LIFETIME } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';

@@ -2,8 +2,7 @@ import { DisposedError, InvalidArgumentError, privateConstructorError } from '..
 import { CudaError } from '../errors/cuda-error.js';
 import { describe, requireInstance } from '../util/validate.js';
 import { CaptureStatus } from '../model/capture-status.js';
-import { graph as gr, init, event as ev, stream as st } from '../driver/result/index.js';
-import { cudaError } from '../driver/check.js';
+import { graph as gr, init, event as ev, stream as st, cudaError } from '../driver/result/index.js';
 import { CU, CU_STREAM_CAPTURE_STATUS } from '../driver/layouts.js';
 import { INTERNAL, CAPTURE } from '../cuda/internal.js';
 import { makeCurrent } from '../cuda/context.js';

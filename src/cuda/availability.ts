@@ -1,4 +1,4 @@
-import { probeDriver } from '../driver/sys.js';
+import { init } from '../driver/result/index.js';
 import type { CudaError } from '../errors/cuda-error.js';
 
 /**
@@ -11,5 +11,5 @@ import type { CudaError } from '../errors/cuda-error.js';
  * if (!d.ok) console.warn(d.error.message);
  */
 export function driverAvailable(): { ok: true; path: string } | { ok: false; error: CudaError } {
-  return probeDriver();
+  return init.probe();
 }

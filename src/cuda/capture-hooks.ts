@@ -6,7 +6,7 @@
  */
 import type { CudaError } from '../errors/cuda-error.js';
 import type { DeviceBuffer } from './device-buffer.js';
-import { setCaptureErrorListener } from '../driver/check.js';
+import { setCaptureErrorListener } from '../driver/result/index.js';
 import { deferCleanups, resumeCleanups, type Lifetime } from './lifetime.js';
 
 /** An active capture, as the object layer sees it. */
@@ -29,9 +29,24 @@ export interface CaptureSink {
 
 const active = new Set<CaptureSink>();
 
-/** Registers a capture that has begun: errors are reported to it and frees are deferred. */
+/** Tells every active capture about a stream-capture error the binding made (900–908). */
+function noteCaptureError(error: CudaError): void {
+  for (const sink of active) sink.noteError(error);
+}
+
+let listening = false;
+
+/**
+ * Registers a capture that has begun: errors are reported to it and frees are deferred. The
+ * binding's listener is installed here, by the first capture, not as a side effect of loading
+ * this module.
+ */
 export function captureStarted(sink: CaptureSink): void {
   if (active.has(sink)) return;
+  if (!listening) {
+    setCaptureErrorListener(noteCaptureError);
+    listening = true;
+  }
   active.add(sink);
   deferCleanups();
 }
@@ -46,7 +61,3 @@ export function captureEnded(sink: CaptureSink): void {
 export function activeCaptureCount(): number {
   return active.size;
 }
-
-setCaptureErrorListener((error) => {
-  for (const sink of active) sink.noteError(error);
-});

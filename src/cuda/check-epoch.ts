@@ -8,7 +8,7 @@
  *
  * The counter is process-wide (driver/process-state.ts), shared by every loaded copy of cudagraph.
  */
-import { processState } from '../driver/process-state.js';
+import { processState } from '../driver/result/index.js';
 
 /** The epoch. `value` changes whenever an earlier check may no longer hold. */
 export const checkEpoch: { value: number } = processState.epoch;

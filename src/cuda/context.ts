@@ -17,8 +17,7 @@
  */
 import { CudaError } from '../errors/cuda-error.js';
 import { requireOneOf } from '../util/validate.js';
-import { device as dev } from '../driver/result/index.js';
-import { processState } from '../driver/process-state.js';
+import { device as dev, processState } from '../driver/result/index.js';
 
 /** How cudagraph makes sure the right context is current (see the file comment). */
 export type ContextCheck = 'trust' | 'verify' | 'strict';

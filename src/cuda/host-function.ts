@@ -19,10 +19,8 @@
 import { privateConstructorError } from '../errors/base.js';
 import { requireInstance, describe, requireName, requireOptions } from '../util/validate.js';
 import { InvalidArgumentError } from '../errors/base.js';
-import { registerHostFunction } from '../driver/sys.js';
-import { graphBuild as gb, graph as gr } from '../driver/result/index.js';
+import { graphBuild as gb, graph as gr, host, gate, hostCallsSubmitted, hostCallStarted, hostCallFinished } from '../driver/result/index.js';
 import { CU_STREAM_CAPTURE_STATUS } from '../driver/layouts.js';
-import { gate, hostCallsSubmitted, hostCallStarted, hostCallFinished } from '../driver/host-gate.js';
 import { CAPTURE, INTERNAL, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
 import { Lifetime, surfaceCleanupErrors } from './lifetime.js';
@@ -88,7 +86,7 @@ gate.describers.add(() => {
 
 /** @internal The trampoline's function pointer (registered on first use). */
 export function hostTrampoline(): bigint {
-  return (trampoline ??= registerHostFunction(dispatch));
+  return (trampoline ??= host.hostCallback(dispatch));
 }
 
 /** @internal The label of the host function a host node calls, or null when it is not one of ours. */

@@ -1,8 +1,7 @@
 import { InvalidArgumentError } from '../errors/base.js';
 import type { CudaError } from '../errors/cuda-error.js';
 import { describe } from '../util/validate.js';
-import { launch as ln } from '../driver/result/index.js';
-import { cudaError } from '../driver/check.js';
+import { launch as ln, cudaError } from '../driver/result/index.js';
 import { INTERNAL, CAPTURE, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
 import { Lifetime } from './lifetime.js';

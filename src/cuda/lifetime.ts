@@ -20,8 +20,7 @@
  */
 import { DisposedError } from '../errors/base.js';
 import { CudaError } from '../errors/cuda-error.js';
-import { processState, type DeferredCleanup } from '../driver/process-state.js';
-import { gate } from '../driver/host-gate.js';
+import { processState, gate, type DeferredCleanup } from '../driver/result/index.js';
 import { hostCallState, surfaceHostCallbackErrors } from './host-calls.js';
 import { invalidateChecks } from './check-epoch.js';
 

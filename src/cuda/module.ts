@@ -1,13 +1,12 @@
 import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
 import { describe, requireInstance, requireName } from '../util/validate.js';
-import { module as mod } from '../driver/result/index.js';
+import { module as mod, gate, passGate } from '../driver/result/index.js';
 import { INTERNAL, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
 import { Lifetime, keepFailure, surfaceCleanupErrors } from './lifetime.js';
 import { Device } from './device.js';
 import { Kernel } from './kernel.js';
 import { compileCuda, type CompileOptions } from './nvrtc.js';
-import { gate, passGate } from '../driver/host-gate.js';
 
 /** What a module image is. */
 export type ModuleImageKind = 'ptx' | 'cubin' | 'fatbin';

@@ -1,10 +1,10 @@
 /**
  * The argument block `cuLaunchKernel` reads: N pointers, then N 8-byte slots, in one allocation
- * made with koffi that never moves. `kernelParams[i]` points at slot i. Packing happens once per
+ * that never moves (`host.allocHostBlock`). `kernelParams[i]` points at slot i. Packing happens once per
  * `PreparedLaunch`; a launch passes the block's address and nothing is rebuilt (ANCHORS.md: a
  * rebuilt argument array costs about 2.5 µs a call).
  */
-import { koffi } from '../driver/sys.js';
+import { host } from '../driver/result/index.js';
 import { writeArg, type KernelArgValue } from './arg.js';
 import type { DeviceBuffer } from './device-buffer.js';
 
@@ -18,7 +18,7 @@ export interface PackedArgs {
   readonly view: DataView;
   /** Byte offset of slot i in `view`. */
   slotOffset(i: number): number;
-  /** Frees the block (koffi.free). */
+  /** Frees the block. */
   free(): void;
 }
 
@@ -38,10 +38,7 @@ export function packArgs(args: readonly KernelArgValue[], ptrOf: (b: DeviceBuffe
   if (n === 0) {
     return { address: 0n, view: new DataView(new ArrayBuffer(0)), slotOffset: () => 0, free: () => {} };
   }
-  const k = koffi();
-  const bytes = packedSize(n);
-  const address = k.alloc('uint8_t', bytes) as bigint;
-  const view = new DataView(k.view(address, bytes));
+  const { address, view } = host.allocHostBlock(packedSize(n));
   layPointers(view, address, n);
   args.forEach((a, i) => writeArg(view, n * SLOT + i * SLOT, a, ptrOf));
   let freed = false;
@@ -52,7 +49,7 @@ export function packArgs(args: readonly KernelArgValue[], ptrOf: (b: DeviceBuffe
     free: () => {
       if (!freed) {
         freed = true;
-        k.free(address);
+        host.freeHostBlock(address);
       }
     },
   };
@@ -70,11 +67,9 @@ export function packScratch(args: readonly KernelArgValue[], ptrOf: (b: DeviceBu
   if (n === 0) return 0n;
   const need = packedSize(n);
   if (scratch === null || scratch.capacity < need) {
-    const k = koffi();
-    if (scratch !== null) k.free(scratch.address);
+    if (scratch !== null) host.freeHostBlock(scratch.address);
     const capacity = Math.max(need, 64 * SLOT);
-    const address = k.alloc('uint8_t', capacity) as bigint;
-    scratch = { address, view: new DataView(k.view(address, capacity)), capacity };
+    scratch = { ...host.allocHostBlock(capacity), capacity };
   }
   layPointers(scratch.view, scratch.address, n);
   args.forEach((a, i) => writeArg(scratch!.view, n * SLOT + i * SLOT, a, ptrOf));

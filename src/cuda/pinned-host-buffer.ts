@@ -1,7 +1,6 @@
 import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
 import { assertInstance, requireInt } from '../util/validate.js';
-import { memory as mem } from '../driver/result/index.js';
-import { koffi } from '../driver/sys.js';
+import { memory as mem, host } from '../driver/result/index.js';
 import { CU } from '../driver/layouts.js';
 import { INTERNAL, LIFETIME } from './internal.js';
 import { makeCurrent } from './context.js';
@@ -45,7 +44,7 @@ export class PinnedHostBuffer {
     // memory, because an ArrayBuffer could be detached (transferred) under the driver.
     const span = Math.ceil(byteLength / PAGE) * PAGE;
     const backing = new SharedArrayBuffer(span + PAGE);
-    const base = koffi().address(new Uint8Array(backing));
+    const base = host.hostAddress(new Uint8Array(backing));
     const skip = Number((BigInt(PAGE) - (base % BigInt(PAGE))) % BigInt(PAGE));
     const ptr = base + BigInt(skip);
     makeCurrent(op, device.context);

@@ -11,4 +11,4 @@ export type { NativeStatus } from './native.js';
 export type { DriverApi, DriverSymbol, NvrtcApi, NvrtcSymbol, Handle, HostPtr, DevicePtr } from './sys.js';
 export { driverCandidates, nvrtcCandidates, loadFirst, describeAttempts } from './loader.js';
 export type { LoadAttempt, LibraryCandidate, LoadOutcome } from './loader.js';
-export { check, cudaError, setCaptureErrorListener } from './check.js';
+export { check, cudaError, setCaptureErrorListener } from './result/check.js';

@@ -1,5 +1,5 @@
 import { CudagraphError } from './base.js';
-import { CURESULT_TABLE, CUresult, type CUresultName } from '../driver/curesult-table.js';
+import { CURESULT_TABLE, CUresult, type CUresultName } from './curesult-table.js';
 
 export { CUresult, type CUresultName };
 

@@ -5,8 +5,7 @@
  */
 import { InvalidArgumentError, SuppressedCleanupError } from '../errors/base.js';
 import { describe } from '../util/validate.js';
-import { device as dev } from '../driver/result/index.js';
-import { driverLibraryPath } from '../driver/sys.js';
+import { device as dev, init } from '../driver/result/index.js';
 import { groupEnd, groupStart, ncclError } from './result.js';
 
 let depth = 0;
@@ -18,7 +17,7 @@ export function ncclGroupDepth(): number {
 
 /** The calling thread's CUDA context, when the driver is loaded (NCCL may switch devices inside a call). */
 export function currentContext(op: string): bigint | null {
-  return driverLibraryPath() === null ? null : dev.ctxGetCurrent(op);
+  return init.driverLoaded() ? dev.ctxGetCurrent(op) : null;
 }
 
 /**

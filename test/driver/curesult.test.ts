@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CUresult, cudaErrorName, cudaErrorDescription, CudaError, CudagraphError, isCaptureErrorCode } from '../../src/index.js';
-import { CURESULT_TABLE } from '../../src/driver/curesult-table.js';
+import { CURESULT_TABLE } from '../../src/errors/curesult-table.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const header = '/usr/local/cuda/include/cuda.h';
@@ -45,7 +45,7 @@ test('the committed table is what the generator makes from cuda.h, and covers ev
     const out = join(dir, 'table.ts');
     const r = spawnSync(process.execPath, [join(root, 'scripts', 'gen-curesult.mjs'), header, '--out', out], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    assert.equal(readFileSync(out, 'utf8'), readFileSync(join(root, 'src', 'driver', 'curesult-table.ts'), 'utf8'));
+    assert.equal(readFileSync(out, 'utf8'), readFileSync(join(root, 'src', 'errors', 'curesult-table.ts'), 'utf8'));
   } finally {
     rmSync(dir, { recursive: true });
   }

@@ -25,7 +25,7 @@ import {
   MAILBOX,
 } from '../../src/driver/native.js';
 import { resetLibrariesForTesting, bindNativeSymbol } from '../../src/driver/sys.js';
-import { setCaptureErrorListener } from '../../src/driver/check.js';
+import { setCaptureErrorListener } from '../../src/driver/result/check.js';
 import { launch as ln, graph as gr } from '../../src/driver/result/index.js';
 import type { KoffiLibrary } from '../../src/driver/koffi.js';
 import { bindings } from './bindings.js';

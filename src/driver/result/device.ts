@@ -1,6 +1,6 @@
 /** Devices, primary contexts and device memory information. */
 import { driverSymbol } from '../sys.js';
-import { check, cudaError } from '../check.js';
+import { check, cudaError } from './check.js';
 import { u64, u64b, i32, i32b, takeHandle } from './scratch.js';
 
 /** Number of CUDA devices (`cuDeviceGetCount`). */

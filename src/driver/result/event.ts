@@ -1,6 +1,6 @@
 /** Events (`cuEvent*`). */
 import { driverSymbol } from '../sys.js';
-import { check, cudaError } from '../check.js';
+import { check, cudaError } from './check.js';
 import { u64, f32, takeHandle } from './scratch.js';
 import { waitOnWorker } from './stream.js';
 

@@ -4,7 +4,7 @@
  * one `cuGraphAddDependencies_v2` call, so the driver graph gets exactly the model's edge set.
  */
 import { driverSymbol } from '../sys.js';
-import { check } from '../check.js';
+import { check } from './check.js';
 import {
   KERNEL_NODE_PARAMS as K,
   MEMSET_NODE_PARAMS as M,

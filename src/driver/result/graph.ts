@@ -2,7 +2,7 @@
 import { driverSymbol, hasDriverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
 import { nativeAddon, mailboxOf, MAILBOX, type HotAddon, type Mailbox } from '../native.js';
 import { gate, passGate } from '../host-gate.js';
-import { check, cudaError } from '../check.js';
+import { check, cudaError } from './check.js';
 import {
   KERNEL_NODE_PARAMS as K,
   MEMSET_NODE_PARAMS as M,

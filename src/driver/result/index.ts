@@ -15,3 +15,8 @@ export * as launch from './launch.js';
 export * as graph from './graph.js';
 export * as nvrtc from './nvrtc.js';
 export * as graphBuild from './graph-build.js';
+export * as host from './host.js';
+export { cudaError, check, setCaptureErrorListener } from './check.js';
+// The host-call gate and the process-wide record, for the object layer's policy (driver/host-gate.ts).
+export { gate, passGate, hostCallsSubmitted, hostCallStarted, hostCallFinished, QUEUE_LIMIT, STAGED_LIMIT } from '../host-gate.js';
+export { processState, type DeferredCleanup } from '../process-state.js';

@@ -1,6 +1,7 @@
 /** Driver initialisation and version (`cuInit`, `cuDriverGetVersion`). */
-import { driverSymbol } from '../sys.js';
-import { cudaError } from '../check.js';
+import { driverSymbol, probeDriver, driverLibraryPath } from '../sys.js';
+import type { CudaError } from '../../errors/cuda-error.js';
+import { cudaError } from './check.js';
 import { i32 } from './scratch.js';
 
 let initialised = false;
@@ -13,6 +14,19 @@ export function driverVersion(op: string): number {
   if (rc !== 0) throw cudaError(rc, op, 'cuDriverGetVersion');
   version = i32[0]!;
   return version;
+}
+
+/**
+ * Whether a driver library loads (loads it on first call; never throws): `{ ok: false, error }`
+ * carries the error every driver call would throw.
+ */
+export function probe(): { ok: true; path: string } | { ok: false; error: CudaError } {
+  return probeDriver();
+}
+
+/** True once the driver library is loaded. */
+export function driverLoaded(): boolean {
+  return driverLibraryPath() !== null;
 }
 
 /** Initialises the driver once per process (`cuInit(0)`); a failure is thrown again on every call. */

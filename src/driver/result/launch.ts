@@ -7,7 +7,7 @@
  */
 import { driverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
 import { nativeAddon, mailboxOf, MAILBOX, type HotAddon, type LaunchShape, type Mailbox } from '../native.js';
-import { cudaError } from '../check.js';
+import { cudaError } from './check.js';
 import { gate, passGate } from '../host-gate.js';
 
 let cuLaunchKernel: DriverApi['cuLaunchKernel'] | null = null;

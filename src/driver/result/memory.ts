@@ -1,6 +1,6 @@
 /** Device and host memory: allocation, memset and copies (`cuMem*`). */
 import { driverSymbol, type DriverApi, type HostPtr } from '../sys.js';
-import { check, cudaError } from '../check.js';
+import { check, cudaError } from './check.js';
 import { u64, i32 } from './scratch.js';
 import { gate, passGate, admitPageableCopy, pageableCopied } from '../host-gate.js';
 

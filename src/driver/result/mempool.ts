@@ -1,6 +1,6 @@
 /** Stream-ordered memory pools (`cuMemPool*`, `cuMemAllocFromPoolAsync`). */
 import { driverSymbol } from '../sys.js';
-import { check } from '../check.js';
+import { check } from './check.js';
 import { MEM_POOL_PROPS as P, MEM_LOCATION as L, CU } from '../layouts.js';
 import { u64, takeHandle } from './scratch.js';
 

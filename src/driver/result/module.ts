@@ -1,6 +1,6 @@
 /** Modules and functions (`cuModule*`, `cuFunc*`). */
 import { driverSymbol, hasDriverSymbol, koffi } from '../sys.js';
-import { check, cudaError } from '../check.js';
+import { check, cudaError } from './check.js';
 import { CU } from '../layouts.js';
 import { u64, u64b, takeHandle } from './scratch.js';
 

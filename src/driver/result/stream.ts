@@ -1,6 +1,6 @@
 /** Streams (`cuStream*`). */
 import { driverSymbol, driverSymbolAsync } from '../sys.js';
-import { check, cudaError } from '../check.js';
+import { check, cudaError } from './check.js';
 import { u64, takeHandle } from './scratch.js';
 
 const CUDA_ERROR_NOT_READY = 600;

@@ -3,9 +3,9 @@
  * capture bookkeeping about stream-capture failures (900–908) so that a later
  * `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` can name the call that caused it.
  */
-import { CudaError, isCaptureErrorCode, type CudaErrorDetails } from '../errors/cuda-error.js';
-import { driverSymbol, koffi } from './sys.js';
-import { forgetPendingHostCalls } from './host-gate.js';
+import { CudaError, isCaptureErrorCode, type CudaErrorDetails } from '../../errors/cuda-error.js';
+import { driverSymbol, koffi } from '../sys.js';
+import { forgetPendingHostCalls } from '../host-gate.js';
 
 type CaptureErrorListener = (error: CudaError) => void;
 let captureErrorListener: CaptureErrorListener | null = null;
