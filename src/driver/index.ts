@@ -1,8 +1,8 @@
 /**
  * The raw binding: `sys` (koffi declarations, lazily resolved), the loader, and `result` (checked
- * calls grouped by area). Internal to cudagraph: the public API is the object layer
- * (`src/cuda/`) and the capture layer (`src/capture/`). Exported for tools that need a raw call
- * the object layer does not wrap.
+ * calls grouped by area). Published as the subpath `cudagraph/driver` (src/entries/driver.ts) for
+ * tools that need a raw call the object layer does not wrap; the package root exports the object
+ * layer, which is what programs use.
  */
 export * as result from './result/index.js';
 export { driverSymbol, nvrtcSymbol, probeDriver, driverLibraryPath, nvrtcLibraryPath, hasDriverSymbol } from './sys.js';
