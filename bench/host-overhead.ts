@@ -1,6 +1,6 @@
 /**
  * `npm run bench:host`: what cudagraph adds on top of the driver on its hot calls, measured on any
- * machine with gcc, GPU or not. It builds a no-op stand-in for libcuda (bench/host/stand-in-driver.c:
+ * machine with gcc, GPU or not. It builds a no-op stand-in for libcuda (fixtures/stand-in-driver.c:
  * every cuLaunchKernel and cuGraphLaunch returns success at once), loads it as the driver of this
  * process, and times, in ns per call, interleaved over several rounds (medians of the per-round
  * medians, and their min–max):
@@ -32,7 +32,7 @@ if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !Number.isInteger(CALLS) || CALLS
 }
 
 // Build the stand-in and make it this process's driver before cudagraph loads one (it loads lazily).
-const source = fileURLToPath(new URL('../../bench/host/stand-in-driver.c', import.meta.url));
+const source = fileURLToPath(new URL('../../fixtures/stand-in-driver.c', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'cudagraph-bench-host-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 const so = join(dir, 'libcuda-stand-in.so');

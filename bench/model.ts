@@ -20,7 +20,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import os from 'node:os';
 import { StreamCapture, ComputeGraph, MemcpyDir, StreamId, CaptureEvent, type NodeId } from '../src/index.js';
-import { mulberry32 } from '../src/util/random.js';
+import { mulberry32 } from '../src/cli/random.js';
 
 const N = 1_000_000;
 const STREAMS = 8;

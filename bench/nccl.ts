@@ -28,7 +28,7 @@ import {
   type NcclClique,
   type Stream,
 } from '../src/index.js';
-import { StepKernels } from '../test/gpu/nccl-step.js';
+import { StepKernels } from '../fixtures/nccl-step.js';
 import { median } from './gpu/stats.js';
 
 /** NVLink links of one GPU as `nvidia-smi nvlink -s` prints them. */

@@ -5,5 +5,4 @@
 export * from './errors/index.js';
 export * from './model/index.js';
 export * from './cuda/index.js';
-export * from './capture/index.js';
 export * from './nccl/index.js';

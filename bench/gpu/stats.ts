@@ -5,9 +5,9 @@
  */
 import { InvalidArgumentError } from '../../src/errors/base.js';
 import { requireInt } from '../../src/util/validate.js';
-import { median, quantile } from '../../src/util/stats.js';
+import { median, quantile } from '../../src/cli/stats.js';
 
-export { quantile, median } from '../../src/util/stats.js';
+export { quantile, median } from '../../src/cli/stats.js';
 
 /** How a `Summary`'s `lo`..`hi` were obtained. */
 export type SpreadKind = 'round-min-max' | 'iqr';

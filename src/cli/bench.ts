@@ -10,7 +10,7 @@
  * full comparison with C, CuPy and PyTorch.
  */
 import { Device, Module, StreamGraphCapture, type GraphExec, type PreparedLaunch, type Stream } from '../index.js';
-import { median } from '../util/stats.js';
+import { median } from './stats.js';
 import { cudaVersionText, describeDevice, probeGpu } from './gpu-probe.js';
 import { intListOption, intOption } from './options.js';
 import type { Output } from './output.js';

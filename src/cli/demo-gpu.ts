@@ -4,7 +4,7 @@
  * it, check the graph's results against the eager run and against the float64 reference, time
  * both, and read the captured graph back from the driver.
  */
-import { median } from '../util/stats.js';
+import { median } from './stats.js';
 import type { ComputeGraph, Device } from '../index.js';
 import { MLP_PROGRAM } from './workload.js';
 import { referenceForward, relativeError, workloadData } from './workload-data.js';

@@ -16,7 +16,7 @@ import {
   getContextCheck,
   type CudaError,
 } from '../index.js';
-import { contextReport } from '../cuda/context.js';
+import { contextReport } from '../cuda/core/context.js';
 import { cudaVersionText, describeDevice, driverProblem, firstLine, gib, loadedLibraryPath, nvrtcProblem } from './gpu-probe.js';
 import type { Output } from './output.js';
 import { PROBE_PTX } from './probe-kernels.js';

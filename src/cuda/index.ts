@@ -1,16 +1,55 @@
-/** The object layer: devices, streams, events, memory, modules and kernel launches. */
-export { Device } from './device.js';
-export { Stream, type StreamOptions } from './stream.js';
-export { Event, type EventOptions } from './event.js';
-export { DeviceBuffer, type MemsetOptions, type HostCopyOptions, type DeviceCopyOptions } from './device-buffer.js';
-export { PinnedHostBuffer } from './pinned-host-buffer.js';
-export { Module, imageKind, type ModuleImageKind } from './module.js';
-export { nvrtcVersion, type CompileOptions } from './nvrtc.js';
-export { Kernel } from './kernel.js';
-export { PreparedLaunch } from './prepared-launch.js';
-export { LaunchSequence, type LaunchSequenceEntry } from './launch-sequence.js';
-export { arg, KernelArgValue, type KernelArg, type ArgType } from './arg.js';
-export type { Dim3, LaunchConfig } from './launch-config.js';
-export { driverAvailable } from './availability.js';
-export { HostFunction, type HostFunctionOptions } from './host-function.js';
-export { setContextCheck, getContextCheck, type ContextCheck } from './context.js';
+/**
+ * The object layer, one layer in sub-folders: `core/` (lifetimes, the current context, the check
+ * epoch, the capture bookkeeping every object shares), `device/` (devices, streams, events),
+ * `memory/`, `kernel/` (modules, kernels, launches), `host/` (host functions), `graph/` (graphs,
+ * executable graphs, lowering), `capture/` (driver-backed capture, the guard, captured graphs,
+ * device scalars) and `pool/` (capture pools).
+ */
+export { Device } from './device/device.js';
+export { Stream, type StreamOptions } from './device/stream.js';
+export { Event, type EventOptions } from './device/event.js';
+export { DeviceBuffer, type MemsetOptions, type HostCopyOptions, type DeviceCopyOptions } from './memory/device-buffer.js';
+export { PinnedHostBuffer } from './memory/pinned-host-buffer.js';
+export { Module, imageKind, type ModuleImageKind } from './kernel/module.js';
+export { nvrtcVersion, type CompileOptions } from './kernel/nvrtc.js';
+export { Kernel } from './kernel/kernel.js';
+export { PreparedLaunch } from './kernel/prepared-launch.js';
+export { LaunchSequence, type LaunchSequenceEntry } from './kernel/launch-sequence.js';
+export { arg, KernelArgValue, type KernelArg, type ArgType } from './kernel/arg.js';
+export type { Dim3, LaunchConfig } from './kernel/launch-config.js';
+export { driverAvailable } from './device/availability.js';
+export { HostFunction, type HostFunctionOptions } from './host/host-function.js';
+export { setContextCheck, getContextCheck, type ContextCheck } from './core/context.js';
+
+// Graphs and capture: StreamGraphCapture → Graph → GraphExec; the scoped guard, captured graphs and pools.
+export { StreamGraphCapture, requireCaptureSupport, MIN_CAPTURE_DRIVER_VERSION, type CaptureFailure } from './capture/stream-graph-capture.js';
+export { GraphExec } from './graph/graph-exec.js';
+export { Graph } from './graph/graph.js';
+export { lowerGraph, LoweredGraph, type LowerBindings } from './graph/lower.js';
+export { CaptureMode, DEFAULT_CAPTURE_MODE } from './capture/capture-mode.js';
+export type { InstantiateFlags } from './graph/instantiate-flags.js';
+export type {
+  CapturedNodeInfo,
+  GraphReadBack,
+  GraphNodeType,
+  KernelNodeInfo,
+  MemcpyNodeInfo,
+  MemsetNodeInfo,
+  HostNodeInfo,
+} from './graph/node-info.js';
+export {
+  GraphCaptureGuard,
+  captureGraph,
+  attachCleanupFailure,
+  ASYNC_CAPTURE_RULE,
+  type GuardState,
+  type CaptureOptions,
+  type CaptureBody,
+} from './capture/guard.js';
+export { CaptureStateError, type CaptureStateErrorCode } from './capture/guard-errors.js';
+export { explainCaptureStatus, INVALIDATION_CAUSES, type GuardStatusReport } from './capture/guard-status.js';
+export { CapturedGraph, type KernelNodeRef } from './capture/captured-graph.js';
+export { CapturePool, type CapturePoolOptions } from './pool/capture-pool.js';
+export { graphPoolHandle, capturePoolForHandle, releaseGraphPoolHandle, type GraphPoolHandle } from './pool/pool-registry.js';
+export { DeviceScalar } from './capture/device-scalar.js';
+export { makeGraphed, type MakeGraphedOptions } from './capture/make-graphed.js';

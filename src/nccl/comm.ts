@@ -1,11 +1,11 @@
 import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
 import { describe, requireInt, requireOptions, assertInstance } from '../util/validate.js';
-import { INTERNAL, CAPTURE, LIFETIME } from '../cuda/internal.js';
-import { makeCurrent } from '../cuda/context.js';
-import { Lifetime, surfaceCleanupErrors } from '../cuda/lifetime.js';
-import { Device } from '../cuda/device.js';
-import { Stream } from '../cuda/stream.js';
-import { DeviceBuffer } from '../cuda/device-buffer.js';
+import { INTERNAL, CAPTURE, LIFETIME } from '../cuda/core/internal.js';
+import { makeCurrent } from '../cuda/core/context.js';
+import { Lifetime, surfaceCleanupErrors } from '../cuda/core/lifetime.js';
+import { Device } from '../cuda/device/device.js';
+import { Stream } from '../cuda/device/stream.js';
+import { DeviceBuffer } from '../cuda/memory/device-buffer.js';
 import { NCCL_MIN_CAPTURE_VERSION, decodeNcclVersion, ncclResultName } from './codes.js';
 import type { CollectiveOp, ElementType, ReduceOp } from '../model/element-type.js';
 import { COLLECTIVE_OPTIONS, checkCollective } from './collective-args.js';

@@ -1,10 +1,10 @@
 import { InvalidArgumentError } from '../errors/base.js';
 import { describe, requireOptions, assertInstance } from '../util/validate.js';
-import { Stream } from '../cuda/stream.js';
-import { StreamGraphCapture } from '../capture/stream-graph-capture.js';
-import type { GraphExec } from '../capture/graph-exec.js';
-import type { Graph } from '../capture/graph.js';
-import type { CaptureMode } from '../capture/capture-mode.js';
+import { Stream } from '../cuda/device/stream.js';
+import { StreamGraphCapture } from '../cuda/capture/stream-graph-capture.js';
+import type { GraphExec } from '../cuda/graph/graph-exec.js';
+import type { Graph } from '../cuda/graph/graph.js';
+import type { CaptureMode } from '../cuda/capture/capture-mode.js';
 
 /** Options of `captureMultiDevice`. */
 export interface MultiDeviceCaptureGpuOptions {

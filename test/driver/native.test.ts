@@ -28,7 +28,7 @@ import { resetLibrariesForTesting, bindNativeSymbol } from '../../src/driver/sys
 import { setCaptureErrorListener } from '../../src/driver/result/check.js';
 import { launch as ln, graph as gr } from '../../src/driver/result/index.js';
 import type { KoffiLibrary } from '../../src/driver/koffi.js';
-import { bindings } from './bindings.js';
+import { bindings } from '../support/bindings.js';
 
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
 const linuxX64 = process.platform === 'linux' && process.arch === 'x64';

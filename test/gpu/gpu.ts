@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Device, driverAvailable } from '../../src/index.js';
-export { bindings, onBinding } from '../driver/bindings.js';
+export { bindings, onBinding } from '../support/bindings.js';
 
 const required = process.env['CUDA_TESTS'] === 'require';
 

@@ -21,8 +21,8 @@ import {
 } from '../../src/index.js';
 import { observeDriverSymbols } from '../../src/driver/sys.js';
 import { graph as gr } from '../../src/driver/result/index.js';
-import { activeCaptureCount } from '../../src/cuda/capture-hooks.js';
-import { deferredCleanupCount } from '../../src/cuda/lifetime.js';
+import { activeCaptureCount } from '../../src/cuda/core/capture-hooks.js';
+import { deferredCleanupCount } from '../../src/cuda/core/lifetime.js';
 import { gpuSuite, fixturePtx } from './gpu.js';
 import { GUARD_KERNELS, zeroed, u32, allEqual } from './guard-helpers.js';
 

@@ -1,5 +1,5 @@
 /**
- * The hazards on the GPU: every scenario of test/hazards/scenarios.ts (JS host functions in
+ * The hazards on the GPU: every scenario of test/support/hazards/scenarios.ts (JS host functions in
  * flight, forgotten captures, wrapped and forged objects, detachable memory, random interleavings
  * of all of it) in a child process with a timeout, on both bindings, against the real driver: a
  * hang is a failure, not a stuck suite. Then the host-block probe: which driver calls block behind
@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DRIVER_WAITS, type DriverSymbol } from '../../src/driver/sys.js';
 import { QUEUE_LIMIT, STAGED_LIMIT } from '../../src/driver/host-gate.js';
-import { scenarios } from '../hazards/scenarios.js';
-import { runScenario, assertScenarioPassed } from '../hazards/child.js';
+import { scenarios } from '../support/hazards/scenarios.js';
+import { runScenario, assertScenarioPassed } from '../support/hazards/child.js';
 import { gpuSuite } from './gpu.js';
 import { nativeStatus } from '../../src/driver/native.js';
 

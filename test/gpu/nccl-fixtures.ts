@@ -53,4 +53,4 @@ export function ncclBanner(): string {
   return `NCCL ${info.version} from ${info.path}; NCCL_NVLS_ENABLE=${process.env['NCCL_NVLS_ENABLE']}`;
 }
 
-export { StepKernels, STEP_SOURCE, readF32, f16Bits, bf16Bits } from './nccl-step.js';
+export { StepKernels, STEP_SOURCE, readF32, f16Bits, bf16Bits } from '../../fixtures/nccl-step.js';

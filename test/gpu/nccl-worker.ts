@@ -8,7 +8,7 @@
  * exits 1. Not a test file itself (the runner only picks up *.test.js).
  */
 import { Device, DeviceBuffer, NcclComm, NcclUniqueId, StreamGraphCapture } from '../../src/index.js';
-import { StepKernels, readF32 } from './nccl-step.js';
+import { StepKernels, readF32 } from '../../fixtures/nccl-step.js';
 
 function main(): void {
   const rank = Number(process.argv[2]);

@@ -19,7 +19,7 @@ import {
   type CapturedGraph,
 } from '../../src/index.js';
 import { mempool as mp, memory as mem } from '../../src/driver/result/index.js';
-import { activeCaptureCount } from '../../src/cuda/capture-hooks.js';
+import { activeCaptureCount } from '../../src/cuda/core/capture-hooks.js';
 import { gpuSuite } from './gpu.js';
 import { GUARD_KERNELS, zeroed, u32, allEqual, MiB } from './guard-helpers.js';
 

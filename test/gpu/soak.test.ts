@@ -19,8 +19,8 @@ import {
   type GraphExec,
   type Stream,
 } from '../../src/index.js';
-import { activeCaptureCount } from '../../src/cuda/capture-hooks.js';
-import { deferredCleanupCount } from '../../src/cuda/lifetime.js';
+import { activeCaptureCount } from '../../src/cuda/core/capture-hooks.js';
+import { deferredCleanupCount } from '../../src/cuda/core/lifetime.js';
 import { gpuSuite, fixturePtx } from './gpu.js';
 import { zeroed, u32, collectGarbage, MiB } from './guard-helpers.js';
 

@@ -1,0 +1,273 @@
+import { InvalidArgumentError, DisposedError, privateConstructorError } from '../../errors/base.js';
+import { describe, requireInstance, requireInt } from '../../util/validate.js';
+import { graph as gr, module as mod } from '../../driver/result/index.js';
+import { INTERNAL, LIFETIME } from '../core/internal.js';
+import { makeCurrent } from '../core/context.js';
+import { Lifetime } from '../core/lifetime.js';
+import { Stream } from '../device/stream.js';
+import { normalizeArg, type KernelArg, type KernelArgValue } from '../kernel/arg.js';
+import { checkArgs } from '../kernel/launch-config.js';
+import { packArgs, type PackedArgs } from '../kernel/packed-args.js';
+import type { Device } from '../device/device.js';
+import type { DeviceBuffer } from '../memory/device-buffer.js';
+import type { GraphExec } from '../graph/graph-exec.js';
+import type { Graph } from '../graph/graph.js';
+import type { CapturePool } from '../pool/capture-pool.js';
+
+/** A kernel node of a captured graph, as `kernelNodes()` lists it. */
+export interface KernelNodeRef {
+  /** Its index in `graph.graph.nodes()`. */
+  readonly index: number;
+  /** The kernel's name. */
+  readonly name: string;
+}
+
+interface KernelNodeEntry extends KernelNodeRef {
+  readonly handle: bigint;
+  readonly func: bigint;
+}
+
+/** What the graph's cleanup releases; never the CapturedGraph itself. */
+interface GraphHoldings {
+  readonly exec: GraphExec;
+  readonly pool: CapturePool | null;
+  /** Argument blocks set by `setKernelArgs`, one per node (the latest). */
+  readonly blocks: Map<bigint, PackedArgs>;
+  /** Buffers given to `setKernelArgs` (launches already queued may still read them). */
+  readonly buffers: Set<Lifetime>;
+}
+
+/**
+ * An instantiated graph from `GraphCaptureGuard.finish()`: `launch()` replays everything the
+ * capture recorded with one `cuGraphLaunch`. It keeps alive every buffer, module and pinned
+ * buffer its work was given during capture (dropping your last reference to a buffer cannot free
+ * memory a replay still uses) and the `CapturePool` it was captured with.
+ *
+ * Values can change between replays without a new capture: write them into a `DeviceScalar`
+ * before `launch()`, or point a kernel node at new arguments with `setKernelArgs`.
+ *
+ * @example
+ * using graph = guard.finish();
+ * graph.upload();                          // first-launch setup out of the loop
+ * for (let i = 0; i < 1000; i++) graph.launch();
+ * await graph.stream.synchronizeAsync();
+ */
+export class CapturedGraph {
+  /** The stream the work was captured on: where `launch()` replays it by default. */
+  readonly stream: Stream;
+  /** The device the graph runs on. */
+  readonly device: Device;
+  /** @internal */
+  readonly [LIFETIME]: Lifetime;
+  readonly #exec: GraphExec;
+  readonly #pool: CapturePool | null;
+  readonly #holdings: GraphHoldings;
+  #replays = 0;
+  #uploaded = false;
+  #kernelNodes: KernelNodeEntry[] | null = null;
+
+  /** @internal Made by `GraphCaptureGuard.finish`; takes one hold on `pool` (released on dispose). */
+  constructor(key: typeof INTERNAL, exec: GraphExec, stream: Stream, pool: CapturePool | null) {
+    if (key !== INTERNAL) throw privateConstructorError('CapturedGraph', 'GraphCaptureGuard.finish()');
+    this.#exec = exec;
+    this.stream = stream;
+    this.device = stream.device;
+    this.#pool = pool;
+    if (pool !== null) pool.retainHold('GraphCaptureGuard.finish');
+    const holdings: GraphHoldings = { exec, pool, blocks: new Map(), buffers: new Set() };
+    this.#holdings = holdings;
+    this[LIFETIME] = new Lifetime(`CapturedGraph (${exec.nodeCount} nodes)`, this, () => {
+      try {
+        holdings.exec.dispose();
+      } finally {
+        for (const block of holdings.blocks.values()) block.free();
+        holdings.blocks.clear();
+        for (const life of holdings.buffers) life.release();
+        holdings.buffers.clear();
+        holdings.pool?.releaseHold();
+      }
+    });
+  }
+
+  /** @internal True for a CapturedGraph this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is CapturedGraph {
+    return typeof value === 'object' && value !== null && #exec in value;
+  }
+
+  /** Number of nodes of the graph. */
+  get nodeCount(): number {
+    return this.#exec.nodeCount;
+  }
+
+  /** The template graph, for read-back (`graph.readBack()`, kernel names, edges) and DOT. */
+  get graph(): Graph {
+    this[LIFETIME].assertAlive('CapturedGraph.graph');
+    return this.#exec.graph;
+  }
+
+  /** Successful launches so far (a launch that throws is not counted). */
+  get numReplays(): number {
+    return this.#replays;
+  }
+
+  /** True once `upload()` has succeeded. */
+  get isUploaded(): boolean {
+    return this.#uploaded;
+  }
+
+  /** True when the graph was captured with a `CapturePool`. */
+  get hasPool(): boolean {
+    return this.#pool !== null;
+  }
+
+  /** The pool the graph was captured with (share it with another capture), or null. */
+  get pool(): CapturePool | null {
+    return this.#pool;
+  }
+
+  /** The pool's `bufferCount`, or 0 without a pool. */
+  get poolBufferCount(): number {
+    return this.#pool === null ? 0 : this.#pool.bufferCount;
+  }
+
+  /** True after `dispose()`. */
+  get disposed(): boolean {
+    return this[LIFETIME].disposed;
+  }
+
+  #streamFor(op: string, stream: unknown): Stream {
+    const s = stream === undefined ? this.stream : requireInstance(op, 'stream', stream, Stream);
+    if (s.disposed) {
+      throw new DisposedError(op, stream === undefined ? `the captured stream ${s} (pass another stream: launch(stream))` : String(s));
+    }
+    if (s.device !== this.device) {
+      throw new InvalidArgumentError(op, 'stream', `the stream is on ${s.device}, the graph on ${this.device}`);
+    }
+    return s;
+  }
+
+  /**
+   * Replays the graph on `stream` (default: the stream it was captured on) with one
+   * `cuGraphLaunch`; counts the replay once the driver accepted it.
+   * @throws InvalidArgumentError for a non-Stream or a stream of another device; DisposedError
+   *   for a disposed graph or stream; CudaError from the driver (e.g. 900 on a capturing stream).
+   */
+  launch(stream?: Stream): void {
+    const op = 'CapturedGraph.launch';
+    this[LIFETIME].assertAlive(op);
+    const s = this.#streamFor(op, stream);
+    this.#exec.launch(s);
+    this.#replays++;
+    this.#pool?.memory?.noteLaunch(s);
+  }
+
+  /**
+   * Uploads the graph to the device ahead of its first launch (`cuGraphUpload`) on `stream`
+   * (default: the captured stream). Idempotent: only the first successful call reaches the driver.
+   */
+  upload(stream?: Stream): void {
+    const op = 'CapturedGraph.upload';
+    this[LIFETIME].assertAlive(op);
+    const s = this.#streamFor(op, stream);
+    if (this.#uploaded) return;
+    this.#exec.upload(s);
+    this.#uploaded = true;
+  }
+
+  /** The graph's kernel nodes with their indices and names (read back once). */
+  kernelNodes(): KernelNodeRef[] {
+    return this.#kernelNodeEntries('CapturedGraph.kernelNodes').map(({ index, name }) => ({ index, name }));
+  }
+
+  #kernelNodeEntries(op: string): KernelNodeEntry[] {
+    this[LIFETIME].assertAlive(op);
+    if (this.#kernelNodes === null) {
+      const graph = this.#exec.graph;
+      const handles = gr.graphNodes(op, graph.handle);
+      const nodes = graph.readBack().nodes;
+      const entries: KernelNodeEntry[] = [];
+      nodes.forEach((n, i) => {
+        const handle = handles[i];
+        if (n.kernel !== undefined && handle !== undefined) {
+          entries.push({ index: n.index, name: n.kernel.name, handle, func: gr.kernelNodeParams(op, handle).func });
+        }
+      });
+      this.#kernelNodes = entries;
+    }
+    return this.#kernelNodes;
+  }
+
+  #findKernelNode(op: string, node: unknown): KernelNodeEntry {
+    const entries = this.#kernelNodeEntries(op);
+    if (typeof node === 'string') {
+      const hits = entries.filter((e) => e.name === node);
+      if (hits.length === 1) return hits[0]!;
+      const names = [...new Set(entries.map((e) => e.name))].join(', ') || 'none';
+      throw new InvalidArgumentError(
+        op,
+        'node',
+        hits.length === 0
+          ? `no kernel node runs '${node}' (kernels in the graph: ${names})`
+          : `${hits.length} kernel nodes run '${node}' (indices ${hits.map((h) => h.index).join(', ')}); name one by its index`,
+      );
+    }
+    const index = requireInt(op, 'node', node, 0, Math.max(0, this.#exec.nodeCount - 1));
+    const hit = entries.find((e) => e.index === index);
+    if (hit === undefined) throw new InvalidArgumentError(op, 'node', `node #${index} is not a kernel node`);
+    return hit;
+  }
+
+  /**
+   * Points a kernel node of the instantiated graph at new arguments
+   * (`cuGraphExecKernelNodeSetParams_v2`): launches made after this call run the kernel with
+   * `args`; launches already queued keep the old ones. `node` is the kernel's name (when one node
+   * runs it) or the node's index in `graph.nodes()`. Arguments are typed as for `kernel.launch`
+   * and checked against the kernel's parameters; the graph keeps the new buffers alive.
+   * @throws InvalidArgumentError for an unknown or ambiguous node, or arguments that do not match
+   *   the kernel's parameters; DisposedError for a disposed graph or buffer.
+   */
+  setKernelArgs(node: string | number, args: readonly KernelArg[]): void {
+    const op = 'CapturedGraph.setKernelArgs';
+    this[LIFETIME].assertAlive(op);
+    if (!Array.isArray(args)) throw new InvalidArgumentError(op, 'args', `args must be an array, got ${describe(args)}`);
+    const values: KernelArgValue[] = args.map((a, i) => normalizeArg(op, i, a));
+    const entry = this.#findKernelNode(op, node);
+    checkArgs(op, entry.name, values, mod.functionParamSizes(op, entry.func));
+    const block = packArgs(values, (b: DeviceBuffer) => b.ptrFor(op));
+    try {
+      makeCurrent(op, this.device.context);
+      gr.execKernelNodeSetArgs(op, this.#exec.handle, entry.handle, block.address);
+    } catch (e) {
+      block.free();
+      throw e;
+    }
+    const h = this.#holdings;
+    // The driver copied the values; the previous block of this node is no longer read.
+    h.blocks.get(entry.handle)?.free();
+    h.blocks.set(entry.handle, block);
+    for (const v of values) {
+      if (v.buffer === null) continue;
+      const life = v.buffer[LIFETIME];
+      if (!h.buffers.has(life)) {
+        life.retain();
+        h.buffers.add(life);
+      }
+    }
+  }
+
+  /**
+   * Destroys the executable graph (launches already queued complete) and releases what it kept
+   * alive: its buffers, its argument blocks and its hold on the pool. Idempotent; never throws.
+   */
+  dispose(): void {
+    this[LIFETIME].dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  toString(): string {
+    return `CapturedGraph(${this.#exec.nodeCount} nodes on ${this.stream})`;
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * Typed kernel arguments. A kernel's parameters are C values of fixed size, so every argument
+ * says its C type (`arg.f32(2)`, `arg.i32(n)`): a plain JS number is refused, since guessing
+ * between int, float and double would silently pass the wrong bits. A `DeviceBuffer` stands for
+ * its device address.
+ */
+import { InvalidArgumentError } from '../../errors/base.js';
+import { describe } from '../../util/validate.js';
+import { DeviceBuffer } from '../memory/device-buffer.js';
+import type { ScalarType } from '../../model/element-type.js';
+
+/** The C type of a kernel argument: a device pointer, or one of the model's scalar types. */
+export type ArgType = 'ptr' | ScalarType;
+
+const SIZES: { readonly [T in ArgType]: 4 | 8 } = { ptr: 8, i32: 4, u32: 4, i64: 8, u64: 8, f32: 4, f64: 8 };
+const I64_MIN = -(2n ** 63n);
+const I64_MAX = 2n ** 63n - 1n;
+const U64_MAX = 2n ** 64n - 1n;
+
+/** A kernel argument with its C type. Made by the `arg.*` functions; immutable. */
+export class KernelArgValue {
+  /** Size in bytes of the C type. */
+  readonly size: 4 | 8;
+  /** The brand: only values this constructor checked are packed. */
+  readonly #checked = true;
+
+  /**
+   * @internal Use `arg.*`, which check the value. Called directly, the constructor checks that the
+   * parts fit together, so a hand-made value can never make packing write the wrong bytes.
+   */
+  constructor(
+    /** The C type. */
+    readonly type: ArgType,
+    /** The value (a bigint for 64-bit integers and raw pointers). */
+    readonly value: number | bigint,
+    /** The buffer whose address this is (`arg.ptr(buffer)`), or null. */
+    readonly buffer: DeviceBuffer | null,
+  ) {
+    const op = 'new KernelArgValue';
+    if (typeof type !== 'string' || !Object.hasOwn(SIZES, type)) {
+      throw new InvalidArgumentError(op, 'type', `type must be one of ${Object.keys(SIZES).join(', ')}, got ${describe(type)}`);
+    }
+    const wantsBigint = type === 'ptr' || type === 'i64' || type === 'u64';
+    if (wantsBigint ? typeof value !== 'bigint' : typeof value !== 'number') {
+      throw new InvalidArgumentError(op, 'value', `a ${type} value must be a ${wantsBigint ? 'bigint' : 'number'}, got ${describe(value)}; use arg.${type}()`);
+    }
+    if (buffer !== null && (type !== 'ptr' || !DeviceBuffer.is(buffer))) {
+      throw new InvalidArgumentError(op, 'buffer', `buffer must be null or, for a ptr, a DeviceBuffer, got ${describe(buffer)}`);
+    }
+    this.size = SIZES[type];
+    Object.freeze(this);
+  }
+
+  /** @internal True for a value this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is KernelArgValue {
+    return typeof value === 'object' && value !== null && #checked in value;
+  }
+
+  toString(): string {
+    return this.buffer !== null ? `ptr(${this.buffer})` : `${this.type}(${String(this.value)})`;
+  }
+}
+
+/** A kernel argument: a `DeviceBuffer` (its address) or a typed `arg.*` value. */
+export type KernelArg = DeviceBuffer | KernelArgValue;
+
+function intArg(op: string, type: ArgType, x: unknown, min: bigint, max: bigint): KernelArgValue {
+  let v: bigint;
+  if (typeof x === 'bigint') v = x;
+  else if (typeof x === 'number' && Number.isSafeInteger(x)) v = BigInt(x);
+  else throw new InvalidArgumentError(op, 'value', `value must be a safe integer or a bigint, got ${describe(x)}`);
+  if (v < min || v > max) throw new InvalidArgumentError(op, 'value', `value ${v} is out of range ${min}..${max}`);
+  return new KernelArgValue(type, type === 'i32' || type === 'u32' ? Number(v) : v, null);
+}
+
+function floatArg(op: string, type: ArgType, x: unknown): KernelArgValue {
+  // NaN and ±Infinity are accepted on purpose: they are ordinary IEEE values a kernel may want
+  // (e.g. -Infinity as the start of a max-reduction).
+  if (typeof x !== 'number') throw new InvalidArgumentError(op, 'value', `value must be a number, got ${describe(x)}`);
+  return new KernelArgValue(type, x, null);
+}
+
+/**
+ * Typed kernel arguments.
+ *
+ * @example
+ * kernel.launch(s, { grid: 64, block: 256, args: [arg.f32(2.5), x, y, arg.i32(n)] });
+ */
+export const arg = {
+  /** A device pointer: a `DeviceBuffer` (its address) or a raw 64-bit address. */
+  ptr(p: DeviceBuffer | bigint): KernelArgValue {
+    if (DeviceBuffer.is(p)) return new KernelArgValue('ptr', 0n, p);
+    return intArg('arg.ptr', 'ptr', p, 0n, U64_MAX);
+  },
+  /** A C `int` (32-bit signed). */
+  i32(n: number): KernelArgValue {
+    return intArg('arg.i32', 'i32', n, -(2n ** 31n), 2n ** 31n - 1n);
+  },
+  /** A C `unsigned int` (32-bit). */
+  u32(n: number): KernelArgValue {
+    return intArg('arg.u32', 'u32', n, 0n, 2n ** 32n - 1n);
+  },
+  /** A C `long long` (64-bit signed), from a safe integer or a bigint. */
+  i64(n: number | bigint): KernelArgValue {
+    return intArg('arg.i64', 'i64', n, I64_MIN, I64_MAX);
+  },
+  /** A C `unsigned long long` (64-bit), from a safe integer or a bigint. */
+  u64(n: number | bigint): KernelArgValue {
+    return intArg('arg.u64', 'u64', n, 0n, U64_MAX);
+  },
+  /** A C `float` (the number is rounded to single precision). */
+  f32(x: number): KernelArgValue {
+    return floatArg('arg.f32', 'f32', x);
+  },
+  /** A C `double`. */
+  f64(x: number): KernelArgValue {
+    return floatArg('arg.f64', 'f64', x);
+  },
+} as const;
+
+/** Checks one argument and returns it typed. @throws InvalidArgumentError naming `args[i]`. */
+export function normalizeArg(op: string, index: number, a: unknown): KernelArgValue {
+  if (KernelArgValue.is(a)) return a;
+  if (DeviceBuffer.is(a)) return new KernelArgValue('ptr', 0n, a);
+  const hint =
+    typeof a === 'number' || typeof a === 'bigint'
+      ? ': plain numbers are refused because the C type must be explicit (arg.i32(n), arg.f32(x), arg.u64(n), …)'
+      : '';
+  throw new InvalidArgumentError(
+    op,
+    `args[${index}]`,
+    `args[${index}] must be a DeviceBuffer or an arg.*() value, got ${describe(a)}${hint}`,
+  );
+}
+
+/**
+ * Writes `a`'s bytes at `offset` of `view` (little-endian, as the GPU reads them).
+ * @param ptrOf resolves a buffer argument to its address (checks it is not disposed).
+ */
+export function writeArg(view: DataView, offset: number, a: KernelArgValue, ptrOf: (b: DeviceBuffer) => bigint): void {
+  switch (a.type) {
+    case 'ptr':
+      view.setBigUint64(offset, a.buffer !== null ? ptrOf(a.buffer) : (a.value as bigint), true);
+      return;
+    case 'i32':
+      view.setInt32(offset, a.value as number, true);
+      return;
+    case 'u32':
+      view.setUint32(offset, a.value as number, true);
+      return;
+    case 'i64':
+      view.setBigInt64(offset, a.value as bigint, true);
+      return;
+    case 'u64':
+      view.setBigUint64(offset, a.value as bigint, true);
+      return;
+    case 'f32':
+      view.setFloat32(offset, a.value as number, true);
+      return;
+    case 'f64':
+      view.setFloat64(offset, a.value as number, true);
+      return;
+  }
+}
