@@ -1,6 +1,6 @@
 /**
  * What `npm run bench:gpu` runs: the steps sent to the workers each round, and the table rows
- * read from their samples (the rows of ANCHORS.md, plus the 2-argument variants, plus two
+ * read from their samples (the reference rows measured on the H200, plus the 2-argument variants, plus two
  * cudagraph-only rows of `LaunchSequence` shown beside C's per-call rows).
  */
 import { DEFAULT_REPLAY_LAUNCHES, rowCommand, type RowCommand, type RowName } from './protocol.js';

@@ -34,7 +34,7 @@ export const MIN_ROUNDS_FOR_RANGE = 3;
 
 /**
  * Summarises one row of one implementation from its samples, one array per round. Run-to-run
- * drift on the device is larger than the scatter inside one burst of repetitions (ANCHORS.md), so
+ * drift on the device is larger than the scatter inside one burst of repetitions (measured on the H200: docs/benchmark.md), so
  * the spread is taken across rounds: the min and max of the per-round medians.
  * Throws `InvalidArgumentError` when there is no round or a round has no valid sample.
  */

@@ -3,7 +3,7 @@
  * (grid 1, block 32) launched eagerly against the same N captured into one graph and launched with
  * one call: the host cost of submitting, the time until the work is done, and the capture +
  * instantiate cost. Eager and graph samples alternate within each round, and the rounds alternate
- * which goes first, because a machine's speed drifts (ANCHORS.md); figures are medians of the round
+ * which goes first, because a machine's speed drifts (measured on the H200: docs/benchmark.md); figures are medians of the round
  * medians, with the min–max of the round medians as the spread.
  *
  * This is the quick, self-contained check of one machine; `npm run bench:gpu` (bench/gpu/) is the

@@ -67,7 +67,7 @@ function elapsedUs(t0: bigint): number {
 /**
  * Runs the demo workload on `device`: `rounds` rounds of `iterations` eager passes and
  * `iterations` graph replays, the order alternating by round (the machine's state drifts: see
- * ANCHORS.md). `progress` is told each finished round.
+ * the reference measurements on the H200). `progress` is told each finished round.
  * @throws NvrtcError when the kernels do not compile; CudaError from the driver.
  */
 export function runGpuDemo(device: Device, options: { rounds: number; iterations: number; progress?: (round: number) => void }): GpuDemoResult {

@@ -164,7 +164,7 @@ test('parseOptions refuses bad numbers, unknown implementations and unknown opti
   }
 });
 
-test('the plan covers every row of ANCHORS.md and thins only the 10 000-node capture', () => {
+test('the plan covers every reference row and thins only the 10 000-node capture', () => {
   const keys = TABLE_ROWS.map((r) => r.key);
   for (const k of ['eager/eager/1000', 'capture/capture/1000', 'capture/instantiate/1000', 'capture/total/1000', 'capture/total/10000',
     'capture-args/capture/1000', 'launch/launch/10', 'launch/launch/1000', 'launch/launch/10000', 'replay/replay/1000']) {
@@ -176,8 +176,8 @@ test('the plan covers every row of ANCHORS.md and thins only the 10 000-node cap
   assert.equal(commandFor(STEPS[4]!, 1).reps, 3);
 });
 
-test('the issue\'s rows keep their steps and keys; the two LaunchSequence rows run on cudagraph only, beside C\'s per-call rows', () => {
-  // The rows the targets judge, as the earlier runs defined them (bench/results/2026-11-30-nvidia-h200-4.json).
+test('the target rows keep their steps and keys; the two LaunchSequence rows run on cudagraph only, beside C\'s per-call rows', () => {
+  // The rows the targets judge, as every committed run defines them (bench/results/2026-11-30-nvidia-h200-14.json).
   assert.deepEqual(STEPS.slice(0, 9).map((s) => `${s.row}/${s.n}/${s.only === undefined}`), [
     'eager/1000/true', 'eager-args/1000/true', 'capture/1000/true', 'capture-args/1000/true', 'capture/10000/true',
     'launch/10/true', 'launch/1000/true', 'launch/10000/true', 'replay/1000/true',

@@ -3,7 +3,7 @@
  * the environment selects, and forced onto koffi), through raw koffi calls of the same symbols,
  * through raw calls of the Node-API addon (native/cudagraph_hot.c), and from C (microbench.c, run
  * as a child process), interleaved in rounds (C, then the Node columns in an order that rotates
- * every repetition) so drift hits all alike. Rows follow ANCHORS.md. Also probes how koffi runs a
+ * every repetition) so drift hits all alike. Rows follow the reference measurements of docs/benchmark.md. Also probes how koffi runs a
  * CUDA host function (cuLaunchHostFunc).
  *
  * Columns: `cudagraph` (the public API, addon unless CUDAGRAPH_NATIVE=0), `cudagraph-koffi` (the

@@ -185,7 +185,7 @@ test('a 10,000-node graph (each node after the two before it): self-diff identic
   const d = e.update(changed);
   const ms = performance.now() - t0;
   assert.equal(d.changedParams.length, 1000);
-  // A re-instantiation of 10,000 kernel nodes costs about 17 ms on the H200 (ANCHORS.md: 1.74 µs a
+  // A re-instantiation of 10,000 kernel nodes costs about 17 ms on the H200 (measured: 1.74 µs a
   // node); the model's diff and update must stay well below that even on this 2-core machine.
   assert.ok(ms < 50, `diff+update took ${ms.toFixed(1)} ms`);
 });
