@@ -2,7 +2,7 @@
  * What the CLI prints about a graph: counts by kind and stream, depth and width (levels), the
  * critical path, and the cross-stream joins.
  */
-import { type ComputeGraph, type NodeKind } from '../index.js';
+import type { ComputeGraph, NodeKind } from '../index.js';
 import { nameForTerminal } from './terminal-text.js';
 import { textList } from './text-lists.js';
 

@@ -19,7 +19,7 @@
  * then one Kahn pass (O(n + m)) either finds a cycle — and the batch is undone — or gives the new
  * numbering.
  */
-import { type GraphStore } from './graph-store.js';
+import type { GraphStore } from './graph-store.js';
 
 /** What `DynamicOrder.addEdge` did: added the edge, found it already there, or refused a cycle. */
 export type AddEdgeResult = 'added' | 'duplicate' | 'cycle';

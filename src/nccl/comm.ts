@@ -4,8 +4,8 @@ import { INTERNAL, CAPTURE, LIFETIME } from '../cuda/core/internal.js';
 import { makeCurrent } from '../cuda/core/context.js';
 import { Lifetime, surfaceCleanupErrors } from '../cuda/core/lifetime.js';
 import { Device } from '../cuda/device/device.js';
-import { Stream } from '../cuda/device/stream.js';
-import { DeviceBuffer } from '../cuda/memory/device-buffer.js';
+import type { Stream } from '../cuda/device/stream.js';
+import type { DeviceBuffer } from '../cuda/memory/device-buffer.js';
 import { NCCL_MIN_CAPTURE_VERSION, decodeNcclVersion, ncclResultName } from './codes.js';
 import type { CollectiveOp, ElementType, ReduceOp } from '../model/element-type.js';
 import { COLLECTIVE_OPTIONS, checkCollective } from './collective-args.js';
@@ -14,6 +14,7 @@ import * as nr from './result.js';
 import { ncclGroup as groupEach, ncclGroupDepth, currentContext, restoreContext } from './group.js';
 import { NcclUniqueId } from './unique-id.js';
 import { ncclVersion } from './version.js';
+import { brands } from '../cuda/core/brands.js';
 
 /** Options of `allReduce`: `recv` omitted means in place (the result replaces `send`). */
 export interface AllReduceOptions {
@@ -97,7 +98,7 @@ interface CommState {
 }
 
 function requireDevice(op: string, d: unknown): Device {
-  if (Device.is(d)) return d;
+  if (brands.Device.is(d)) return d;
   if (typeof d === 'number') return Device.getFor(op, d);
   throw new InvalidArgumentError(op, 'device', `device must be a Device or an ordinal, got ${describe(d)}`);
 }
@@ -310,7 +311,7 @@ export class NcclComm {
    */
   #collective(op: string, kind: CollectiveOp, stream: Stream, options: unknown): void {
     this[LIFETIME].assertAlive(op);
-    assertInstance(op, 'stream', stream, Stream);
+    assertInstance(op, 'stream', stream, brands.Stream);
     const h = stream.handleFor(op);
     if (stream.device !== this.device) {
       throw new InvalidArgumentError(
@@ -377,7 +378,7 @@ export class NcclComm {
 
   #buffer(op: string, name: 'send' | 'recv', b: unknown): DeviceBuffer | null {
     if (b === undefined) return null;
-    assertInstance(op, name, b, DeviceBuffer);
+    assertInstance(op, name, b, brands.DeviceBuffer);
     b.ptrFor(op); // DisposedError naming op
     if (b.device !== this.device) {
       throw new InvalidArgumentError(

@@ -1,10 +1,11 @@
 import { InvalidArgumentError } from '../errors/base.js';
 import { describe, requireOptions, assertInstance } from '../util/validate.js';
-import { Stream } from '../cuda/device/stream.js';
+import type { Stream } from '../cuda/device/stream.js';
 import { StreamGraphCapture } from '../cuda/capture/stream-graph-capture.js';
 import type { GraphExec } from '../cuda/graph/graph-exec.js';
 import type { Graph } from '../cuda/graph/graph.js';
 import type { CaptureMode } from '../cuda/capture/capture-mode.js';
+import { brands } from '../cuda/core/brands.js';
 
 /** Options of `captureMultiDevice`. */
 export interface MultiDeviceCaptureGpuOptions {
@@ -122,7 +123,7 @@ export function captureMultiDevice(
     throw new InvalidArgumentError(op, 'streams', `streams must be a non-empty array of Streams, got ${describe(streams)}`);
   }
   streams.forEach((s, i) => {
-    assertInstance(op, `streams[${i}]`, s, Stream);
+    assertInstance(op, `streams[${i}]`, s, brands.Stream);
     if (streams.indexOf(s) !== i) throw new InvalidArgumentError(op, `streams[${i}]`, `streams[${i}] repeats streams[${streams.indexOf(s)}]`);
   });
   if (typeof step !== 'function') throw new InvalidArgumentError(op, 'step', `step must be a function, got ${describe(step)}`);

@@ -137,7 +137,7 @@ export function requireInstance<T>(op: string, name: string, value: unknown, cls
   if (cls.is(value)) return value;
   let why = '';
   if (typeof value === 'object' && value !== null) {
-    if (Object.prototype.isPrototypeOf.call(cls.prototype, value)) {
+    if (typeof cls.prototype === 'object' && cls.prototype !== null && Object.prototype.isPrototypeOf.call(cls.prototype, value)) {
       why = ` (it has ${cls.name}'s prototype but ${cls.name} did not make it, e.g. Object.create(${cls.name}.prototype))`;
     } else if ((value as { constructor?: { name?: unknown } }).constructor?.name === cls.name) {
       why = ` (a ${cls.name} of another loaded copy of cudagraph: objects cannot be mixed between copies)`;

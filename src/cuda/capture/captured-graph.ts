@@ -4,7 +4,7 @@ import { graph as gr, module as mod } from '../../driver/result/index.js';
 import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime } from '../core/lifetime.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
 import { normalizeArg, type KernelArg, type KernelArgValue } from '../kernel/arg.js';
 import { checkArgs } from '../kernel/launch-config.js';
 import { packArgs, type PackedArgs } from '../kernel/packed-args.js';
@@ -13,6 +13,7 @@ import type { DeviceBuffer } from '../memory/device-buffer.js';
 import type { GraphExec } from '../graph/graph-exec.js';
 import type { Graph } from '../graph/graph.js';
 import type { CapturePool } from '../pool/capture-pool.js';
+import { brands } from '../core/brands.js';
 
 /** A kernel node of a captured graph, as `kernelNodes()` lists it. */
 export interface KernelNodeRef {
@@ -136,7 +137,7 @@ export class CapturedGraph {
   }
 
   #streamFor(op: string, stream: unknown): Stream {
-    const s = stream === undefined ? this.stream : requireInstance(op, 'stream', stream, Stream);
+    const s = stream === undefined ? this.stream : requireInstance(op, 'stream', stream, brands.Stream);
     if (s.disposed) {
       throw new DisposedError(op, stream === undefined ? `the captured stream ${s} (pass another stream: launch(stream))` : String(s));
     }

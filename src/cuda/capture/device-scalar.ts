@@ -1,12 +1,13 @@
 import { InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
 import { describe, requireInt, requireOneOf, assertInstance } from '../../util/validate.js';
 import { INTERNAL } from '../core/internal.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
 import { DeviceBuffer } from '../memory/device-buffer.js';
 import { KernelArgValue, writeArg } from '../kernel/arg.js';
 
 // The C type of a DeviceScalar is the model's ScalarType: one list of kernel scalar types.
 import type { ScalarType } from '../../model/builder.js';
+import { brands } from '../core/brands.js';
 
 const TYPES: readonly ScalarType[] = ['i32', 'u32', 'i64', 'u64', 'f32', 'f64'];
 const SIZE: { readonly [T in ScalarType]: 4 | 8 } = { i32: 4, u32: 4, i64: 8, u64: 8, f32: 4, f64: 8 };
@@ -74,7 +75,7 @@ export class DeviceScalar {
    */
   static create(stream: Stream, type: ScalarType, initial: number | bigint): DeviceScalar {
     const op = 'DeviceScalar.create';
-    assertInstance(op, 'stream', stream, Stream);
+    assertInstance(op, 'stream', stream, brands.Stream);
     const t = requireOneOf(op, 'type', type, TYPES);
     const v = checkScalar(op, t, initial);
     stream.handleFor(op);
@@ -116,7 +117,7 @@ export class DeviceScalar {
   set(value: number | bigint, stream?: Stream): void {
     const op = 'DeviceScalar.set';
     const s = stream ?? this.stream;
-    assertInstance(op, 'stream', s, Stream);
+    assertInstance(op, 'stream', s, brands.Stream);
     const v = checkScalar(op, this.type, value);
     this.buffer.ptrFor(op);
     if (s.isCapturing) {

@@ -7,16 +7,17 @@ import { graph as gr } from '../../driver/result/index.js';
 import { INTERNAL } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { keepCleanupError } from '../core/lifetime.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
 import { DEFAULT_CAPTURE_MODE, requireCaptureMode, type CaptureMode } from './capture-mode.js';
 import { checkInstantiateFlags, type InstantiateFlags } from '../graph/instantiate-flags.js';
 import { StreamGraphCapture, type CaptureAllocator, type CaptureFailure } from './stream-graph-capture.js';
-import { CapturePool } from '../pool/capture-pool.js';
+import type { CapturePool } from '../pool/capture-pool.js';
 import { CapturedGraph } from './captured-graph.js';
 import { CaptureStateError } from './guard-errors.js';
 import { explainCaptureStatus, type GuardStatusReport } from './guard-status.js';
 import type { GraphExec } from '../graph/graph-exec.js';
+import { brands } from '../core/brands.js';
 
 /** Where a guard is: capturing, or ended one of three ways. */
 export type GuardState = 'capturing' | 'finished' | 'failed' | 'abandoned';
@@ -165,9 +166,9 @@ export class GraphCaptureGuard {
   }
 
   static #open(op: string, stream: unknown, mode: unknown, given: unknown): GraphCaptureGuard {
-    assertInstance(op, 'stream', stream, Stream);
+    assertInstance(op, 'stream', stream, brands.Stream);
     const m = requireCaptureMode(op, mode);
-    const pool = given === null ? null : requireInstance(op, 'pool', given, CapturePool);
+    const pool = given === null ? null : requireInstance(op, 'pool', given, brands.CapturePool);
     // The pool's memory is created before the capture begins: creating it is not capture-safe.
     if (pool !== null) pool.holdFor(op, stream);
     try {

@@ -1,12 +1,13 @@
 import { InvalidArgumentError } from '../../errors/base.js';
 import { describe, requireInt, requireOptions, assertInstance } from '../../util/validate.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
 import { GraphCaptureGuard, ASYNC_CAPTURE_RULE, isAsyncFunction, isThenable, type CaptureBody, type CaptureOptions } from './guard.js';
 import { CaptureStateError } from './guard-errors.js';
-import { CapturePool } from '../pool/capture-pool.js';
+import type { CapturePool } from '../pool/capture-pool.js';
 import { requireCaptureMode } from './capture-mode.js';
 import { checkInstantiateFlags } from '../graph/instantiate-flags.js';
 import type { CapturedGraph } from './captured-graph.js';
+import { brands } from '../core/brands.js';
 
 /** Options of `makeGraphed`. */
 export interface MakeGraphedOptions extends CaptureOptions {
@@ -36,9 +37,9 @@ export function makeGraphed(stream: Stream, fn: CaptureBody, options?: MakeGraph
   const warmup = o.warmup === undefined ? 3 : requireInt(op, 'warmup', o.warmup, 0, 1_000_000);
   // Everything the capture will check, checked before the warm-up runs.
   if (o.mode !== undefined) requireCaptureMode(op, o.mode);
-  if (o.pool !== undefined) assertInstance(op, 'pool', o.pool, CapturePool);
+  if (o.pool !== undefined) assertInstance(op, 'pool', o.pool, brands.CapturePool);
   checkInstantiateFlags(op, o.flags);
-  assertInstance(op, 'stream', stream, Stream);
+  assertInstance(op, 'stream', stream, brands.Stream);
   stream.handleFor(op);
   if (stream.isCapturing) {
     throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing: warm-up work would be recorded into that capture');

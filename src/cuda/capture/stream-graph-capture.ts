@@ -9,12 +9,13 @@ import { makeCurrent } from '../core/context.js';
 import { captureStarted, captureEnded, type CaptureSink } from '../core/capture-hooks.js';
 import { surfaceCleanupErrors, keepFailure, keepCleanupError, takeCleanupError, type Lifetime } from '../core/lifetime.js';
 import { takeHostCallbackError } from '../host/host-calls.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
 import { DEFAULT_CAPTURE_MODE, requireCaptureMode, driverCaptureMode, type CaptureMode } from './capture-mode.js';
 import { Graph } from '../graph/graph.js';
 import type { GraphExec } from '../graph/graph-exec.js';
 import type { InstantiateFlags } from '../graph/instantiate-flags.js';
+import { brands } from '../core/brands.js';
 
 /** The first driver version with stream capture (CUDA 10.0). */
 export const MIN_CAPTURE_DRIVER_VERSION = 10000;
@@ -104,7 +105,7 @@ class CaptureRecord implements CaptureSink {
 
   /** CaptureSink: a capture with an allocator serves allocations from it. */
   allocate(op: string, stream: object, byteLength: number): DeviceBuffer | null {
-    if (this.allocator === null || !this.active || !Stream.is(stream)) return null;
+    if (this.allocator === null || !this.active || !brands.Stream.is(stream)) return null;
     return this.allocator.allocate(op, stream, byteLength);
   }
 
@@ -115,7 +116,7 @@ class CaptureRecord implements CaptureSink {
 
   /** CaptureSink: `stream` joined this capture through an event. */
   join(stream: object): void {
-    if (!this.active || !Stream.is(stream) || stream === this.stream) return;
+    if (!this.active || !brands.Stream.is(stream) || stream === this.stream) return;
     stream[CAPTURE] = this;
     this.joined.add(stream);
   }
@@ -355,7 +356,7 @@ export class StreamGraphCapture {
    * optional allocator serving `DeviceBuffer.allocAsync` on the capture's streams.
    */
   static beginFor(op: string, stream: Stream, mode: unknown, allocator: CaptureAllocator | null): StreamGraphCapture {
-    requireInstance(op, 'stream', stream, Stream);
+    requireInstance(op, 'stream', stream, brands.Stream);
     const m = requireCaptureMode(op, mode);
     const h = stream.handleFor(op);
     if (stream.isLegacyDefault) {

@@ -9,6 +9,7 @@ import { surfaceCleanupErrors } from '../core/lifetime.js';
 import { Stream, type StreamOptions } from './stream.js';
 import { Event, type EventOptions } from './event.js';
 import { surfaceHostCallbackErrors } from '../host/host-calls.js';
+import { registerBrand } from '../core/brands.js';
 
 const CUDA_ERROR_NO_DEVICE = 100;
 
@@ -68,6 +69,10 @@ export class Device {
   /** @internal True for a Device this class made (a brand check, not `instanceof`). */
   static is(value: unknown): value is Device {
     return typeof value === 'object' && value !== null && #priorityRange in value;
+  }
+
+  static {
+    registerBrand('Device', Device);
   }
 
   /** @internal `count` for a caller that names its own operation in errors. */

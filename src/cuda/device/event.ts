@@ -8,7 +8,8 @@ import { Lifetime, keepFailure } from '../core/lifetime.js';
 import type { CaptureSink } from '../core/capture-hooks.js';
 import { surfaceHostCallbackErrors } from '../host/host-calls.js';
 import type { Device } from './device.js';
-import { Stream } from './stream.js';
+import type { Stream } from './stream.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 /** Options of `device.createEvent`. */
 export interface EventOptions {
@@ -58,6 +59,10 @@ export class Event {
     return typeof value === 'object' && value !== null && #handle in value;
   }
 
+  static {
+    registerBrand('Event', Event);
+  }
+
   /** The `CUevent` handle. @throws DisposedError after dispose. */
   get handle(): bigint {
     return this.handleFor('Event.handle');
@@ -78,7 +83,7 @@ export class Event {
   record(stream: Stream): this {
     const op = 'Event.record';
     this[LIFETIME].assertAlive(op);
-    requireInstance(op, 'stream', stream, Stream);
+    requireInstance(op, 'stream', stream, brands.Stream);
     ev.eventRecord(op, this.#handle, stream.handleFor(op));
     this[RECORDED_IN] = stream[CAPTURE];
     return this;

@@ -8,10 +8,11 @@ import { Lifetime, keepFailure } from '../core/lifetime.js';
 import { invalidateChecks } from '../core/check-epoch.js';
 import type { CaptureSink } from '../core/capture-hooks.js';
 import { surfaceHostCallbackErrors } from '../host/host-calls.js';
-import { Device } from './device.js';
-import { Event } from './event.js';
+import type { Device } from './device.js';
+import type { Event } from './event.js';
 import { LaunchSequence } from '../kernel/launch-sequence.js';
 import type { PreparedLaunch } from '../kernel/prepared-launch.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 /** Options of `device.createStream`. */
 export interface StreamOptions {
@@ -97,6 +98,10 @@ export class Stream {
     return typeof value === 'object' && value !== null && #handle in value;
   }
 
+  static {
+    registerBrand('Stream', Stream);
+  }
+
   /**
    * Adopts a `CUstream` created elsewhere (another library, or the special handles
    * `0n`/`CU_STREAM_LEGACY` (1n)/`CU_STREAM_PER_THREAD` (2n)). The handle is not destroyed on
@@ -111,7 +116,7 @@ export class Stream {
    */
   static wrap(device: Device, handle: bigint): Stream {
     const op = 'Stream.wrap';
-    requireInstance(op, 'device', device, Device);
+    requireInstance(op, 'device', device, brands.Device);
     if (typeof handle !== 'bigint' || handle < 0n || handle >= 1n << 64n) {
       throw new InvalidArgumentError(op, 'handle', `handle must be a bigint in 0..2^64-1, got ${describe(handle)}`);
     }
@@ -197,7 +202,7 @@ export class Stream {
   wait(event: Event): this {
     const op = 'Stream.wait';
     const h = this.handleFor(op);
-    requireInstance(op, 'event', event, Event);
+    requireInstance(op, 'event', event, brands.Event);
     st.streamWaitEvent(op, h, event.handleFor(op));
     const sink = event[RECORDED_IN];
     if (sink !== null && this.#cell.sink === null) sink.join(this);
@@ -211,7 +216,7 @@ export class Stream {
   record(event?: Event): Event {
     const op = 'Stream.record';
     this.handleFor(op);
-    if (event !== undefined) requireInstance(op, 'event', event, Event);
+    if (event !== undefined) requireInstance(op, 'event', event, brands.Event);
     const e = event ?? this.device.createEvent();
     e.record(this);
     return e;

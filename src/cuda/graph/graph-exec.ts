@@ -7,9 +7,10 @@ import { makeCurrent } from '../core/context.js';
 import { checkEpoch } from '../core/check-epoch.js';
 import { Lifetime, keepFailure } from '../core/lifetime.js';
 import { graphHostCallsSubmitted, isForeignCapture } from '../host/host-function.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
 import type { CaptureSink } from '../core/capture-hooks.js';
-import { Graph } from './graph.js';
+import type { Graph } from './graph.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 const LAUNCH = 'GraphExec.launch';
 
@@ -69,6 +70,10 @@ export class GraphExec {
   /** @internal True for a GraphExec this class made (a brand check, not `instanceof`). */
   static is(value: unknown): value is GraphExec {
     return typeof value === 'object' && value !== null && #handle in value;
+  }
+
+  static {
+    registerBrand('GraphExec', GraphExec);
   }
 
   /** The template graph (for read-back and DOT). Replaced by `update(graph)`. */
@@ -148,7 +153,7 @@ export class GraphExec {
 
   /** `stream`, or the default stream; refuses a non-Stream, and a disposed default stream by name. */
   #streamFor(op: string, stream: Stream | undefined): Stream {
-    if (stream !== undefined) return requireInstance(op, 'stream', stream, Stream);
+    if (stream !== undefined) return requireInstance(op, 'stream', stream, brands.Stream);
     const s = this.#stream;
     if (s.disposed) throw new DisposedError(op, `the exec's default stream ${s} (pass another stream: launch(stream))`);
     return s;
@@ -174,7 +179,7 @@ export class GraphExec {
   update(graph: Graph): void {
     const op = 'GraphExec.update';
     this[LIFETIME].assertAlive(op);
-    requireInstance(op, 'graph', graph, Graph);
+    requireInstance(op, 'graph', graph, brands.Graph);
     const g = graph.handle;
     makeCurrent(op, this.#ctx);
     const out = gr.graphExecUpdate(op, this.#handle, g);

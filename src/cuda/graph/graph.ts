@@ -13,10 +13,11 @@ import { hostFunctionLabel, hostFunctionsExist, isHostTrampoline } from '../host
 import { ComputeGraph } from '../../model/compute-graph.js';
 import type { NodeSpec } from '../../model/node.js';
 import { NodeId } from '../../model/ids.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
 import { GraphExec } from './graph-exec.js';
 import { checkInstantiateFlags, type InstantiateFlags } from './instantiate-flags.js';
 import type { CapturedNodeInfo, GraphNodeType, GraphReadBack, MemcpyNodeInfo } from './node-info.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 /**
  * A CUDA graph (`CUgraph`): the template a `GraphExec` is instantiated from. Captured graphs come
@@ -79,10 +80,14 @@ export class Graph {
     return typeof value === 'object' && value !== null && #handle in value;
   }
 
+  static {
+    registerBrand('Graph', Graph);
+  }
+
   /** An empty graph on `device` (default: device 0) (`cuGraphCreate`). */
   static create(device?: Device): Graph {
     const op = 'Graph.create';
-    if (device !== undefined) requireInstance(op, 'device', device, Device);
+    if (device !== undefined) requireInstance(op, 'device', device, brands.Device);
     surfaceCleanupErrors(op);
     const d = device ?? Device.getFor(op, 0);
     makeCurrent(op, d.context);
@@ -223,7 +228,7 @@ export class Graph {
    */
   instantiate(flags?: InstantiateFlags, stream?: Stream): GraphExec {
     const op = 'Graph.instantiate';
-    if (stream !== undefined) requireInstance(op, 'stream', stream, Stream);
+    if (stream !== undefined) requireInstance(op, 'stream', stream, brands.Stream);
     return this.instantiateFor(op, flags, stream ?? null, false);
   }
 

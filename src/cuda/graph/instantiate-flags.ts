@@ -1,7 +1,8 @@
 import { InvalidArgumentError } from '../../errors/base.js';
 import { requireBoolean, requireOptions, assertInstance } from '../../util/validate.js';
 import { CUDA_GRAPH_INSTANTIATE_FLAG as F } from '../../driver/layouts.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
+import { brands } from '../core/brands.js';
 
 /** How to instantiate a graph (`CUgraphInstantiate_flags`). */
 export interface InstantiateFlags {
@@ -30,7 +31,7 @@ export function checkInstantiateFlags(op: string, flags: unknown): CheckedFlags 
   if (f.useNodePriority !== undefined && requireBoolean(op, 'useNodePriority', f.useNodePriority)) bits |= F.USE_NODE_PRIORITY;
   let upload: Stream | null = null;
   if (f.upload !== undefined) {
-    assertInstance(op, 'upload', f.upload, Stream);
+    assertInstance(op, 'upload', f.upload, brands.Stream);
     upload = f.upload;
     bits |= F.UPLOAD;
   }

@@ -14,9 +14,9 @@ import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { surfaceCleanupErrors, type Lifetime } from '../core/lifetime.js';
 import { Device } from '../device/device.js';
-import { Module } from '../kernel/module.js';
-import { DeviceBuffer } from '../memory/device-buffer.js';
-import { PinnedHostBuffer } from '../memory/pinned-host-buffer.js';
+import type { Module } from '../kernel/module.js';
+import type { DeviceBuffer } from '../memory/device-buffer.js';
+import type { PinnedHostBuffer } from '../memory/pinned-host-buffer.js';
 import { HostFunction, hostTrampoline } from '../host/host-function.js';
 import { arg as cudaArg, type KernelArgValue } from '../kernel/arg.js';
 import { checkConfig } from '../kernel/launch-config.js';
@@ -30,6 +30,7 @@ import type { Stream } from '../device/stream.js';
 import { Graph } from './graph.js';
 import type { GraphExec } from './graph-exec.js';
 import type { InstantiateFlags } from './instantiate-flags.js';
+import { brands } from '../core/brands.js';
 
 /** What `lowerGraph` binds the graph's nodes to. */
 export interface LowerBindings {
@@ -145,9 +146,9 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
   if (bindings === undefined) throw new InvalidArgumentError(OP, 'bindings', 'bindings { modules, … } are required');
   const modules = Array.isArray(b.modules) ? (b.modules as readonly Module[]) : b.modules === undefined ? [] : [b.modules as Module];
   modules.forEach((m, i) => {
-    requireInstance(OP, `modules[${i}]`, m, Module);
+    requireInstance(OP, `modules[${i}]`, m, brands.Module);
   });
-  if (b.device !== undefined) requireInstance(OP, 'device', b.device, Device);
+  if (b.device !== undefined) requireInstance(OP, 'device', b.device, brands.Device);
   const device = b.device ?? modules[0]?.device ?? Device.getFor(OP, 0);
   surfaceCleanupErrors(OP);
 
@@ -175,13 +176,13 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
   };
   const device_ = (n: GraphNode, ref: BufferRef, need: number): DeviceBuffer => {
     const buf = b.buffers?.[ref.name];
-    if (!DeviceBuffer.is(buf)) return fail(n, `buffer '${ref.name}' is not bound: give bindings.buffers['${ref.name}'] (a DeviceBuffer)`);
+    if (!brands.DeviceBuffer.is(buf)) return fail(n, `buffer '${ref.name}' is not bound: give bindings.buffers['${ref.name}'] (a DeviceBuffer)`);
     if (buf.byteLength < need) return fail(n, `buffer '${ref.name}' holds ${buf.byteLength} bytes, the node needs ${need}`);
     return buf;
   };
   const host_ = (n: GraphNode, ref: BufferRef, need: number): PinnedHostBuffer => {
     const buf = b.hostBuffers?.[ref.name];
-    if (!PinnedHostBuffer.is(buf)) {
+    if (!brands.PinnedHostBuffer.is(buf)) {
       return fail(n, `host buffer '${ref.name}' is not bound: give bindings.hostBuffers['${ref.name}'] (a PinnedHostBuffer: the graph copies it at every launch)`);
     }
     if (buf.byteLength < need) return fail(n, `host buffer '${ref.name}' holds ${buf.byteLength} bytes, the node needs ${need}`);
@@ -272,7 +273,7 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
           const given = b.callbacks?.[n.label] ?? binding?.fn ?? null;
           if (given === null) return fail(n, `no callback for label '${n.label}': give bindings.callbacks['${n.label}'] or a function to GraphBuilder.host`);
           let hf: HostFunction;
-          if (HostFunction.is(given)) hf = given;
+          if (brands.HostFunction.is(given)) hf = given;
           else if (typeof given === 'function') {
             hf = HostFunction.create(given, { label: n.label });
             owned.push(hf);

@@ -25,7 +25,8 @@ import { CAPTURE, INTERNAL, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime, surfaceCleanupErrors } from '../core/lifetime.js';
 import { keepHostCallbackError } from './host-calls.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 interface Entry {
   readonly fn: () => void;
@@ -177,6 +178,10 @@ export class HostFunction {
     return typeof value === 'object' && value !== null && #entry in value;
   }
 
+  static {
+    registerBrand('HostFunction', HostFunction);
+  }
+
   /**
    * Wraps `fn` (called with no arguments, on the JS thread, when the GPU reaches it).
    * @throws InvalidArgumentError when `fn` is not a function or the label is empty.
@@ -219,7 +224,7 @@ export class HostFunction {
   launch(stream: Stream): void {
     const op = 'HostFunction.launch';
     this[LIFETIME].assertAlive(op);
-    requireInstance(op, 'stream', stream, Stream);
+    requireInstance(op, 'stream', stream, brands.Stream);
     const h = stream.handleFor(op);
     const fn = hostTrampoline();
     makeCurrent(op, stream.device.context);

@@ -6,8 +6,9 @@
  */
 import { InvalidArgumentError } from '../../errors/base.js';
 import { describe } from '../../util/validate.js';
-import { DeviceBuffer } from '../memory/device-buffer.js';
+import type { DeviceBuffer } from '../memory/device-buffer.js';
 import type { ScalarType } from '../../model/element-type.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 /** The C type of a kernel argument: a device pointer, or one of the model's scalar types. */
 export type ArgType = 'ptr' | ScalarType;
@@ -44,7 +45,7 @@ export class KernelArgValue {
     if (wantsBigint ? typeof value !== 'bigint' : typeof value !== 'number') {
       throw new InvalidArgumentError(op, 'value', `a ${type} value must be a ${wantsBigint ? 'bigint' : 'number'}, got ${describe(value)}; use arg.${type}()`);
     }
-    if (buffer !== null && (type !== 'ptr' || !DeviceBuffer.is(buffer))) {
+    if (buffer !== null && (type !== 'ptr' || !brands.DeviceBuffer.is(buffer))) {
       throw new InvalidArgumentError(op, 'buffer', `buffer must be null or, for a ptr, a DeviceBuffer, got ${describe(buffer)}`);
     }
     this.size = SIZES[type];
@@ -54,6 +55,10 @@ export class KernelArgValue {
   /** @internal True for a value this class made (a brand check, not `instanceof`). */
   static is(value: unknown): value is KernelArgValue {
     return typeof value === 'object' && value !== null && #checked in value;
+  }
+
+  static {
+    registerBrand('KernelArgValue', KernelArgValue);
   }
 
   toString(): string {
@@ -89,7 +94,7 @@ function floatArg(op: string, type: ArgType, x: unknown): KernelArgValue {
 export const arg = {
   /** A device pointer: a `DeviceBuffer` (its address) or a raw 64-bit address. */
   ptr(p: DeviceBuffer | bigint): KernelArgValue {
-    if (DeviceBuffer.is(p)) return new KernelArgValue('ptr', 0n, p);
+    if (brands.DeviceBuffer.is(p)) return new KernelArgValue('ptr', 0n, p);
     return intArg('arg.ptr', 'ptr', p, 0n, U64_MAX);
   },
   /** A C `int` (32-bit signed). */
@@ -121,7 +126,7 @@ export const arg = {
 /** Checks one argument and returns it typed. @throws InvalidArgumentError naming `args[i]`. */
 export function normalizeArg(op: string, index: number, a: unknown): KernelArgValue {
   if (KernelArgValue.is(a)) return a;
-  if (DeviceBuffer.is(a)) return new KernelArgValue('ptr', 0n, a);
+  if (brands.DeviceBuffer.is(a)) return new KernelArgValue('ptr', 0n, a);
   const hint =
     typeof a === 'number' || typeof a === 'bigint'
       ? ': plain numbers are refused because the C type must be explicit (arg.i32(n), arg.f32(x), arg.u64(n), …)'

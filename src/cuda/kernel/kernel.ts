@@ -6,9 +6,10 @@ import { makeCurrent } from '../core/context.js';
 import { checkConfig, type LaunchConfig } from './launch-config.js';
 import { packScratch } from './packed-args.js';
 import { PreparedLaunch } from './prepared-launch.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
 import type { Module } from './module.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
+import { brands } from '../core/brands.js';
 
 /**
  * A kernel (`CUfunction`) of a loaded module. `launch` for a one-off launch; `prepare` packs the
@@ -64,7 +65,7 @@ export class Kernel {
   launch(stream: Stream, config: LaunchConfig): void {
     const op = 'Kernel.launch';
     this.module[LIFETIME].assertAlive(op);
-    requireInstance(op, 'stream', stream, Stream);
+    requireInstance(op, 'stream', stream, brands.Stream);
     const c = checkConfig(op, this.name, config, this.paramSizes);
     const h = stream.handleFor(op);
     const ptrOf = (b: DeviceBuffer): bigint => b.ptrFor(op);

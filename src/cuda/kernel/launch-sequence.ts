@@ -5,8 +5,9 @@ import { launch as ln, cudaError } from '../../driver/result/index.js';
 import { INTERNAL, CAPTURE, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime } from '../core/lifetime.js';
-import { PreparedLaunch } from './prepared-launch.js';
-import { Stream } from '../device/stream.js';
+import type { PreparedLaunch } from './prepared-launch.js';
+import type { Stream } from '../device/stream.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 /** One entry of a `LaunchSequence`: a prepared launch and the stream it is launched on. */
 export interface LaunchSequenceEntry {
@@ -92,11 +93,11 @@ export class LaunchSequence {
     list.forEach((e, i) => {
       const launch: unknown = typeof e === 'object' && e !== null ? (e as { launch?: unknown }).launch : undefined;
       const stream: unknown = typeof e === 'object' && e !== null ? (e as { stream?: unknown }).stream : undefined;
-      if (!PreparedLaunch.is(launch)) {
+      if (!brands.PreparedLaunch.is(launch)) {
         const name = entryName(naming, i, 'launch');
         throw new InvalidArgumentError(op, naming, `${name} must be a PreparedLaunch, got ${describe(launch)}`);
       }
-      if (!Stream.is(stream)) {
+      if (!brands.Stream.is(stream)) {
         throw new InvalidArgumentError(op, naming, `${entryName(naming, i, 'stream')} must be a Stream, got ${describe(stream)}`);
       }
       calls.push(launch.callFor(op));
@@ -150,6 +151,10 @@ export class LaunchSequence {
   /** @internal True for a LaunchSequence this class made (a brand check, not `instanceof`). */
   static is(value: unknown): value is LaunchSequence {
     return typeof value === 'object' && value !== null && #call in value;
+  }
+
+  static {
+    registerBrand('LaunchSequence', LaunchSequence);
   }
 
   /** Number of entries. */

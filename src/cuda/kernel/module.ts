@@ -4,9 +4,10 @@ import { module as mod, gate, passGate } from '../../driver/result/index.js';
 import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime, keepFailure, surfaceCleanupErrors } from '../core/lifetime.js';
-import { Device } from '../device/device.js';
+import type { Device } from '../device/device.js';
 import { Kernel } from './kernel.js';
 import { compileCuda, type CompileOptions } from './nvrtc.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 /** What a module image is. */
 export type ModuleImageKind = 'ptx' | 'cubin' | 'fatbin';
@@ -90,6 +91,10 @@ export class Module {
     return typeof value === 'object' && value !== null && #handle in value;
   }
 
+  static {
+    registerBrand('Module', Module);
+  }
+
   /**
    * Loads a module image into `device`'s context: PTX text (a string, or bytes), a cubin or a
    * fatbin (bytes). A PTX the JIT cannot compile fails with the JIT's log in the message.
@@ -98,7 +103,7 @@ export class Module {
    */
   static load(device: Device, image: string | Uint8Array): Module {
     const op = 'Module.load';
-    requireInstance(op, 'device', device, Device);
+    requireInstance(op, 'device', device, brands.Device);
     let bytes: Uint8Array;
     if (typeof image === 'string') {
       requireName(op, 'image', image);
@@ -119,7 +124,7 @@ export class Module {
    */
   static compile(device: Device, source: string, options?: CompileOptions): Module {
     const op = 'Module.compile';
-    requireInstance(op, 'device', device, Device);
+    requireInstance(op, 'device', device, brands.Device);
     surfaceCleanupErrors(op);
     // Loading the result waits for the GPU: refuse now rather than after seconds of compiling.
     if (gate.calls !== 0) passGate(op, 'cuModuleLoadDataEx', 'gpu');

@@ -9,9 +9,10 @@ import type { CaptureSink } from '../core/capture-hooks.js';
 import { normalizeArg, writeArg, type KernelArg, type KernelArgValue } from './arg.js';
 import { checkArgSize, type CheckedConfig } from './launch-config.js';
 import { packArgs, type PackedArgs } from './packed-args.js';
-import { Stream } from '../device/stream.js';
+import type { Stream } from '../device/stream.js';
 import type { Kernel } from './kernel.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 const LAUNCH = 'PreparedLaunch.launch';
 
@@ -84,6 +85,10 @@ export class PreparedLaunch {
     return typeof value === 'object' && value !== null && #call in value;
   }
 
+  static {
+    registerBrand('PreparedLaunch', PreparedLaunch);
+  }
+
   /** Number of arguments. */
   get argCount(): number {
     return this.#args.length;
@@ -114,7 +119,7 @@ export class PreparedLaunch {
   /** The checks of `launch`; on success remembers the stream, its handle and the epoch. */
   #check(stream: Stream): void {
     this[LIFETIME].assertAlive(LAUNCH);
-    requireInstance(LAUNCH, 'stream', stream, Stream);
+    requireInstance(LAUNCH, 'stream', stream, brands.Stream);
     this.#assertHeld(LAUNCH);
     const epoch = checkEpoch.value;
     this.#checkedHandle = stream.handleFor(LAUNCH);

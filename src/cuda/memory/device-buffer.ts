@@ -5,8 +5,9 @@ import { INTERNAL, CAPTURE, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime, keepFailure, surfaceCleanupErrors } from '../core/lifetime.js';
 import { requireView, requirePinnedForCapture, pinnedLifetimeOf } from './host-memory.js';
-import { Device } from '../device/device.js';
-import { Stream } from '../device/stream.js';
+import type { Device } from '../device/device.js';
+import type { Stream } from '../device/stream.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 /** Options of `memsetAsync`. */
 export interface MemsetOptions {
@@ -37,7 +38,7 @@ export interface DeviceCopyOptions {
 }
 
 function requireStream(op: string, stream: unknown): Stream {
-  return requireInstance(op, 'stream', stream, Stream);
+  return requireInstance(op, 'stream', stream, brands.Stream);
 }
 
 /**
@@ -92,13 +93,17 @@ export class DeviceBuffer {
     return typeof value === 'object' && value !== null && #ptr in value;
   }
 
+  static {
+    registerBrand('DeviceBuffer', DeviceBuffer);
+  }
+
   /**
    * Allocates `byteLength` bytes (≥ 1) on `device` (`cuMemAlloc_v2`). Contents are undefined.
    * @throws InvalidArgumentError for a bad size; CudaError (e.g. 2 out of memory).
    */
   static alloc(device: Device, byteLength: number): DeviceBuffer {
     const op = 'DeviceBuffer.alloc';
-    requireInstance(op, 'device', device, Device);
+    requireInstance(op, 'device', device, brands.Device);
     requireInt(op, 'byteLength', byteLength, 1, Number.MAX_SAFE_INTEGER);
     surfaceCleanupErrors(op);
     makeCurrent(op, device.context);

@@ -6,7 +6,8 @@ import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime, keepFailure, surfaceCleanupErrors } from '../core/lifetime.js';
 import { registerPinned } from './host-memory.js';
-import { Device } from '../device/device.js';
+import type { Device } from '../device/device.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 const PAGE = 4096;
 
@@ -78,7 +79,7 @@ export class PinnedHostBuffer {
     if (typeof device === 'number') {
       throw new InvalidArgumentError(op, 'device', `device must be a Device, got ${device}: the order is PinnedHostBuffer.alloc(device, byteLength), as DeviceBuffer.alloc(device, byteLength)`);
     }
-    assertInstance(op, 'device', device, Device);
+    assertInstance(op, 'device', device, brands.Device);
     requireInt(op, 'byteLength', byteLength, 1, 2 ** 32 * PAGE);
     surfaceCleanupErrors(op);
     return new PinnedHostBuffer(INTERNAL, byteLength, device);
@@ -87,6 +88,10 @@ export class PinnedHostBuffer {
   /** @internal True for a PinnedHostBuffer this class made (a brand check, not `instanceof`). */
   static is(value: unknown): value is PinnedHostBuffer {
     return typeof value === 'object' && value !== null && #ptr in value;
+  }
+
+  static {
+    registerBrand('PinnedHostBuffer', PinnedHostBuffer);
   }
 
   /** The host address of the first byte. @throws DisposedError after dispose. */

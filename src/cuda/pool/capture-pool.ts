@@ -2,12 +2,13 @@ import { InvalidArgumentError, DisposedError, privateConstructorError } from '..
 import { describe, requireInstance, requireOptions, requireSize } from '../../util/validate.js';
 import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { Lifetime, surfaceCleanupErrors } from '../core/lifetime.js';
-import { Device } from '../device/device.js';
+import type { Device } from '../device/device.js';
 import { DeviceBuffer } from '../memory/device-buffer.js';
 import type { PinnedHostBuffer } from '../memory/pinned-host-buffer.js';
 import type { Stream } from '../device/stream.js';
 import { CaptureStateError } from '../capture/guard-errors.js';
 import { PoolMemory } from './pool-memory.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 /** Options of `new CapturePool`. */
 export interface CapturePoolOptions {
@@ -91,7 +92,7 @@ export class CapturePool {
   constructor(options?: CapturePoolOptions) {
     const op = 'CapturePool';
     const o = requireOptions<CapturePoolOptions>(op, options, ['device', 'releaseThreshold']);
-    if (o.device !== undefined) requireInstance(op, 'device', o.device, Device);
+    if (o.device !== undefined) requireInstance(op, 'device', o.device, brands.Device);
     this.#releaseThreshold = o.releaseThreshold === undefined ? 0 : requireSize(op, 'releaseThreshold', o.releaseThreshold);
     const state: PoolState = { records: [], memory: null };
     if (o.device !== undefined) state.memory = new PoolMemory(op, o.device, this.#releaseThreshold);
@@ -114,6 +115,10 @@ export class CapturePool {
   /** @internal True for a CapturePool this class made (a brand check, not `instanceof`). */
   static is(value: unknown): value is CapturePool {
     return typeof value === 'object' && value !== null && #state in value;
+  }
+
+  static {
+    registerBrand('CapturePool', CapturePool);
   }
 
   /** The handle this pool was created for by `graphPoolHandle()`, or null. */
