@@ -19,6 +19,12 @@ import { NCCL_UNIQUE_ID_BYTES } from './codes.js';
 import { NcclError } from './nccl-error.js';
 import { ncclCandidates, NCCL_ADVICE } from './loader.js';
 import { gate, passGate, type HostWait } from '../driver/host-gate.js';
+// The declarations themselves are generated from nccl.h by scripts/gen-bindings.mjs, from the list
+// in entry-points.txt beside this file.
+import { NCCL_PROTOTYPES, type NcclApi, type NcclSymbol } from './api.generated.js';
+
+export { NCCL_PROTOTYPES };
+export type { NcclApi, NcclSymbol };
 
 /** An opaque NCCL or CUDA handle (`ncclComm_t`, `cudaStream_t`): a bigint address, or null. */
 export type NcclHandle = bigint | null;
@@ -29,78 +35,8 @@ export interface NcclUniqueIdStruct {
   internal: Uint8Array;
 }
 
-/** The NCCL entry points cudagraph binds. */
-export interface NcclApi {
-  ncclGetVersion(version: NcclHostPtr): number;
-  ncclGetUniqueId(uniqueId: NcclHostPtr): number;
-  ncclCommInitRank(comm: NcclHostPtr, nranks: number, commId: NcclUniqueIdStruct, rank: number): number;
-  ncclCommInitAll(comm: NcclHostPtr, ndev: number, devlist: NcclHostPtr): number;
-  ncclCommDestroy(comm: NcclHandle): number;
-  ncclCommAbort(comm: NcclHandle): number;
-  ncclCommGetAsyncError(comm: NcclHandle, asyncError: NcclHostPtr): number;
-  ncclCommCount(comm: NcclHandle, count: NcclHostPtr): number;
-  ncclCommCuDevice(comm: NcclHandle, device: NcclHostPtr): number;
-  ncclCommUserRank(comm: NcclHandle, rank: NcclHostPtr): number;
-  ncclGetErrorString(result: number): string | null;
-  ncclGetLastError(comm: NcclHandle): string | null;
-  ncclGroupStart(): number;
-  ncclGroupEnd(): number;
-  ncclAllReduce(send: bigint, recv: bigint, count: number, datatype: number, op: number, comm: NcclHandle, stream: NcclHandle): number;
-  ncclBroadcast(send: bigint, recv: bigint, count: number, datatype: number, root: number, comm: NcclHandle, stream: NcclHandle): number;
-  ncclReduce(
-    send: bigint,
-    recv: bigint,
-    count: number,
-    datatype: number,
-    op: number,
-    root: number,
-    comm: NcclHandle,
-    stream: NcclHandle,
-  ): number;
-  ncclAllGather(send: bigint, recv: bigint, sendcount: number, datatype: number, comm: NcclHandle, stream: NcclHandle): number;
-  ncclReduceScatter(
-    send: bigint,
-    recv: bigint,
-    recvcount: number,
-    datatype: number,
-    op: number,
-    comm: NcclHandle,
-    stream: NcclHandle,
-  ): number;
-}
-
-/** An NCCL symbol cudagraph binds. */
-export type NcclSymbol = keyof NcclApi;
-
 /** The koffi type name of `ncclUniqueId` (koffi's type names are process-wide: prefixed to stay apart). */
 export const UNIQUE_ID_TYPE = 'cudagraph_ncclUniqueId';
-
-/** The koffi prototype of every bound symbol; parameter names follow nccl.h.in. */
-export const NCCL_PROTOTYPES: { readonly [K in NcclSymbol]: string } = {
-  ncclGetVersion: 'int ncclGetVersion(void *version)',
-  ncclGetUniqueId: 'int ncclGetUniqueId(void *uniqueId)',
-  ncclCommInitRank: `int ncclCommInitRank(void *comm, int nranks, ${UNIQUE_ID_TYPE} commId, int rank)`,
-  ncclCommInitAll: 'int ncclCommInitAll(void *comm, int ndev, const void *devlist)',
-  ncclCommDestroy: 'int ncclCommDestroy(void *comm)',
-  ncclCommAbort: 'int ncclCommAbort(void *comm)',
-  ncclCommGetAsyncError: 'int ncclCommGetAsyncError(void *comm, void *asyncError)',
-  ncclCommCount: 'int ncclCommCount(void *comm, void *count)',
-  ncclCommCuDevice: 'int ncclCommCuDevice(void *comm, void *device)',
-  ncclCommUserRank: 'int ncclCommUserRank(void *comm, void *rank)',
-  ncclGetErrorString: 'const char *ncclGetErrorString(int result)',
-  ncclGetLastError: 'const char *ncclGetLastError(void *comm)',
-  ncclGroupStart: 'int ncclGroupStart()',
-  ncclGroupEnd: 'int ncclGroupEnd()',
-  ncclAllReduce:
-    'int ncclAllReduce(uint64_t sendbuff, uint64_t recvbuff, size_t count, int datatype, int op, void *comm, void *stream)',
-  ncclBroadcast:
-    'int ncclBroadcast(uint64_t sendbuff, uint64_t recvbuff, size_t count, int datatype, int root, void *comm, void *stream)',
-  ncclReduce:
-    'int ncclReduce(uint64_t sendbuff, uint64_t recvbuff, size_t count, int datatype, int op, int root, void *comm, void *stream)',
-  ncclAllGather: 'int ncclAllGather(uint64_t sendbuff, uint64_t recvbuff, size_t sendcount, int datatype, void *comm, void *stream)',
-  ncclReduceScatter:
-    'int ncclReduceScatter(uint64_t sendbuff, uint64_t recvbuff, size_t recvcount, int datatype, int op, void *comm, void *stream)',
-};
 
 /**
  * How each NCCL entry point behaves while a JS host function blocks a stream (driver/host-gate.ts):

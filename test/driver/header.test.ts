@@ -1,17 +1,20 @@
 /**
  * Checks the binding against the CUDA 13.0 header: every bound symbol is the versioned ABI the
- * header's macros map its public name to, with the header's parameter count; and every struct
- * offset cudagraph uses is what the C compiler computes from cuda.h.
+ * header's macros map its public name to (read here, and again by the C compiler from the
+ * entry-point list the declarations are generated from), with the header's parameter count; and
+ * every struct offset cudagraph uses is what the C compiler computes from cuda.h.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DRIVER_PROTOTYPES } from '../../src/driver/sys.js';
 import * as L from '../../src/driver/layouts.js';
 
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const HEADER = '/usr/local/cuda/include/cuda.h';
 const missing = !existsSync(HEADER) && `${HEADER} is absent`;
 const text = missing ? '' : readFileSync(HEADER, 'utf8');
@@ -120,6 +123,20 @@ test('the versioned ABIs the issue names are the ones bound', () => {
 });
 
 const gcc = spawnSync('gcc', ['--version']).status === 0;
+
+test('the C compiler maps each name of the entry-point list to the symbol bound for it', { skip: missing || (!gcc && 'gcc is absent') }, () => {
+  const listed = readFileSync(join(root, 'src', 'driver', 'entry-points.txt'), 'utf8')
+    .split('\n')
+    .map((l) => l.replace(/#.*/, '').trim())
+    .filter((l) => l !== '');
+  // The preprocessor of the default build expands each name as a program calling it would.
+  const source = ['#include <cuda.h>', ...listed.map((name, i) => `cg_entry_point ${i} ${name}`), ''].join('\n');
+  const cpp = spawnSync('gcc', ['-E', '-P', '-I/usr/local/cuda/include', '-x', 'c', '-'], { input: source, encoding: 'utf8' });
+  assert.equal(cpp.status, 0, cpp.stderr);
+  const mapped = [...cpp.stdout.matchAll(/^cg_entry_point (\d+) (\S+)$/gm)].map((m) => m[2]);
+  assert.equal(mapped.length, listed.length);
+  assert.deepEqual(mapped, Object.keys(DRIVER_PROTOTYPES), 'the generated symbols, in the order of the list');
+});
 
 test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc && 'gcc is absent') }, () => {
   const structs: Array<[string, Record<string, number>]> = [
