@@ -1,13 +1,15 @@
 /**
- * The raw CUDA driver and NVRTC declarations: one koffi prototype per C entry point, no policy.
- * This is the only file that touches koffi's untyped function objects; everything above it sees
- * the typed `DriverApi` / `NvrtcApi` signatures.
+ * The raw CUDA driver and NVRTC binding: the libraries, loaded on first use, and their entry points,
+ * resolved one by one; no policy. This is the only file that touches koffi's untyped function
+ * objects; everything above it sees the typed `DriverApi` / `NvrtcApi` signatures.
  *
- * Versioned ABIs: cuda.h maps public names to versioned symbols with macros
+ * The declarations themselves (`DriverApi`, `DRIVER_PROTOTYPES`, NVRTC's) are generated from the
+ * headers into `api.generated.ts` and `nvrtc-api.generated.ts` by `scripts/gen-bindings.mjs`, from
+ * the lists in `entry-points.txt` and `nvrtc-entry-points.txt` (docs/driver.md, "Adding an entry
+ * point"). Versioned ABIs: cuda.h maps public names to versioned symbols with macros
  * (`#define cuStreamBeginCapture __CUDA_API_PTSZ(cuStreamBeginCapture_v2)`), so a plain
- * `dlsym("cuStreamBeginCapture")` returns the legacy ABI. Every name below is the symbol the
- * CUDA 13.0 header's macros resolve to (default-stream build, no `_ptsz`/`_ptds`); the CPU test
- * `test/driver/header.test.ts` checks each against /usr/local/cuda/include/cuda.h.
+ * `dlsym("cuStreamBeginCapture")` returns the legacy ABI; the generator binds the symbol the
+ * macros resolve to (default-stream build), and `test/driver/header.test.ts` checks each.
  *
  * Symbols resolve lazily, one by one, on first use: a symbol missing from an older driver fails
  * that call alone, with `CUDA_ERROR_NOT_SUPPORTED` (801) naming the symbol.

@@ -3,9 +3,9 @@
  * like the driver's (`src/driver/sys.ts`, whose `LibrarySlot`/`LazyLibrary` this reuses). The only
  * file of the NCCL layer that touches koffi's untyped functions.
  *
- * Every prototype is from NVIDIA/nccl `src/nccl.h.in` at commit
- * 021e8045ff77a8a9fba909617a0129d3c3d44def (nccl.h is not installed on the build machine; the
- * declarations were read through the project's code search). NCCL has no versioned symbols.
+ * The declarations (`NcclApi`, `NCCL_PROTOTYPES`) are generated from nccl.h (2.28) into
+ * `api.generated.ts` by `scripts/gen-bindings.mjs`, from the list in `entry-points.txt`. NCCL has no
+ * versioned symbols.
  * Conventions: `ncclResult_t` and the other C enums are `int`; `ncclComm_t` and `cudaStream_t`
  * are `void *` (a bigint handle); device buffers are `uint64_t` (the same 64-bit argument as
  * `void *` in the x86-64 and AArch64 C ABIs, as the driver binding passes `CUdeviceptr`);
