@@ -44,8 +44,7 @@ if (cc.status !== 0) {
 process.env['CUDA_DRIVER_PATH'] = so;
 
 const { Device, Module, StreamGraphCapture, DeviceBuffer, arg } = await import('../src/index.js');
-const { nativeAddon, nativeStatus, setNativeAddonForTesting, mailboxOf, MAILBOX } = await import('../src/driver/native.js');
-const { bindNativeSymbol } = await import('../src/driver/sys.js');
+const { nativeAddon, nativeStatus, setNativeAddonForTesting, mailboxOf, MAILBOX, bindNativeSymbol } = await import('../src/driver/hot.js');
 
 const device = Device.get(0);
 const stream = device.createStream({ nonBlocking: true });

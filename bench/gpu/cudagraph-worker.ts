@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { Device, DeviceBuffer, Module, StreamGraphCapture, arg } from '../../src/index.js';
 import type { GraphExec, LaunchSequence, PreparedLaunch, Stream } from '../../src/index.js';
-import { nativeStatus } from '../../src/driver/native.js';
+import { nativeStatus } from '../../src/driver/hot.js';
 import { packageVersion, repoRoot } from './paths.js';
 import { serve, type BenchImpl, type WorkerInfo } from './worker-loop.js';
 

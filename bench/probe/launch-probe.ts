@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Device, Module, StreamGraphCapture } from '../../src/index.js';
-import { nativeAddon, mailboxOf, MAILBOX } from '../../src/driver/native.js';
+import { nativeAddon, mailboxOf, MAILBOX } from '../../src/driver/hot.js';
 import { driverLibraryPath } from '../../src/driver/sys.js';
 
 interface Probe {

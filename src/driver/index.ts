@@ -6,8 +6,8 @@
  */
 export * as result from './result/index.js';
 export { driverSymbol, nvrtcSymbol, probeDriver, driverLibraryPath, nvrtcLibraryPath, hasDriverSymbol } from './sys.js';
-export { nativeStatus } from './native.js';
-export type { NativeStatus } from './native.js';
+export { nativeStatus } from './hot.js';
+export type { NativeStatus } from './hot.js';
 export type { DriverApi, DriverSymbol, NvrtcApi, NvrtcSymbol, Handle, HostPtr, DevicePtr } from './sys.js';
 export { driverCandidates, nvrtcCandidates, loadFirst, describeAttempts } from './loader.js';
 export type { LoadAttempt, LibraryCandidate, LoadOutcome } from './loader.js';

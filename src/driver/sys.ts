@@ -31,7 +31,6 @@ import {
   type LoadedLibrary,
   type LibraryCandidate,
 } from './loader.js';
-import { nativeAddon, type HotAddon, type HotSymbol } from './native.js';
 import { gate, passGate, type HostWait } from './host-gate.js';
 // The declarations themselves are generated from cuda.h and nvrtc.h by scripts/gen-bindings.mjs,
 // from the lists in entry-points.txt and nvrtc-entry-points.txt beside this file.
@@ -308,31 +307,22 @@ export function driverSymbol<K extends DriverSymbol>(op: string, name: K): Drive
   return fn as unknown as DriverApi[K];
 }
 
-/** Driver functions bound into the addon from the loaded library: true bound, false no address. */
-const nativeBindings = new Map<HotSymbol, boolean>();
-
 /**
- * Binds driver function `name` into the Node-API addon with the address the loaded library
- * resolved (the same function koffi calls). Resolves the symbol as `driverSymbol` does, so a missing
- * driver or symbol throws the same errors. Returns false when the library gives no address (koffi
- * must make the call); the outcome is remembered.
+ * The address of driver function `name` in the loaded library (the function koffi calls), for the
+ * hot-call addon (`hot.ts`), which calls it from C; null when the library gives no address. Resolves
+ * the symbol as `driverSymbol` does, so a missing driver or symbol throws the same errors.
  * @throws CudaError 3 when no driver library loads; CudaError 801 when this driver lacks `name`.
  */
-export function bindNativeSymbol(op: string, addon: HotAddon, name: HotSymbol): boolean {
-  const known = nativeBindings.get(name);
-  if (known !== undefined) return known;
+export function symbolAddress(op: string, name: DriverSymbol): bigint | null {
   const lib = driver(op);
   const fn = lib.resolve(name);
   if (typeof fn === 'string') throw missingSymbol(op, lib, name, fn);
-  let address: unknown = null;
   try {
-    address = (lib.lib as { symbol?: (n: string) => unknown }).symbol?.(name);
+    const address = (lib.lib as { symbol?: (n: string) => unknown }).symbol?.(name);
+    return typeof address === 'bigint' && address !== 0n ? address : null;
   } catch {
-    address = null;
+    return null;
   }
-  const bound = typeof address === 'bigint' && address !== 0n && addon.bind(name, address);
-  nativeBindings.set(name, bound);
-  return bound;
 }
 
 /** The asynchronous form of a driver function: the call runs on one of koffi's worker threads. */
@@ -402,10 +392,7 @@ export function resetLibrariesForTesting(load: ((path: string) => KoffiLibrary) 
   driverSlot.reset();
   nvrtcSlot.reset();
   loadOverride = load;
-  // Addresses bound into the addon belong to the library just forgotten.
-  const addon = nativeAddon();
-  for (const name of nativeBindings.keys()) addon?.bind(name, 0n);
-  nativeBindings.clear();
+  // Modules that keep a function or an address of the forgotten library drop it (hot.ts unbinds the addon).
   for (const forget of resetListeners) forget();
 }
 

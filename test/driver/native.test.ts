@@ -1,5 +1,5 @@
 /**
- * The Node-API addon of the hot calls (native/cudagraph_hot.c, src/driver/native.ts), on the CPU:
+ * The Node-API addon of the hot calls (native/cudagraph_hot.c, src/driver/hot.ts), on the CPU:
  * it loads here without libcuda, the environment and every load failure fall back to koffi, and
  * both paths make the same driver calls. The driver calls are checked against a small recording
  * library compiled here with gcc (it stands in for libcuda's cuLaunchKernel and cuGraphLaunch and
@@ -23,8 +23,9 @@ import {
   NATIVE_ABI,
   mailboxOf,
   MAILBOX,
-} from '../../src/driver/native.js';
-import { resetLibrariesForTesting, bindNativeSymbol } from '../../src/driver/sys.js';
+  bindNativeSymbol,
+} from '../../src/driver/hot.js';
+import { resetLibrariesForTesting } from '../../src/driver/sys.js';
 import { setCaptureErrorListener } from '../../src/driver/result/check.js';
 import { launch as ln, graph as gr } from '../../src/driver/result/index.js';
 import type { KoffiLibrary } from '../../src/driver/koffi.js';

@@ -18,7 +18,7 @@ import { QUEUE_LIMIT, STAGED_LIMIT } from '../../src/driver/host-gate.js';
 import { scenarios } from '../support/hazards/scenarios.js';
 import { runScenario, assertScenarioPassed } from '../support/hazards/child.js';
 import { gpuSuite } from './gpu.js';
-import { nativeStatus } from '../../src/driver/native.js';
+import { nativeStatus } from '../../src/driver/hot.js';
 
 const fixtures = fileURLToPath(new URL('../../../test/gpu/fixtures/', import.meta.url));
 

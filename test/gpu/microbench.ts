@@ -20,8 +20,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { Device, Module, StreamGraphCapture, DeviceBuffer, arg, type GraphExec, type PreparedLaunch } from '../../src/index.js';
-import { driverSymbol, bindNativeSymbol } from '../../src/driver/sys.js';
-import { loadNativeAddon, nativeStatus, setNativeAddonForTesting } from '../../src/driver/native.js';
+import { driverSymbol } from '../../src/driver/sys.js';
+import { loadNativeAddon, nativeStatus, setNativeAddonForTesting, bindNativeSymbol } from '../../src/driver/hot.js';
 
 const argv = process.argv.slice(2);
 const opt = (k: string): string | undefined => {

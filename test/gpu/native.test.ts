@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Device, DeviceBuffer, Module, Stream, StreamGraphCapture, CudaError, arg } from '../../src/index.js';
-import { nativeStatus } from '../../src/driver/native.js';
+import { nativeStatus } from '../../src/driver/hot.js';
 import { gpuSuite, fixturePtx, readU32, bindings, onBinding } from './gpu.js';
 
 const koffiForced = /^(0|false|off|no)$/i.test((process.env['CUDAGRAPH_NATIVE'] ?? '').trim());

@@ -2,7 +2,7 @@
  * The two bindings of the hot calls, for tests that run a check on each and compare them: the
  * Node-API addon (where it loads here) and koffi.
  */
-import { loadNativeAddon, setNativeAddonForTesting, type HotAddon } from '../../src/driver/native.js';
+import { loadNativeAddon, setNativeAddonForTesting, type HotAddon } from '../../src/driver/hot.js';
 
 /** The bindings to compare: `['addon', addon]` where it loads, and `['koffi', null]`. */
 export function bindings(): Array<[string, HotAddon | null]> {

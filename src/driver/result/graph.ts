@@ -1,6 +1,6 @@
 /** Stream capture and graphs (`cuStream*Capture*`, `cuGraph*`). */
-import { driverSymbol, hasDriverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
-import { nativeAddon, mailboxOf, MAILBOX, type HotAddon, type Mailbox } from '../native.js';
+import { driverSymbol, hasDriverSymbol } from '../sys.js';
+import { nativeAddon, mailboxOf, settle, koffiGraphLaunch, MAILBOX, type HotAddon } from '../hot.js';
 import { gate, passGate } from '../host-gate.js';
 import { check, cudaError } from './check.js';
 import {
@@ -227,49 +227,31 @@ export function graphExecDestroy(op: string, exec: bigint): number {
   return driverSymbol(op, 'cuGraphExecDestroy')(exec);
 }
 
-let cuGraphLaunch: DriverApi['cuGraphLaunch'] | null = null;
-onLibrariesReset(() => (cuGraphLaunch = null));
-
 /**
  * Launches an executable graph on `stream` (`cuGraphLaunch`): the replay hot path, through the
- * Node-API addon when it is loaded (`../native.ts`), else through koffi.
+ * Node-API addon's mailbox when it is loaded (`../hot.ts`), else through koffi.
  */
 export function graphLaunch(op: string, exec: bigint, stream: bigint): void {
   if (gate.calls !== 0) passGate(op, 'cuGraphLaunch', 'queue');
   const hot = nativeAddon();
-  let rc: number;
-  if (hot !== null) {
-    // The mailbox form of hot.graphLaunch(exec, stream): no Node-API arguments, no result value.
-    const box = hot === boxOwner ? graphBox! : boxFor(hot);
-    box.u64[MAILBOX.EXEC] = exec;
-    box.u64[MAILBOX.STREAM] = stream;
-    hot.graphLaunchFromMailbox();
-    rc = box.i32[MAILBOX.RESULT]!;
-  } else {
-    rc = (cuGraphLaunch ??= driverSymbol(op, 'cuGraphLaunch'))(exec, stream);
-  }
-  if (rc !== 0) graphLaunchFailed(op, exec, stream, rc);
+  const rc = hot === null ? koffiGraphLaunch(op)(exec, stream) : mailboxGraphLaunch(hot, exec, stream);
+  if (rc === 0) return;
+  graphLaunchFailed(op, hot, exec, stream, rc);
 }
 
-/** The mailbox of the addon `graphLaunch` last used (the addon changes only in tests). */
-let boxOwner: HotAddon | null = null;
-let graphBox: Mailbox | null = null;
-
-function boxFor(hot: HotAddon): Mailbox {
-  graphBox = mailboxOf(hot);
-  boxOwner = hot;
-  return graphBox;
+/** The mailbox form of `hot.graphLaunch(exec, stream)`: no Node-API arguments, no result value. */
+function mailboxGraphLaunch(hot: HotAddon, exec: bigint, stream: bigint): number {
+  const box = mailboxOf(hot);
+  box.u64[MAILBOX.EXEC] = exec;
+  box.u64[MAILBOX.STREAM] = stream;
+  hot.graphLaunchFromMailbox();
+  return box.i32[MAILBOX.RESULT]!;
 }
 
-/** Not a success: bind the driver function into the addon on first use (koffi where it cannot be), else throw. */
-function graphLaunchFailed(op: string, exec: bigint, stream: bigint, rc: number): void {
-  const hot = nativeAddon();
-  if (hot !== null && rc === hot.NOT_BOUND) {
-    if (bindNativeSymbol(op, hot, 'cuGraphLaunch')) rc = hot.graphLaunch(exec, stream);
-    if (rc === hot.NOT_BOUND) rc = (cuGraphLaunch ??= driverSymbol(op, 'cuGraphLaunch'))(exec, stream);
-    if (rc === 0) return;
-  }
-  throw cudaError(rc, op, 'cuGraphLaunch');
+/** Not a success: bind on first use and launch again (koffi where it cannot be bound); throws what stands. */
+function graphLaunchFailed(op: string, hot: HotAddon | null, exec: bigint, stream: bigint, rc: number): void {
+  if (hot !== null) rc = settle(op, hot, 'cuGraphLaunch', rc, () => mailboxGraphLaunch(hot, exec, stream), () => koffiGraphLaunch(op)(exec, stream));
+  if (rc !== 0) throw cudaError(rc, op, 'cuGraphLaunch');
 }
 
 /** Uploads an executable graph's work to the device ahead of its first launch (`cuGraphUpload`). */

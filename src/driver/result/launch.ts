@@ -1,64 +1,23 @@
 /**
  * Kernel launch (`cuLaunchKernel`): the hot path. The caller passes an argument block it packed
  * once (an array of pointers to argument slots). The call goes through the Node-API addon when it
- * is loaded (`../native.ts`), else through koffi; both give the same results and the same errors.
- * A sequence of prepared launches (`prepareSequence`) is submitted by one addon call, which loops
- * `cuLaunchKernel` in C, or by a JS loop on koffi.
+ * is loaded, else through koffi (`../hot.ts` owns both, the binding and the fallback); both give
+ * the same results and the same errors. A sequence of prepared launches (`prepareSequence`) is
+ * submitted by one addon call, which loops `cuLaunchKernel` in C, or by a JS loop on koffi.
  */
-import { driverSymbol, bindNativeSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
-import { nativeAddon, mailboxOf, MAILBOX, type HotAddon, type LaunchShape, type Mailbox } from '../native.js';
+import { nativeAddon, mailboxOf, settle, koffiLaunchKernel, MAILBOX, type HotAddon, type LaunchShape, type Mailbox } from '../hot.js';
 import { cudaError } from './check.js';
 import { gate, passGate } from '../host-gate.js';
-
-let cuLaunchKernel: DriverApi['cuLaunchKernel'] | null = null;
-onLibrariesReset(() => (cuLaunchKernel = null));
-
-/**
- * `cuLaunchKernel` through koffi; returns the CUresult. The parameters are spelled out rather than
- * taken as a `LaunchShape` rest tuple: this is the koffi fallback's hot path, and a rest parameter
- * would build an array on every launch.
- */
-function koffiLaunch(
-  op: string,
-  fn: bigint,
-  gridX: number,
-  gridY: number,
-  gridZ: number,
-  blockX: number,
-  blockY: number,
-  blockZ: number,
-  sharedMem: number,
-  stream: bigint,
-  params: bigint,
-): number {
-  return (cuLaunchKernel ??= driverSymbol(op, 'cuLaunchKernel'))(
-    fn,
-    gridX,
-    gridY,
-    gridZ,
-    blockX,
-    blockY,
-    blockZ,
-    sharedMem,
-    stream,
-    params,
-    null,
-  );
-}
 
 /** Launches `fn` on `stream` with the packed parameter array at address `params` (one-off launches). */
 export function launchKernel(op: string, ...call: [...LaunchShape, stream: bigint, params: bigint]): void {
   if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue');
   const hot = nativeAddon();
-  let rc = -1;
-  if (hot !== null) {
+  let rc: number;
+  if (hot === null) rc = koffiLaunchKernel(op)(...call, null);
+  else {
     rc = hot.launchKernel(...call);
-    if (rc === hot.NOT_BOUND && bindNativeSymbol(op, hot, 'cuLaunchKernel')) {
-      rc = hot.launchKernel(...call);
-    }
-  }
-  if (hot === null || rc === hot.NOT_BOUND) {
-    rc = koffiLaunch(op, ...call);
+    if (rc === hot.NOT_BOUND) rc = settle(op, hot, 'cuLaunchKernel', rc, () => hot.launchKernel(...call), () => koffiLaunchKernel(op)(...call, null));
   }
   if (rc !== 0) throw cudaError(rc, op, 'cuLaunchKernel');
 }
@@ -106,7 +65,9 @@ class KoffiKernelCall implements KernelCall {
   rawLaunch(op: string, stream: bigint): number {
     const g = this.grid;
     const b = this.block;
-    return koffiLaunch(op, this.fn, g[0], g[1], g[2], b[0], b[1], b[2], this.sharedMem, stream, this.params);
+    // Spelled out, not spread from a tuple: this is the koffi fallback's hot path, and a spread
+    // would build an array on every launch.
+    return koffiLaunchKernel(op)(this.fn, g[0], g[1], g[2], b[0], b[1], b[2], this.sharedMem, stream, this.params, null);
   }
 
   idIn(_hot: HotAddon): number {
@@ -139,18 +100,7 @@ class NativeKernelCall implements KernelCall {
 
   launch(op: string, stream: bigint): void {
     if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue');
-    // The mailbox form of hot.launch(id, stream): no Node-API arguments, no result value.
-    const box = this.#box;
-    box.u32[MAILBOX.ID] = this.#id;
-    box.u64[MAILBOX.STREAM] = stream;
-    this.hot.launchFromMailbox();
-    const rc = box.i32[MAILBOX.RESULT]!;
-    if (rc !== 0) this.#failed(op, stream, rc);
-  }
-
-  /** Not a success: settle it (below), and throw what stands. */
-  #failed(op: string, stream: bigint, rc: number): void {
-    rc = this.#settle(op, stream, rc);
+    const rc = this.rawLaunch(op, stream);
     if (rc !== 0) throw cudaError(rc, op, 'cuLaunchKernel');
   }
 
@@ -160,25 +110,23 @@ class NativeKernelCall implements KernelCall {
   }
 
   rawLaunch(op: string, stream: bigint): number {
+    const rc = this.#mailboxLaunch(stream);
+    return rc === 0 ? 0 : this.#settle(op, stream, rc);
+  }
+
+  /** The mailbox form of `hot.launch(id, stream)`: no Node-API arguments, no result value. */
+  #mailboxLaunch(stream: bigint): number {
     const box = this.#box;
     box.u32[MAILBOX.ID] = this.#id;
     box.u64[MAILBOX.STREAM] = stream;
     this.hot.launchFromMailbox();
-    const rc = box.i32[MAILBOX.RESULT]!;
-    return rc === 0 ? 0 : this.#settle(op, stream, rc);
+    return box.i32[MAILBOX.RESULT]!;
   }
 
-  /**
-   * Not a success: bind the driver function on first use and launch again (through koffi where it
-   * cannot be bound); returns the CUresult that stands.
-   */
+  /** Not a success: bind on first use and launch again (koffi where it cannot be bound); the CUresult that stands. */
   #settle(op: string, stream: bigint, rc: number): number {
-    const hot = this.hot;
-    if (rc === hot.NOT_BOUND) {
-      if (bindNativeSymbol(op, hot, 'cuLaunchKernel')) rc = hot.launch(this.#id, stream);
-      if (rc === hot.NOT_BOUND) return this.fallback.rawLaunch(op, stream);
-    }
-    if (rc === hot.BAD_ID) throw new Error(`${op}: internal error: launch ${this.#id} is not registered in the native addon`);
+    rc = settle(op, this.hot, 'cuLaunchKernel', rc, () => this.#mailboxLaunch(stream), () => this.fallback.rawLaunch(op, stream));
+    if (rc === this.hot.BAD_ID) throw new Error(`${op}: internal error: launch ${this.#id} is not registered in the native addon`);
     return rc;
   }
 
@@ -289,17 +237,19 @@ class NativeSequenceCall implements SequenceCall {
     const hot = this.hot;
     // All or nothing: the whole sequence passes the gate before its first launch.
     if (gate.calls !== 0) passGate(op, 'cuLaunchKernel', 'queue', this.ids.length);
-    let rc = hot.launchSequence(this.ids, this.streams, this.#done);
+    this.submitted = 0;
+    const done = this.#done;
+    let rc = hot.launchSequence(this.ids, this.streams, done);
     if (rc === hot.NOT_BOUND) {
-      if (bindNativeSymbol(op, hot, 'cuLaunchKernel')) rc = hot.launchSequence(this.ids, this.streams, this.#done);
-      if (rc === hot.NOT_BOUND) {
-        rc = this.fallback.rawLaunch(op);
+      let koffi = false;
+      rc = settle(op, hot, 'cuLaunchKernel', rc, () => hot.launchSequence(this.ids, this.streams, done), () => ((koffi = true), this.fallback.rawLaunch(op)));
+      if (koffi) {
         this.submitted = this.fallback.submitted;
         return rc;
       }
     }
     if (rc === hot.BAD_ID) throw new Error(`${op}: internal error: a launch of the sequence is not registered in the native addon`);
-    this.submitted = this.#done[0]!;
+    this.submitted = done[0]!;
     return rc;
   }
 }

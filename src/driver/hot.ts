@@ -1,8 +1,11 @@
 /**
- * The optional Node-API addon for the two hot driver calls (`native/cudagraph_hot.c`): the prepared
- * kernel launch (`cuLaunchKernel` of a launch registered once, by a small integer id; also a whole
- * sequence of them in one call) and `cuGraphLaunch`. koffi stays the binding for everything else, and for these two calls too where
- * the addon is absent: docs/ffi-decision.md has the measurements.
+ * The one home of the hot calls: the optional Node-API addon for the two hot driver calls
+ * (`native/cudagraph_hot.c`) — the prepared kernel launch (`cuLaunchKernel` of a launch registered
+ * once, by a small integer id; also a whole sequence of them in one call) and `cuGraphLaunch` — and
+ * everything around it: loading the addon, its mailbox, binding the driver functions into it, and
+ * the koffi fallback. koffi stays the binding for everything else, and for these two calls too where
+ * the addon is absent: docs/ffi-decision.md has the measurements. The result layer's launch objects
+ * (`result/launch.ts`, `result/graph.ts`) are built on the few functions at the end of this file.
  *
  * The addon ships prebuilt (`native/prebuilt/<platform>-<arch>/cudagraph_hot.node`, built by
  * scripts/build-native.sh): npm runs no install scripts and users need no compiler. It is loaded on
@@ -11,12 +14,13 @@
  * `CUDAGRAPH_NATIVE=0` forces koffi (to compare the two paths, and for tests).
  *
  * The addon does not link libcuda: the driver functions are bound into it with the addresses that
- * the loader's library resolved (`src/driver/result/hot.ts`), so lazy symbols and the no-driver
- * behaviour are unchanged.
+ * the loader's library resolved (`bind` below), so lazy symbols and the no-driver behaviour are
+ * unchanged.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { driverSymbol, symbolAddress, onLibrariesReset, type DriverApi } from './sys.js';
 
 /** The ABI version this code speaks; the addon reports its own as `abi`. */
 export const NATIVE_ABI = 3;
@@ -97,15 +101,21 @@ export interface Mailbox {
 export const MAILBOX = { ID: 0, RESULT: 1, STREAM: 1, EXEC: 2 } as const;
 
 const mailboxes = new WeakMap<HotAddon, Mailbox>();
+/** The last addon asked for and its mailbox: the hot paths ask every call, and it is almost always the same addon. */
+let lastAddon: HotAddon | null = null;
+let lastMailbox: Mailbox | null = null;
 
-/** The typed views of `hot`'s mailbox (made once per addon object). */
+/** The typed views of `hot`'s mailbox (made once per addon object: the one mailbox cache). */
 export function mailboxOf(hot: HotAddon): Mailbox {
+  if (hot === lastAddon) return lastMailbox!;
   let m = mailboxes.get(hot);
   if (m === undefined) {
     const buffer = hot.mailbox();
     m = { u32: new Uint32Array(buffer), i32: new Int32Array(buffer), u64: new BigUint64Array(buffer) };
     mailboxes.set(hot, m);
   }
+  lastAddon = hot;
+  lastMailbox = m;
   return m;
 }
 
@@ -121,7 +131,7 @@ export interface NativeStatus {
 
 /** Where the prebuilt addon of `platform`-`arch` lives in the package (whether or not it exists). */
 export function prebuiltAddonPath(platform: string = process.platform, arch: string = process.arch): string {
-  // This file is dist/src/driver/native.js; the package root is three folders up.
+  // This file is dist/src/driver/hot.js; the package root is three folders up.
   return fileURLToPath(new URL(`../../../native/prebuilt/${platform}-${arch}/cudagraph_hot.node`, import.meta.url));
 }
 
@@ -178,4 +188,59 @@ export function setNativeAddonForTesting(next: HotAddon | null | undefined): Hot
   addon = next;
   status = next === undefined ? undefined : next === null ? { active: false, path: null, reason: 'set by a test' } : { active: true, path: null, reason: 'set by a test' };
   return before;
+}
+
+/** Driver functions bound into the addon from the loaded library: true bound, false no address. */
+const bindings = new Map<HotSymbol, boolean>();
+
+onLibrariesReset(() => {
+  // The addresses bound into the addon belong to the library just forgotten.
+  const hot = addon ?? null;
+  for (const name of bindings.keys()) hot?.bind(name, 0n);
+  bindings.clear();
+  koffiKernel = null;
+  koffiGraph = null;
+});
+
+/**
+ * Binds driver function `name` into `hot` with the address the loaded library resolved (the same
+ * function koffi calls). Returns false when the library gives no address (koffi must make the
+ * call); the outcome is remembered.
+ * @throws CudaError 3 when no driver library loads; CudaError 801 when this driver lacks `name`.
+ */
+export function bindNativeSymbol(op: string, hot: HotAddon, name: HotSymbol): boolean {
+  const known = bindings.get(name);
+  if (known !== undefined) return known;
+  const address = symbolAddress(op, name);
+  const bound = address !== null && hot.bind(name, address);
+  bindings.set(name, bound);
+  return bound;
+}
+
+/**
+ * Settles a hot call the addon answered with `rc`: when it is `NOT_BOUND` (the driver function is
+ * not bound yet), binds it and makes the call `again`; where the library gives no address, makes
+ * it through `koffi`. Returns the CUresult that stands. The one bind-and-retry of every hot call
+ * (the closures are made only on this slow path, the first call of each kind).
+ */
+export function settle(op: string, hot: HotAddon, name: HotSymbol, rc: number, again: () => number, koffi: () => number): number {
+  if (rc !== hot.NOT_BOUND) return rc;
+  if (bindNativeSymbol(op, hot, name)) {
+    rc = again();
+    if (rc !== hot.NOT_BOUND) return rc;
+  }
+  return koffi();
+}
+
+let koffiKernel: DriverApi['cuLaunchKernel'] | null = null;
+let koffiGraph: DriverApi['cuGraphLaunch'] | null = null;
+
+/** koffi's `cuLaunchKernel`, resolved once (the fallback where the addon is absent or unbound). */
+export function koffiLaunchKernel(op: string): DriverApi['cuLaunchKernel'] {
+  return (koffiKernel ??= driverSymbol(op, 'cuLaunchKernel'));
+}
+
+/** koffi's `cuGraphLaunch`, resolved once (the fallback where the addon is absent or unbound). */
+export function koffiGraphLaunch(op: string): DriverApi['cuGraphLaunch'] {
+  return (koffiGraph ??= driverSymbol(op, 'cuGraphLaunch'));
 }
