@@ -1,7 +1,6 @@
 import { SuppressedCleanupError, privateConstructorError } from '../../errors/base.js';
 import { CudaError } from '../../errors/cuda-error.js';
-import { InvalidArgumentError } from '../../errors/base.js';
-import { describe, requireInstance, requireOptions, assertInstance } from '../../util/validate.js';
+import { requireInstance, requireOptions, assertInstance } from '../../util/validate.js';
 import { CaptureStatus } from '../../model/capture-status.js';
 import { graph as gr } from '../../driver/result/index.js';
 import { INTERNAL } from '../core/internal.js';
@@ -11,6 +10,7 @@ import type { Stream } from '../device/stream.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
 import { DEFAULT_CAPTURE_MODE, requireCaptureMode, type CaptureMode } from './capture-mode.js';
 import { checkInstantiateFlags, type InstantiateFlags } from '../graph/instantiate-flags.js';
+import { ASYNC_CAPTURE_RULE, checkCaptureBody, checkCaptureOptions, type CaptureBody, type CaptureOptions, type CheckedCaptureOptions } from './capture-options.js';
 import { StreamGraphCapture, type CaptureAllocator, type CaptureFailure } from './stream-graph-capture.js';
 import type { CapturePool } from '../pool/capture-pool.js';
 import { CapturedGraph } from './captured-graph.js';
@@ -22,34 +22,7 @@ import { brands } from '../core/brands.js';
 /** Where a guard is: capturing, or ended one of three ways. */
 export type GuardState = 'capturing' | 'finished' | 'failed' | 'abandoned';
 
-/** Options of `captureGraph` / `GraphCaptureGuard.capture`. */
-export interface CaptureOptions {
-  /** The capture mode. Default `'threadLocal'`. */
-  readonly mode?: CaptureMode;
-  /** Take `DeviceBuffer.allocAsync` memory from this pool, and attach it to the graph. */
-  readonly pool?: CapturePool;
-  /** How the graph is instantiated. */
-  readonly flags?: InstantiateFlags;
-}
-
-/** A function recorded into a graph: it submits work to `stream` and returns nothing (never a Promise). */
-export type CaptureBody = (stream: Stream) => void;
-
 const STATUS = [CaptureStatus.None, CaptureStatus.Active, CaptureStatus.Invalidated] as const;
-
-/** Why a capture body must be synchronous (the message of both refusals; docs/guard.md says more). */
-export const ASYNC_CAPTURE_RULE =
-  'a capture must be synchronous. While an await waits, other code on this thread (timers, I/O callbacks, ' +
-  'other requests) runs, and what it submits to the stream is recorded into the graph or invalidates the ' +
-  'capture; and the capture would end before the code after the await runs. Do the awaiting (loading data, ' +
-  'reading inputs) before the capture, capture a synchronous function, and await the graph launches afterwards';
-
-/** True for a native `async function` or `async function*` (detectable before calling it). */
-export function isAsyncFunction(fn: unknown): boolean {
-  if (typeof fn !== 'function') return false;
-  const tag = (fn as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag];
-  return tag === 'AsyncFunction' || tag === 'AsyncGeneratorFunction';
-}
 
 /** True for a Promise or any object or function with a callable `then`. Never throws. */
 export function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -197,11 +170,13 @@ export class GraphCaptureGuard {
 
   /** @internal `capture`/`captureGraph` with the operation name errors start with. */
   static captureFor(op: string, stream: Stream, fn: CaptureBody, options: CaptureOptions | undefined): CapturedGraph {
-    if (typeof fn !== 'function') throw new InvalidArgumentError(op, 'fn', `fn must be a function, got ${describe(fn)}`);
-    if (isAsyncFunction(fn)) throw new InvalidArgumentError(op, 'fn', `fn is an async function: ${ASYNC_CAPTURE_RULE}`);
-    const o = requireOptions<CaptureOptions>(op, options, ['mode', 'pool', 'flags']);
-    checkInstantiateFlags(op, o.flags);
-    const guard = GraphCaptureGuard.#open(op, stream, o.mode ?? DEFAULT_CAPTURE_MODE, o.pool ?? null);
+    const body = checkCaptureBody(op, fn);
+    return GraphCaptureGuard.captureChecked(op, stream, body, checkCaptureOptions(op, options));
+  }
+
+  /** @internal The one implementation of the capture entry points that run a body, on checked options. */
+  static captureChecked(op: string, stream: Stream, fn: CaptureBody, o: CheckedCaptureOptions): CapturedGraph {
+    const guard = GraphCaptureGuard.#open(op, stream, o.mode, o.pool);
     let result: unknown;
     try {
       result = fn(guard.stream);

@@ -1,11 +1,9 @@
 import { InvalidArgumentError } from '../../errors/base.js';
-import { describe, requireInt, requireOptions, assertInstance } from '../../util/validate.js';
+import { requireInt, assertInstance } from '../../util/validate.js';
 import type { Stream } from '../device/stream.js';
-import { GraphCaptureGuard, ASYNC_CAPTURE_RULE, isAsyncFunction, isThenable, type CaptureBody, type CaptureOptions } from './guard.js';
+import { GraphCaptureGuard, isThenable } from './guard.js';
+import { ASYNC_CAPTURE_RULE, checkCaptureBody, checkCaptureOptions, type CaptureBody, type CaptureOptions } from './capture-options.js';
 import { CaptureStateError } from './guard-errors.js';
-import type { CapturePool } from '../pool/capture-pool.js';
-import { requireCaptureMode } from './capture-mode.js';
-import { checkInstantiateFlags } from '../graph/instantiate-flags.js';
 import type { CapturedGraph } from './captured-graph.js';
 import { brands } from '../core/brands.js';
 
@@ -31,22 +29,17 @@ export interface MakeGraphedOptions extends CaptureOptions {
  */
 export function makeGraphed(stream: Stream, fn: CaptureBody, options?: MakeGraphedOptions): CapturedGraph {
   const op = 'makeGraphed';
-  if (typeof fn !== 'function') throw new InvalidArgumentError(op, 'fn', `fn must be a function, got ${describe(fn)}`);
-  if (isAsyncFunction(fn)) throw new InvalidArgumentError(op, 'fn', `fn is an async function: ${ASYNC_CAPTURE_RULE}`);
-  const o = requireOptions<MakeGraphedOptions>(op, options, ['warmup', 'mode', 'pool', 'flags']);
-  const warmup = o.warmup === undefined ? 3 : requireInt(op, 'warmup', o.warmup, 0, 1_000_000);
+  const body = checkCaptureBody(op, fn);
   // Everything the capture will check, checked before the warm-up runs.
-  if (o.mode !== undefined) requireCaptureMode(op, o.mode);
-  if (o.pool !== undefined) assertInstance(op, 'pool', o.pool, brands.CapturePool);
-  checkInstantiateFlags(op, o.flags);
+  const o = checkCaptureOptions(op, options, ['warmup']);
+  const warmup = o.extra['warmup'] === undefined ? 3 : requireInt(op, 'warmup', o.extra['warmup'], 0, 1_000_000);
   assertInstance(op, 'stream', stream, brands.Stream);
   stream.handleFor(op);
   if (stream.isCapturing) {
     throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing: warm-up work would be recorded into that capture');
   }
-  if (warmup > 0) warmUp(op, stream, fn, warmup);
-  const { warmup: _, ...capture } = o;
-  return GraphCaptureGuard.captureFor(op, stream, fn, capture);
+  if (warmup > 0) warmUp(op, stream, body, warmup);
+  return GraphCaptureGuard.captureChecked(op, stream, body, o);
 }
 
 /** Runs `fn` `times` times on a stream forked from `stream`, then joins it back (also on failure). */

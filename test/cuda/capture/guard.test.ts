@@ -22,7 +22,8 @@ import {
   SuppressedCleanupError,
   Device,
 } from '../../../src/index.js';
-import { isAsyncFunction, isThenable } from '../../../src/cuda/capture/guard.js';
+import { isThenable } from '../../../src/cuda/capture/guard.js';
+import { isAsyncFunction } from '../../../src/cuda/capture/capture-options.js';
 import { checkScalar } from '../../../src/cuda/capture/device-scalar.js';
 import { Lifetime, keepCleanupError } from '../../../src/cuda/core/lifetime.js';
 import { observeDriverSymbols, type DriverSymbol } from '../../../src/driver/sys.js';
