@@ -23,7 +23,7 @@ export function currentContext(op: string): bigint | null {
 /**
  * Makes `ctx` current again if an NCCL call left another context current. NCCL switches devices
  * inside `ncclCommInitAll` and group ends (`cudaSetDevice`); the object layer keeps a mirror of the
- * current context (`src/cuda/context.ts`) that must stay true, so every NCCL call that can switch
+ * current context (`src/cuda/core/context.ts`) that must stay true, so every NCCL call that can switch
  * is bracketed: the context current before it (the mirror's) is made current again after it.
  */
 export function restoreContext(op: string, ctx: bigint | null): void {

@@ -1,5 +1,5 @@
 /**
- * The current-context contract (src/cuda/context.ts): cudagraph trusts its mirror of the current
+ * The current-context contract (src/cuda/core/context.ts): cudagraph trusts its mirror of the current
  * context by default; `'verify'` repairs a context switched behind its back, `'strict'` reports
  * it. Against the hazard stand-in driver with two devices, loaded as this process's driver, which
  * records the context current at each kernel launch; the "other code" is a direct call of the

@@ -1,7 +1,7 @@
 /**
  * The hot calls' fast path (`PreparedLaunch.launch`, `GraphExec.launch`) skips its checks while
  * the stream and the check epoch are those of the last call that passed them
- * (src/cuda/check-epoch.ts). These tests warm that path first and then change, one at a time,
+ * (src/cuda/core/check-epoch.ts). These tests warm that path first and then change, one at a time,
  * everything the checks guard: each must still be refused with the same error, with no driver call
  * made, and the next good call must go through. Against the no-op stand-in driver of bench:host,
  * on both bindings.
