@@ -84,7 +84,7 @@ export interface EndCaptureOptions {
 export class StreamCapture {
   #store = new GraphStore();
   #ended = false;
-  /** The first stream invalidated in this session, or null: once set, endCapture fails. */
+  /** The first stream invalidated in this capture, or null: once set, endCapture fails. */
   #poisonedBy: number | null = null;
   #activeCount = 0;
   // Per stream slot (the store's slot numbering): status, head node (−1: none), parked waits.
@@ -111,7 +111,7 @@ export class StreamCapture {
     this.#cuda = semantics === 'cuda';
   }
 
-  /** The rules this session follows. */
+  /** The rules this capture follows. */
   get semantics(): CaptureSemantics {
     return this.#cuda ? 'cuda' : 'per-stream';
   }
@@ -157,7 +157,7 @@ export class StreamCapture {
       throw new GraphError(
         'Internal',
         GraphErrorCode.CaptureAlreadyActive,
-        `${OP}: this session's capture began on stream ${origin}; under CUDA semantics other streams join it ` +
+        `${OP}: this capture began on stream ${origin}; under CUDA semantics other streams join it ` +
           `by waiting on an event recorded in it (waitEvent), not by beginCapture`,
       );
     }
