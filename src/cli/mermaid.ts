@@ -2,10 +2,12 @@
  * Mermaid flowchart text for a `ComputeGraph`, for Markdown viewers that draw Mermaid (GitHub,
  * GitLab, many editors). It mirrors the DOT picture: a subgraph (lane) and a colour per stream, a
  * shape per kind (kernel box, memcpy parallelogram, memset hexagon, host callback stadium, empty
- * diamond), cross-stream edges dashed, highlighted nodes and edges thick and red.
+ * diamond, event record and wait trapezoids, memory nodes cylinders), child graphs as subgraphs of
+ * their own nodes, cross-stream edges dashed, programmatic edges thick, highlighted nodes and edges
+ * thick and red.
  */
-import type { ComputeGraph, GraphNode } from '../index.js';
-import { HIGHLIGHT, STREAM_COLOURS, describeWork } from '../model/dot.js';
+import type { ComputeGraph, GraphEdge, GraphNode } from '../index.js';
+import { CHILD_FILL, HIGHLIGHT, STREAM_COLOURS, describeWork } from '../model/dot.js';
 
 /** Options of `toMermaid`. */
 export interface MermaidOptions {
@@ -20,6 +22,11 @@ const KIND_FILL: Record<GraphNode['kind'], string> = {
   memset: '#d9ead3',
   hostCallback: '#ead1dc',
   empty: '#eeeeee',
+  eventRecord: '#fce5cd',
+  eventWait: '#fce5cd',
+  childGraph: '#f3f3f3',
+  memAlloc: '#d0e0e3',
+  memFree: '#d0e0e3',
 };
 
 /**
@@ -75,7 +82,23 @@ function shape(n: GraphNode, label: string): string {
       return `([${q}])`;
     case 'empty':
       return `{${q}}`;
+    case 'eventRecord':
+      return `[/${q}\\]`;
+    case 'eventWait':
+      return `[\\${q}/]`;
+    case 'childGraph':
+      return `[[${q}]]`;
+    case 'memAlloc':
+      return `[(${q})]`;
+    case 'memFree':
+      return `[(${q})]`;
   }
+}
+
+/** The arrow of an edge: thick for programmatic, dashed across streams, labelled when it leaves by launch order. */
+function arrow(e: GraphEdge, cross: boolean): string {
+  const a = e.kind === 'programmatic' ? '==>' : cross ? '-.->' : '-->';
+  return e.port === 'launchOrder' ? `${a}|launch order|` : a;
 }
 
 /** The graph as a Mermaid flowchart (top to bottom). */
@@ -86,8 +109,20 @@ export function toMermaid(graph: ComputeGraph, options: MermaidOptions = {}): st
   lines.push('flowchart TB');
   for (const [kind, fill] of Object.entries(KIND_FILL)) lines.push(`  classDef ${kind} fill:${fill},stroke:#555555,color:#000000`);
 
-  const nodeLine = (n: GraphNode, indent: string): string =>
-    `${indent}n${n.id}${shape(n, mermaidText(`${n.name}\n${describeWork(n)}`))}:::${n.kind}`;
+  // Every link, in the order written: `linkStyle` numbers them so.
+  let links = 0;
+  const childLinks: string[] = [];
+  const nodeLines = (n: GraphNode, id: string, indent: string): string[] => {
+    const label = mermaidText(`${n.name}\n${describeWork(n)}`);
+    if (n.kind !== 'childGraph' || n.graph.nodeCount() === 0) return [`${indent}${id}${shape(n, label)}:::${n.kind}`];
+    // A child graph with nodes is a subgraph of them; edges to and from it attach to the subgraph.
+    const out = [`${indent}subgraph ${id}["${label}"]`, `${indent}  direction TB`];
+    for (const c of n.graph.nodes()) out.push(...nodeLines(c, `${id}_${c.id}`, `${indent}  `));
+    for (const e of n.graph.edgeRecords()) childLinks.push(`  ${id}_${e.from} ${arrow(e, false)} ${id}_${e.to}`);
+    out.push(`${indent}end`, `${indent}style ${id} fill:${CHILD_FILL},stroke:#777777`);
+    return out;
+  };
+  const nodeLine = (n: GraphNode, indent: string): string => nodeLines(n, `n${n.id}`, indent).join('\n');
   const streams = graph.streams();
   streams.forEach((s, i) => {
     lines.push(`  subgraph stream${s}["stream ${s}"]`, '    direction TB');
@@ -102,11 +137,16 @@ export function toMermaid(graph: ComputeGraph, options: MermaidOptions = {}): st
   const pathEdges = new Set<string>();
   for (let i = 1; i < h.length; i++) pathEdges.add(`${h[i - 1]}>${h[i]}`);
   const highlighted: number[] = [];
-  graph.edges().forEach(([u, v], i) => {
-    const cross = nodes[u]!.stream !== nodes[v]!.stream;
-    lines.push(`  n${u} ${cross ? '-.->' : '-->'} n${v}`);
-    if (pathEdges.has(`${u}>${v}`)) highlighted.push(i);
-  });
+  for (const link of childLinks) {
+    lines.push(link);
+    links++;
+  }
+  for (const e of graph.edgeRecords()) {
+    const cross = nodes[e.from]!.stream !== nodes[e.to]!.stream;
+    lines.push(`  n${e.from} ${arrow(e, cross)} n${e.to}`);
+    if (pathEdges.has(`${e.from}>${e.to}`)) highlighted.push(links);
+    links++;
+  }
   for (const id of onPath) lines.push(`  style n${id} stroke:${HIGHLIGHT},stroke-width:3px`);
   if (highlighted.length > 0) lines.push(`  linkStyle ${highlighted.join(',')} stroke:${HIGHLIGHT},stroke-width:3px`);
   return lines.join('\n') + '\n';

@@ -3,10 +3,9 @@
  * critical path, and the cross-stream joins.
  */
 import type { ComputeGraph, NodeKind } from '../index.js';
+import { NODE_KINDS } from '../model/node.js';
 import { nameForTerminal } from './terminal-text.js';
 import { textList } from './text-lists.js';
-
-const NODE_KINDS: readonly NodeKind[] = ['kernel', 'memcpy', 'memset', 'hostCallback', 'empty'];
 
 /** A node as the summary names it. */
 export interface NodeRef {

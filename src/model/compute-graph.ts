@@ -13,9 +13,11 @@ import { DynamicOrder } from './dynamic-order.js';
 import { ReachabilityIndex } from './reachability.js';
 import { groupLevels, kahnOrder, listSchedule, longestPath, nodeLevels, nodesByOrd, nodeTimes, toIdArray } from './schedule.js';
 import { renderDot, type DotOptions } from './dot.js';
-import { appendNodeSpec } from './node-spec.js';
-import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
-import type { GraphNode, NodeSpec } from './node.js';
+import { appendNodeSpec, FROM_CALL, type SpecSource } from './node-spec.js';
+import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, GRAPH_JSON_VERSIONS, type ComputeGraphJson, type GraphJsonEdge } from './graph-json.js';
+import { edgeDataOf, edgeDataText, endpointProblem, PLAIN_EDGE, readEdgeSpec } from './edge-data.js';
+import { registerChildReaders, type ChildSnapshot } from './child-graphs.js';
+import { KIND_MEM_ALLOC, KIND_MEM_FREE, NODE_KINDS, NODE_KINDS_V1, type EdgeData, type EdgeSpec, type GraphEdge, type GraphNode, type NodeSpec } from './node.js';
 import type { NodeId, StreamId } from './ids.js';
 
 /** The result of `ComputeGraph.criticalPath`. */
@@ -110,10 +112,14 @@ export interface EdgeArg {
   readonly toName: string;
   /** How a cycle message names the edge, before its ids: `edges[3]`, `nodes[1], nodes[2]:`. */
   readonly name: string;
+  /** The edge's data code (edge-data.ts), already checked on its own; absent for a plain edge. */
+  readonly data?: number;
 }
 
 /**
- * A directed acyclic graph of kernel, memcpy, memset, host-callback and empty nodes.
+ * A directed acyclic graph of CUDA's node kinds (kernel, memcpy, memset, host callback, empty,
+ * event record and wait, child graph, graph memory allocation and free) joined by plain or
+ * programmatic edges.
  *
  * @example
  * const g = new ComputeGraph();
@@ -128,6 +134,8 @@ export class ComputeGraph {
   #cache: Cache = { version: -1 };
   /** The call whose user callback is running, if any: the graph refuses to change meanwhile (`#writable`). */
   #readingBy: string | null = null;
+  /** A child graph node's copy: it never changes (a record hands it out, so it must not). */
+  #readOnly = false;
 
   static {
     adopt = (graph, store) => {
@@ -138,11 +146,33 @@ export class ComputeGraph {
     branded = (value): value is ComputeGraph => typeof value === 'object' && value !== null && #store in value;
     nodeAs = (graph, op, spec) => {
       graph.#writable(op);
-      return appendNodeSpec(graph.#store, op, '', spec) as NodeId;
+      return appendNodeSpec(graph.#store, op, '', spec, FROM_CALL) as NodeId;
     };
     edgesAs = (graph, op, edges) => graph.#addBatch(op, edges);
     idAs = (graph, op, name, id) => graph.#id(op, name, id);
-    edgeAs = (graph, op, from, to) => graph.#addOne(op, from, to, 'from', 'to');
+    edgeAs = (graph, op, from, to) => graph.#addOne(op, from, to, 'from', 'to', PLAIN_EDGE, '');
+    registerChildReaders({
+      copy: (op, name, value) => {
+        const graph = requireGraph(op, name, value);
+        // A read-only graph never changes, so it can be shared; any other is copied, as CUDA clones a child.
+        return snapshot(graph.#readOnly ? graph : graph.clone());
+      },
+      read: (op, prefix, value, depth) => snapshot(ComputeGraph.#read(op, prefix, value, depth)),
+    });
+    const snapshot = (graph: ComputeGraph): ChildSnapshot => {
+      graph.#readOnly = true;
+      const s = graph.#store;
+      let memoryNode: ChildSnapshot['memoryNode'] = null;
+      for (let v = 0; v < s.n && memoryNode === null; v++) {
+        if (s.kind[v] === KIND_MEM_ALLOC || s.kind[v] === KIND_MEM_FREE) memoryNode = { id: v, kind: NODE_KINDS[s.kind[v]!]! };
+      }
+      let cost = 0;
+      if (s.n > 0) {
+        const path = longestPath(s, nodesByOrd(s), s.cost === null ? new Float64Array(s.n).fill(1) : s.cost.subarray(0, s.n));
+        cost = Number.isFinite(path.cost) ? path.cost : Number.MAX_VALUE;
+      }
+      return { graph, depth: s.depth, cost, memoryNode };
+    };
   }
 
   /** An empty graph, to build by hand with `addNode` / `addEdge`. */
@@ -151,33 +181,47 @@ export class ComputeGraph {
   }
 
   /**
-   * Reads a graph document (the value `toJSON()` returns, or its JSON text).
+   * Reads a graph document (the value `toJSON()` returns, or its JSON text). Version 2 documents
+   * and the version 1 documents of earlier releases (five node kinds, plain edges) both load.
    * @throws GraphError kind `ValidationFailed`, code `GRAPH_JSON_INVALID`, naming the first bad field
-   *   (e.g. `nodes[3].grid[0]`, `edges[7]`); nothing is half-built.
+   *   (e.g. `nodes[3].grid[0]`, `edges[7]`, `nodes[2].graph.nodes[0].kind`); nothing is half-built.
    */
   static fromJSON(json: unknown): ComputeGraph {
     const OP = 'ComputeGraph.fromJSON';
-    const invalid = (message: string, cause?: unknown): GraphError =>
-      new GraphError('ValidationFailed', GraphErrorCode.JsonInvalid, `${OP}: ${message}`, cause === undefined ? undefined : { cause });
     let doc = json;
     if (typeof json === 'string') {
       try {
         doc = JSON.parse(json);
       } catch (e) {
-        throw invalid(`not JSON text (${(e as Error).message})`, e);
+        throw jsonInvalid(OP, `not JSON text (${(e as Error).message})`, e);
       }
     }
-    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw invalid(`the document must be an object, got ${describe(doc)}`);
+    return ComputeGraph.#read(OP, '', doc, 1);
+  }
+
+  /**
+   * Reads the graph document `doc` found at `prefix` (`''` for the outer document, else e.g.
+   * `nodes[2].graph.`), `depth` documents deep. Every refusal is a `GRAPH_JSON_INVALID` GraphError
+   * naming the field from the outer document.
+   */
+  static #read(op: string, prefix: string, doc: unknown, depth: number): ComputeGraph {
+    const invalid = (message: string, cause?: unknown): GraphError => jsonInvalid(op, message, cause);
+    const where = prefix === '' ? 'the document' : prefix.slice(0, -1);
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw invalid(`${where} must be an object, got ${describe(doc)}`);
     const d = doc as Record<string, unknown>;
     for (const key of Object.keys(d)) {
-      if (!['format', 'version', 'nodes', 'edges'].includes(key)) throw invalid(`unknown field '${nameText(key)}' (known: format, version, nodes, edges)`);
+      if (!['format', 'version', 'nodes', 'edges'].includes(key)) {
+        throw invalid(`${prefix === '' ? '' : `${where}: `}unknown field '${nameText(key)}' (known: format, version, nodes, edges)`);
+      }
     }
-    if (d.format !== GRAPH_JSON_FORMAT) throw invalid(`format must be '${GRAPH_JSON_FORMAT}', got ${describe(d.format)}`);
-    if (d.version !== GRAPH_JSON_VERSION) {
-      throw invalid(`version must be ${GRAPH_JSON_VERSION} (the only version this build reads), got ${describe(d.version)}`);
+    if (d.format !== GRAPH_JSON_FORMAT) throw invalid(`${prefix}format must be '${GRAPH_JSON_FORMAT}', got ${describe(d.format)}`);
+    if (!(GRAPH_JSON_VERSIONS as readonly unknown[]).includes(d.version)) {
+      throw invalid(`${prefix}version must be ${GRAPH_JSON_VERSIONS.join(' or ')} (the versions this build reads), got ${describe(d.version)}`);
     }
-    if (!Array.isArray(d.nodes)) throw invalid(`nodes must be an array, got ${describe(d.nodes)}`);
-    if (!Array.isArray(d.edges)) throw invalid(`edges must be an array, got ${describe(d.edges)}`);
+    if (!Array.isArray(d.nodes)) throw invalid(`${prefix}nodes must be an array, got ${describe(d.nodes)}`);
+    if (!Array.isArray(d.edges)) throw invalid(`${prefix}edges must be an array, got ${describe(d.edges)}`);
+    const v1 = d.version === 1;
+    const source: SpecSource = { kinds: v1 ? NODE_KINDS_V1 : NODE_KINDS, extraKey: 'id', documentDepth: depth };
 
     const graph = new ComputeGraph();
     const store = graph.#store;
@@ -186,30 +230,43 @@ export class ComputeGraph {
       for (let i = 0; i < nodes.length; i++) {
         const node = nodes[i];
         if (typeof node === 'object' && node !== null && (node as { id?: unknown }).id !== i) {
-          throw invalid(`nodes[${i}].id must be ${i} (ids are the node's index), got ${describe((node as { id?: unknown }).id)}`);
+          throw invalid(`${prefix}nodes[${i}].id must be ${i} (ids are the node's index), got ${describe((node as { id?: unknown }).id)}`);
         }
-        appendNodeSpec(store, OP, `nodes[${i}].`, node, 'id');
+        appendNodeSpec(store, op, `${prefix}nodes[${i}].`, node, source);
       }
       const edges = d.edges as unknown[];
       const n = store.n;
       const from: number[] = new Array<number>(edges.length);
       const to: number[] = new Array<number>(edges.length);
+      const codes: number[] = [];
       for (let i = 0; i < edges.length; i++) {
         const edge = edges[i];
-        if (!Array.isArray(edge) || edge.length !== 2) throw invalid(`edges[${i}] must be a pair [from, to], got ${describe(edge)}`);
-        const u = isU32(edge[0]) ? edge[0] : requireU32(OP, `edges[${i}][0]`, edge[0]);
-        const v = isU32(edge[1]) ? edge[1] : requireU32(OP, `edges[${i}][1]`, edge[1]);
-        if (u >= n || v >= n) throw invalid(`edges[${i}] [${u}, ${v}] names node ${u >= n ? u : v}, but the document has ${n} node(s)`);
+        const name = `${prefix}edges[${i}]`;
+        const triple = !v1 && Array.isArray(edge) && edge.length === 3;
+        if (!Array.isArray(edge) || (edge.length !== 2 && !triple)) {
+          throw invalid(`${name} must be ${v1 ? 'a pair [from, to]' : 'a pair [from, to] or a triple [from, to, { kind, port }]'}, got ${describe(edge)}`);
+        }
+        const u = isU32(edge[0]) ? edge[0] : requireU32(op, `${name}[0]`, edge[0]);
+        const v = isU32(edge[1]) ? edge[1] : requireU32(op, `${name}[1]`, edge[1]);
+        if (u >= n || v >= n) throw invalid(`${name} [${u}, ${v}] names node ${u >= n ? u : v}, but the document has ${n} node(s)`);
         from[i] = u;
         to[i] = v;
+        if (triple) {
+          const code = readEdgeSpec(op, `${name}[2]`, edge[2]);
+          const problem = endpointProblem(code, u, NODE_KINDS[store.kind[u]!]!, v, NODE_KINDS[store.kind[v]!]!);
+          if (problem !== null) throw invalid(`${name} [${u}, ${v}]: ${problem}`);
+          codes[i] = code;
+        }
       }
       // All at once: a document's edges may come in any order (see dynamic-order.ts).
       const r = graph.#order.addEdges(store, from, to);
-      if (!r.ok) throw invalid(`edges[${r.index}] [${from[r.index]}, ${to[r.index]}] closes a cycle (${cycleText(r.cycle)})`);
+      if (!r.ok) throw invalid(`${prefix}edges[${r.index}] [${from[r.index]}, ${to[r.index]}] closes a cycle (${cycleText(r.cycle)})`);
       const dup = r.added.indexOf(false);
-      if (dup >= 0) throw invalid(`edges[${dup}] [${from[dup]}, ${to[dup]}] repeats an earlier edge`);
+      if (dup >= 0) throw invalid(`${prefix}edges[${dup}] [${from[dup]}, ${to[dup]}] repeats an earlier edge`);
+      // No duplicates, so edge i is edge number i + 1.
+      codes.forEach((code, i) => store.setEdgeCode(i + 1, code));
     } catch (e) {
-      if (e instanceof InvalidArgumentError) throw invalid(e.message.slice(OP.length + 2), e);
+      if (e instanceof InvalidArgumentError) throw invalid(e.message.slice(op.length + 2), e);
       throw e;
     }
     return graph;
@@ -233,6 +290,21 @@ export class ComputeGraph {
     const out: StreamId[] = [];
     for (let i = 0; i < s.streamIds.length; i++) if (s.slotCount[i]! > 0) out.push(s.streamIds[i]! as StreamId);
     return out.sort((a, b) => a - b);
+  }
+
+  /**
+   * True for a graph that cannot change: a child graph node's copy (`node.graph`). Changing one is
+   * refused with GraphError `GRAPH_READ_ONLY`; `clone()` gives an editable copy.
+   */
+  get readOnly(): boolean {
+    return this.#readOnly;
+  }
+
+  /** An editable copy of the graph: same nodes, ids, edges, edge data and costs; later changes to either do not reach the other. */
+  clone(): ComputeGraph {
+    const graph = new ComputeGraph();
+    graph.#store = this.#store.clone();
+    return graph;
   }
 
   // ── nodes and edges ───────────────────────────────────────────────────────────────────────
@@ -265,10 +337,34 @@ export class ComputeGraph {
     return out;
   }
 
+  /** Every edge with its data, in the order of `edges()`. */
+  edgeRecords(): GraphEdge[] {
+    const s = this.#store;
+    const out: GraphEdge[] = new Array(s.m);
+    const succ: number[] = [];
+    let k = 0;
+    for (let u = 0; u < s.n; u++) {
+      s.successors(u, succ);
+      for (let i = 0; i < succ.length; i++) {
+        const v = succ[i]!;
+        out[k++] = { from: u as NodeId, to: v as NodeId, ...edgeDataOf(s.edgeCodeOf(s.findEdge(u, v))) };
+      }
+    }
+    return out;
+  }
+
   /** True if the edge `from → to` exists. @throws GraphError `NodeNotFound` for an unknown id. */
   hasEdge(from: NodeId, to: NodeId): boolean {
     const OP = 'ComputeGraph.hasEdge';
     return this.#store.hasEdge(this.#id(OP, 'from', from), this.#id(OP, 'to', to));
+  }
+
+  /** The data of the edge `from → to` (`{ kind, port }`), or null if there is no such edge. @throws GraphError `NodeNotFound`. */
+  edgeData(from: NodeId, to: NodeId): EdgeData | null {
+    const OP = 'ComputeGraph.edgeData';
+    const s = this.#store;
+    const e = s.findEdge(this.#id(OP, 'from', from), this.#id(OP, 'to', to));
+    return e === 0 ? null : edgeDataOf(s.edgeCodeOf(e));
   }
 
   /** The direct successors of `id`, ascending. @throws GraphError `NodeNotFound`. */
@@ -329,23 +425,33 @@ export class ComputeGraph {
 
   /**
    * Adds the edge `from → to` (`to` runs after `from`). Returns true if it was added, false if it
-   * already existed (duplicates are ignored). O(1) for an edge from an older node to a newer one;
-   * to add many edges in another order, use `addEdges`.
+   * already existed with the same data (duplicates are ignored). O(1) for an edge from an older
+   * node to a newer one; to add many edges in another order, use `addEdges`.
+   *
+   * `data` makes a programmatic edge (programmatic dependent launch: `to` may start before `from`
+   * has finished, and waits for it inside the kernel) or picks the port: see `EdgeData` for CUDA's
+   * rules. Every query treats an edge of any kind as a dependency.
    * @throws GraphError kind `CycleDetected` (code `GRAPH_CYCLE`) for a self-loop or when `to`
-   *   already reaches `from`; GraphError `NodeNotFound` for an unknown id. The graph is unchanged.
+   *   already reaches `from`; GraphError `NodeNotFound` for an unknown id; GraphError
+   *   `GRAPH_EDGE_CONFLICT` when the edge exists with other data; InvalidArgumentError for data
+   *   against CUDA's rules. The graph is unchanged.
+   * @example
+   * g.addEdge(producer, consumer, { kind: 'programmatic' }); // both kernels
    */
-  addEdge(from: NodeId, to: NodeId): boolean {
-    return this.#addOne('ComputeGraph.addEdge', from, to, 'from', 'to');
+  addEdge(from: NodeId, to: NodeId, data?: EdgeSpec): boolean {
+    const OP = 'ComputeGraph.addEdge';
+    return this.#addOne(OP, from, to, 'from', 'to', readEdgeSpec(OP, 'data', data), 'data');
   }
 
   /**
    * `addEdge` for the public call `op` (`fromName`, `toName`: how it names the ids). One edge goes
    * through the incremental order (dynamic-order.ts), cheaper than a batch's full pass.
    */
-  #addOne(op: string, from: unknown, to: unknown, fromName: string, toName: string): boolean {
+  #addOne(op: string, from: unknown, to: unknown, fromName: string, toName: string, code: number, dataName: string): boolean {
     this.#writable(op);
     const u = this.#id(op, fromName, from);
     const v = this.#id(op, toName, to);
+    this.#checkEdgeData(op, dataName, u, v, code);
     const r = this.#order.addEdge(this.#store, u, v);
     if (r === 'cycle') {
       throw new GraphError(
@@ -354,20 +460,41 @@ export class ComputeGraph {
         u === v ? `${op}: a self-loop on node ${u} would be a cycle` : `${op}: edge ${u} → ${v} would close a cycle (${v} already reaches ${u})`,
       );
     }
+    if (r === 'added' && code !== PLAIN_EDGE) this.#store.setEdgeCode(this.#store.m, code);
     return r === 'added';
+  }
+
+  /**
+   * Refuses edge data against the nodes it joins (CUDA's rules, edge-data.ts), or against the data
+   * of the edge already there (an edge is one dependency: it cannot be plain and programmatic at once).
+   */
+  #checkEdgeData(op: string, dataName: string, u: number, v: number, code: number): void {
+    const s = this.#store;
+    const problem = endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
+    if (problem !== null) throw new InvalidArgumentError(op, dataName, `edge ${u} → ${v}: ${problem}`);
+    const e = s.findEdge(u, v);
+    if (e !== 0 && s.edgeCodeOf(e) !== code) {
+      throw new GraphError(
+        'ValidationFailed',
+        GraphErrorCode.EdgeConflict,
+        `${op}: edge ${u} → ${v} already exists as a ${edgeDataText(s.edgeCodeOf(e))} edge; it cannot also be ${edgeDataText(code)}`,
+      );
+    }
   }
 
   /**
    * Adds many edges at once, in any order: O(n + m) in all, where adding them one by one in a
    * random order can cost far more (each `addEdge` that disagrees with the current order searches
-   * the nodes between its ends). Duplicates are ignored. Returns how many edges were new.
+   * the nodes between its ends). Duplicates are ignored. Returns how many edges were new. An edge
+   * may carry its data as a third element, as `addEdge` takes it.
    * @throws GraphError kind `CycleDetected` (code `GRAPH_CYCLE`) naming an edge of the batch that
    *   closes a cycle, and the cycle; nothing is added. GraphError `NodeNotFound` for an unknown id
-   *   (`edges[i]` named); InvalidArgumentError for a non-pair.
+   *   (`edges[i]` named); InvalidArgumentError for a non-pair or bad data; GraphError
+   *   `GRAPH_EDGE_CONFLICT` as `addEdge`.
    * @example
-   * g.addEdges([[a, b], [b, c], [a, c]]);
+   * g.addEdges([[a, b], [b, c], [a, c, { kind: 'programmatic' }]]);
    */
-  addEdges(edges: Iterable<readonly [NodeId, NodeId]>): number {
+  addEdges(edges: Iterable<readonly [NodeId, NodeId] | readonly [NodeId, NodeId, EdgeSpec]>): number {
     const OP = 'ComputeGraph.addEdges';
     if (edges === null || typeof edges !== 'object' || typeof (edges as Iterable<unknown>)[Symbol.iterator] !== 'function') {
       throw new InvalidArgumentError(OP, 'edges', `edges must be an iterable of [from, to] pairs, got ${describe(edges)}`);
@@ -379,10 +506,11 @@ export class ComputeGraph {
     try {
       for (const pair of edges as Iterable<unknown>) {
         const i = batch.length;
-        if (!Array.isArray(pair) || pair.length !== 2) {
-          throw new InvalidArgumentError(OP, `edges[${i}]`, `edges[${i}] must be a pair [from, to], got ${describe(pair)}`);
+        if (!Array.isArray(pair) || (pair.length !== 2 && pair.length !== 3)) {
+          throw new InvalidArgumentError(OP, `edges[${i}]`, `edges[${i}] must be a pair [from, to] or a triple [from, to, data], got ${describe(pair)}`);
         }
-        batch.push({ from: pair[0], to: pair[1], fromName: `edges[${i}][0]`, toName: `edges[${i}][1]`, name: `edges[${i}]` });
+        const data = pair.length === 3 ? readEdgeSpec(OP, `edges[${i}][2]`, pair[2]) : PLAIN_EDGE;
+        batch.push({ from: pair[0], to: pair[1], fromName: `edges[${i}][0]`, toName: `edges[${i}][1]`, name: `edges[${i}]`, data });
       }
     } finally {
       this.#readingBy = null;
@@ -398,10 +526,27 @@ export class ComputeGraph {
     this.#writable(op);
     const from: number[] = new Array<number>(edges.length);
     const to: number[] = new Array<number>(edges.length);
+    const codes: number[] = new Array<number>(edges.length);
+    const inBatch = new Map<string, number>();
     for (let i = 0; i < edges.length; i++) {
-      from[i] = this.#id(op, edges[i]!.fromName, edges[i]!.from);
-      to[i] = this.#id(op, edges[i]!.toName, edges[i]!.to);
+      const edge = edges[i]!;
+      from[i] = this.#id(op, edge.fromName, edge.from);
+      to[i] = this.#id(op, edge.toName, edge.to);
+      codes[i] = edge.data ?? PLAIN_EDGE;
+      this.#checkEdgeData(op, `${edge.name}[2]`, from[i]!, to[i]!, codes[i]!);
+      // The same edge twice in one batch must agree with itself too.
+      const key = `${from[i]}>${to[i]}`;
+      const earlier = inBatch.get(key);
+      if (earlier !== undefined && codes[earlier] !== codes[i]) {
+        throw new GraphError(
+          'ValidationFailed',
+          GraphErrorCode.EdgeConflict,
+          `${op}: ${edge.name} ${from[i]} → ${to[i]} is ${edgeDataText(codes[i]!)}, but ${edges[earlier]!.name} adds it as ${edgeDataText(codes[earlier]!)}; no edge was added`,
+        );
+      }
+      inBatch.set(key, i);
     }
+    const before = this.#store.m;
     const r = this.#order.addEdges(this.#store, from, to);
     if (!r.ok) {
       throw new GraphError(
@@ -410,7 +555,14 @@ export class ComputeGraph {
         `${op}: ${edges[r.index]!.name} ${from[r.index]} → ${to[r.index]} closes a cycle (${cycleText(r.cycle)}); no edge was added`,
       );
     }
-    return r.added.filter(Boolean).length;
+    // The new edges were appended in batch order: the k-th added one is edge number before + k.
+    let e = before;
+    for (let i = 0; i < edges.length; i++) {
+      if (!r.added[i]) continue;
+      e++;
+      if (codes[i] !== PLAIN_EDGE) this.#store.setEdgeCode(e, codes[i]!);
+    }
+    return e - before;
   }
 
   // ── order and schedule ────────────────────────────────────────────────────────────────────
@@ -552,7 +704,16 @@ export class ComputeGraph {
 
   /** The graph as a versioned document (see graph-json.ts and docs/model.md); `JSON.stringify(graph)` uses it. */
   toJSON(): ComputeGraphJson {
-    return { format: GRAPH_JSON_FORMAT, version: GRAPH_JSON_VERSION, nodes: this.nodes(), edges: this.edges() };
+    const s = this.#store;
+    const edges: GraphJsonEdge[] = this.edges();
+    if (s.edgeCodes.size > 0) {
+      for (let i = 0; i < edges.length; i++) {
+        const [u, v] = edges[i]!;
+        const code = s.edgeCodeOf(s.findEdge(u, v));
+        if (code !== PLAIN_EDGE) edges[i] = [u, v, edgeDataOf(code)];
+      }
+    }
+    return { format: GRAPH_JSON_FORMAT, version: GRAPH_JSON_VERSION, nodes: this.nodes(), edges };
   }
 
   /** `ComputeGraph(5 nodes, 4 edges, 2 streams)`. */
@@ -627,6 +788,13 @@ export class ComputeGraph {
    * `edges` iterable of `addEdges`): the call would go on with data that no longer fits the graph.
    */
   #writable(op: string): void {
+    if (this.#readOnly) {
+      throw new GraphError(
+        'ValidationFailed',
+        GraphErrorCode.ReadOnly,
+        `${op}: this graph is a child graph node's copy and cannot change; clone() it to edit a copy`,
+      );
+    }
     if (this.#readingBy !== null) {
       throw new GraphError(
         'Internal',
@@ -652,6 +820,11 @@ export class ComputeGraph {
     cache.level ??= nodeLevels(this.#store, cache.byOrd);
     return cache.level;
   }
+}
+
+/** A `GRAPH_JSON_INVALID` GraphError of the call `op`. */
+function jsonInvalid(op: string, message: string, cause?: unknown): GraphError {
+  return new GraphError('ValidationFailed', GraphErrorCode.JsonInvalid, `${op}: ${message}`, cause === undefined ? undefined : { cause });
 }
 
 /** Refuses a sum of costs that overflowed (`Infinity`): every time and bound built on it would be wrong. */

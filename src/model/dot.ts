@@ -1,11 +1,14 @@
 /**
  * Graphviz DOT text for a `ComputeGraph`: one cluster per stream (outlined in the stream's
  * colour), node shape and fill by kind, cross-stream edges dashed (they are the event
- * fork/joins), and optionally a highlighted path (e.g. the critical path) drawn thick and red.
+ * fork/joins), programmatic edges bold and hollow-headed, child graphs drawn as clusters holding
+ * their own nodes, and optionally a highlighted path (e.g. the critical path) drawn thick and red.
  */
 import { memcpyDirLabel } from './memcpy-dir.js';
+import { edgeCode, edgeDataOf, edgeDataText, PLAIN_EDGE } from './edge-data.js';
 import type { GraphNode } from './node.js';
 import type { GraphStore } from './graph-store.js';
+import type { ComputeGraph } from './compute-graph.js';
 
 /** Options of `ComputeGraph.toDot`. */
 export interface DotOptions {
@@ -21,7 +24,20 @@ const KIND_STYLE: Record<GraphNode['kind'], { shape: string; fill: string }> = {
   memset: { shape: 'hexagon', fill: '#d9ead3' },
   hostCallback: { shape: 'ellipse', fill: '#ead1dc' },
   empty: { shape: 'diamond', fill: '#eeeeee' },
+  eventRecord: { shape: 'house', fill: '#fce5cd' },
+  eventWait: { shape: 'invhouse', fill: '#fce5cd' },
+  // Drawn as a cluster of its nodes; the shape is for an empty child, which has none to draw.
+  childGraph: { shape: 'box3d', fill: '#f3f3f3' },
+  memAlloc: { shape: 'cylinder', fill: '#d0e0e3' },
+  memFree: { shape: 'folder', fill: '#d0e0e3' },
 };
+
+/** The fill of a child graph's cluster. */
+export const CHILD_FILL = '#f8f8f8';
+/** The outline of the nodes inside a child graph. */
+const CHILD_COLOUR = '#777777';
+/** The colour of programmatic edges. */
+export const PROGRAMMATIC_COLOUR = '#1f5fa8';
 
 /** Stream colours. */
 // Distinct, print-safe colours (Tableau 10), one per stream in order of first use. Tableau's red
@@ -86,7 +102,72 @@ export function describeWork(node: GraphNode): string {
       return node.label === node.name ? 'host callback' : `host: ${node.label}`;
     case 'empty':
       return 'empty';
+    case 'eventRecord':
+      return `record event ${node.event}`;
+    case 'eventWait':
+      return `wait event ${node.event}`;
+    case 'childGraph': {
+      const n = node.graph.nodeCount();
+      const m = node.graph.edgeCount();
+      return `child graph: ${n} node${n === 1 ? '' : 's'}, ${m} edge${m === 1 ? '' : 's'}`;
+    }
+    case 'memAlloc':
+      return `alloc ${formatBytes(node.sizeBytes)} on device ${node.device}`;
+    case 'memFree':
+      return node.alloc === null ? 'free (allocated outside)' : `free node ${node.alloc}'s memory`;
   }
+}
+
+/** The edge attributes that show an edge's data (none for a plain edge). */
+function edgeDataAttrs(code: number): string[] {
+  if (code === PLAIN_EDGE) return [];
+  const d = edgeDataOf(code);
+  const attrs = [`tooltip=${dotString(edgeDataText(code))}`, 'arrowhead=onormal'];
+  if (d.kind === 'programmatic') attrs.push('style=bold', `color="${PROGRAMMATIC_COLOUR}"`);
+  if (d.port === 'launchOrder') attrs.push(`label=${dotString('launch order')}`, 'fontsize=8');
+  return attrs;
+}
+
+/** How one node is drawn: its lines, and where edges into and out of it attach. */
+interface Drawing {
+  readonly lines: string[];
+  /** The DOT node an incoming edge points at. */
+  readonly entry: string;
+  /** The DOT node an outgoing edge leaves from. */
+  readonly exit: string;
+  /** The cluster a child graph is drawn as (edges are clipped to it), or null for a plain node. */
+  readonly cluster: string | null;
+}
+
+/**
+ * Draws `node` as DOT node `id`. A child graph with nodes becomes a cluster of them (ids `n3_0`,
+ * `n3_1`, …; a nested child goes on, `n3_1_0`); edges into it point at one of its sources and are
+ * clipped to the cluster (`lhead`), edges out of it leave one of its sinks (`ltail`).
+ */
+function drawNode(node: GraphNode, id: string, indent: string, colour: string, extra: readonly string[]): Drawing {
+  const label = dotString(`${node.name}\n${describeWork(node)}`);
+  if (node.kind !== 'childGraph' || node.graph.nodeCount() === 0) {
+    const style = KIND_STYLE[node.kind];
+    const attrs = [`label=${label}`, `shape=${style.shape}`, `fillcolor="${style.fill}"`, `color="${colour}"`, ...extra];
+    return { lines: [`${indent}${id} [${attrs.join(', ')}];`], entry: id, exit: id, cluster: null };
+  }
+  const graph: ComputeGraph = node.graph;
+  const cluster = `cluster_${id}`;
+  const penwidth = extra.includes('penwidth=3') ? ' penwidth=3;' : '';
+  const lines = [`${indent}subgraph ${cluster} {`, `${indent}  label=${label}; labeljust=l; style="rounded,filled"; fillcolor="${CHILD_FILL}"; color="${colour}";${penwidth}`];
+  const inner = graph.nodes().map((c) => drawNode(c, `${id}_${c.id}`, `${indent}  `, CHILD_COLOUR, []));
+  for (const d of inner) lines.push(...d.lines);
+  for (const e of graph.edgeRecords()) lines.push(`${indent}  ${edgeLine(inner[e.from]!, inner[e.to]!, edgeDataAttrs(edgeCode(e.kind, e.port)))}`);
+  lines.push(`${indent}}`);
+  return { lines, entry: inner[graph.sources()[0]!]!.entry, exit: inner[graph.sinks()[0]!]!.exit, cluster };
+}
+
+/** `a -> b [...]`, clipped to the clusters of child graphs at its ends. */
+function edgeLine(a: Drawing, b: Drawing, attrs: string[]): string {
+  const all = [...attrs];
+  if (a.cluster !== null) all.push(`ltail=${a.cluster}`);
+  if (b.cluster !== null) all.push(`lhead=${b.cluster}`);
+  return `${a.exit} -> ${b.entry}${all.length ? ` [${all.join(', ')}]` : ''};`;
 }
 
 /** The DOT text of `store` (options already checked by `ComputeGraph.toDot`). */
@@ -94,8 +175,9 @@ export function renderDot(store: GraphStore, options: DotOptions): string {
   const lines: string[] = ['digraph ComputeGraph {'];
   // newrank: Graphviz ranks each cluster on its own by default, so with a cluster per stream an
   // edge between streams can point upwards; ranking the whole graph at once keeps every edge
-  // pointing down the page.
-  lines.push('  graph [rankdir=TB, newrank=true, fontname="Helvetica", fontsize=12];');
+  // pointing down the page. compound: edges clipped to a child graph's cluster (lhead, ltail).
+  const compound = store.children.size > 0 ? ', compound=true' : '';
+  lines.push(`  graph [rankdir=TB, newrank=true${compound}, fontname="Helvetica", fontsize=12];`);
   lines.push('  node [fontname="Helvetica", fontsize=10, style=filled, penwidth=1.2];');
   lines.push('  edge [color="#555555", arrowsize=0.7];');
   if (options.title !== undefined) lines.push(`  label=${dotString(options.title)}; labelloc=t;`);
@@ -105,17 +187,12 @@ export function renderDot(store: GraphStore, options: DotOptions): string {
   const h = options.highlight ?? [];
   for (let i = 1; i < h.length; i++) hlEdges.add(`${h[i - 1]}>${h[i]}`);
 
-  const nodeLine = (v: number, indent: string, colour: string): string => {
-    const node = store.readNode(v);
-    const style = KIND_STYLE[node.kind];
-    const attrs = [
-      `label=${dotString(`${node.name}\n${describeWork(node)}`)}`,
-      `shape=${style.shape}`,
-      `fillcolor="${style.fill}"`,
-      `color="${highlighted.has(v) ? HIGHLIGHT : colour}"`,
-    ];
-    if (highlighted.has(v)) attrs.push('penwidth=3');
-    return `${indent}n${v} [${attrs.join(', ')}];`;
+  const drawings: Drawing[] = new Array(store.n);
+  const draw = (v: number, indent: string, colour: string): string[] => {
+    const hl = highlighted.has(v);
+    const d = drawNode(store.readNode(v), `n${v}`, indent, hl ? HIGHLIGHT : colour, hl ? ['penwidth=3'] : []);
+    drawings[v] = d;
+    return d.lines;
   };
 
   // Streams in order of first use, each a cluster; nodes without a stream at top level.
@@ -134,17 +211,18 @@ export function renderDot(store: GraphStore, options: DotOptions): string {
     const id = store.streamIds[s]!;
     lines.push(`  subgraph cluster_s${id} {`);
     lines.push(`    label=${dotString(`stream ${id}`)}; labeljust=l; style="rounded,dashed"; color="${colour}"; fontcolor="${colour}";`);
-    for (const v of members) lines.push(nodeLine(v, '    ', colour));
+    for (const v of members) lines.push(...draw(v, '    ', colour));
     lines.push('  }');
   }
-  for (const v of loose) lines.push(nodeLine(v, '  ', '#555555'));
+  for (const v of loose) lines.push(...draw(v, '  ', '#555555'));
 
   for (let u = 0; u < store.n; u++) {
     for (const v of store.successors(u)) {
       const attrs: string[] = [];
       if (store.slot[u] !== store.slot[v]) attrs.push('style=dashed');
+      attrs.push(...edgeDataAttrs(store.edgeCodeOf(store.findEdge(u, v))));
       if (hlEdges.has(`${u}>${v}`)) attrs.push(`color="${HIGHLIGHT}"`, 'penwidth=2.5');
-      lines.push(`  n${u} -> n${v}${attrs.length ? ` [${attrs.join(', ')}]` : ''};`);
+      lines.push(`  ${edgeLine(drawings[u]!, drawings[v]!, attrs)}`);
     }
   }
   lines.push('}');

@@ -20,6 +20,10 @@
  * | `GRAPH_JSON_INVALID` | ValidationFailed | `ComputeGraph.fromJSON` given a value that is not a valid graph document |
  * | `GRAPH_COST_OVERFLOW` | ValidationFailed | `criticalPath`, `timing`, `boundedMakespan` when the costs add up to more than `Number.MAX_VALUE` |
  * | `GRAPH_BUSY` | Internal | a change to a graph while one of its calls runs a user callback (`costOf`, the `edges` iterable of `addEdges`) |
+ * | `GRAPH_READ_ONLY` | ValidationFailed | a change to a read-only graph (a child graph node's copy; `clone()` it to edit) |
+ * | `GRAPH_EDGE_CONFLICT` | ValidationFailed | an edge added again with other data (`kind`, `port`) than the edge already there |
+ * | `GRAPH_MEMORY_ORDER` | InvalidPlan | `ExecGraph.instantiate` of a graph whose free node is not ordered after its allocation node |
+ * | `GRAPH_ALLOCATION_NOT_FREED` | InvalidPlan | `ExecGraph.launch` while the last launch's unfreed allocation is still outstanding (no `autoFreeOnLaunch`), or `ExecGraph.freeAllocation` with nothing to free |
  */
 export const GraphErrorCode = {
   CaptureNotActive: 'CAPTURE_NOT_ACTIVE',
@@ -38,6 +42,10 @@ export const GraphErrorCode = {
   JsonInvalid: 'GRAPH_JSON_INVALID',
   CostOverflow: 'GRAPH_COST_OVERFLOW',
   Busy: 'GRAPH_BUSY',
+  ReadOnly: 'GRAPH_READ_ONLY',
+  EdgeConflict: 'GRAPH_EDGE_CONFLICT',
+  MemoryOrder: 'GRAPH_MEMORY_ORDER',
+  AllocationNotFreed: 'GRAPH_ALLOCATION_NOT_FREED',
 } as const;
 
 /** One of the `GraphErrorCode` values. */

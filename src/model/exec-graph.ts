@@ -13,11 +13,25 @@
  * - kernels may change function, launch shape, shared memory (and arguments, which a
  *   `ComputeGraph` does not hold); host callbacks may change function; memsets may change value;
  * - a copy may not change direction (its memory types: `PARAMETERS_CHANGED`);
- * - sizes: see `UpdateRules`.
+ * - sizes: see `UpdateRules`;
+ * - event record and wait nodes may change their event;
+ * - a child graph must keep its topology (`TOPOLOGY_CHANGED`), and its nodes follow these rules
+ *   recursively;
+ * - allocation and free nodes cannot change at all (CUDA has no update for them:
+ *   `PARAMETERS_CHANGED`);
+ * - an edge may not change its data (plain ↔ programmatic, its port): `TOPOLOGY_CHANGED`.
+ *
+ * The rules for the kinds beyond kernel, copy, fill, host and empty are cuda.h's documentation of
+ * `cuGraphExecUpdate` and `cuGraphExecNodeSetParams`.
+ *
+ * It also models what an executable holding graph memory allows: the free nodes must be ordered
+ * after their allocations (else instantiation is refused), and an allocation the graph does not
+ * free must be freed before the next launch, unless the executable frees it on launch
+ * (`autoFreeOnLaunch`, CUDA's `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`).
  */
 import { GraphError } from '../errors/graph-error.js';
 import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
-import { describe, isU32, requireOneOf, requireOptions, requireU32 } from '../util/validate.js';
+import { describe, isU32, requireBoolean, requireOneOf, requireOptions, requireU32 } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
 import { requireGraph, type ComputeGraph } from './compute-graph.js';
 import { GraphStore } from './graph-store.js';
@@ -25,6 +39,7 @@ import { appendNodeSpec } from './node-spec.js';
 import { NODE_KINDS } from './node.js';
 import { nameText } from './bounded-text.js';
 import { memcpyDirName } from './memcpy-dir.js';
+import { edgeCode } from './edge-data.js';
 import type { GraphNode } from './node.js';
 import type { NodeId } from './ids.js';
 
@@ -45,6 +60,11 @@ export type UpdateRules = 'cuda' | 'fixed-size';
 export interface ExecGraphOptions {
   /** Default `'cuda'`. */
   readonly rules?: UpdateRules;
+  /**
+   * Free the allocations the graph does not free itself when it is launched again (CUDA's
+   * `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`). Default false: they must be freed first.
+   */
+  readonly autoFreeOnLaunch?: boolean;
 }
 
 /** A node the executable cannot take in place, and why. */
@@ -79,7 +99,12 @@ export interface ExecGraphDiff {
 /** A parameter update of one node (`ExecGraph.updateNode`), as `cuGraphExec*NodeSetParams` allow. */
 export type NodeParamUpdate =
   | { readonly kind: 'kernel'; readonly functionName?: string; readonly grid?: readonly [number, number, number]; readonly block?: readonly [number, number, number]; readonly sharedMem?: number }
-  | { readonly kind: 'memset'; readonly value: number };
+  | { readonly kind: 'memset'; readonly value: number }
+  | { readonly kind: 'memcpy'; readonly sizeBytes: number }
+  | { readonly kind: 'hostCallback'; readonly label: string }
+  | { readonly kind: 'eventRecord'; readonly event: number }
+  | { readonly kind: 'eventWait'; readonly event: number }
+  | { readonly kind: 'childGraph'; readonly graph: ComputeGraph };
 
 /** Proves a constructor call comes from `ExecGraph.instantiate`. */
 const CONSTRUCT = Symbol('ExecGraph.instantiate');
@@ -88,7 +113,22 @@ const CONSTRUCT = Symbol('ExecGraph.instantiate');
 const UPDATE_FIELDS: Readonly<Record<string, readonly string[]>> = {
   kernel: ['kind', 'functionName', 'grid', 'block', 'sharedMem'],
   memset: ['kind', 'value'],
+  memcpy: ['kind', 'sizeBytes'],
+  hostCallback: ['kind', 'label'],
+  eventRecord: ['kind', 'event'],
+  eventWait: ['kind', 'event'],
+  childGraph: ['kind', 'graph'],
 };
+
+/** Why the kinds without a per-node update take none. */
+const NO_UPDATE: Readonly<Record<string, string>> = {
+  empty: 'an empty node has no parameters',
+  memAlloc: 'CUDA has no update for allocation nodes (cuGraphExecNodeSetParams: API unsupported)',
+  memFree: 'CUDA has no update for free nodes (cuGraphExecNodeSetParams: API unsupported)',
+};
+
+/** The kinds `cuGraphNodeSetEnabled` takes. */
+const ENABLE_KINDS: readonly string[] = ['kernel', 'memset', 'memcpy'];
 
 const SUCCESS: ExecUpdateResult = 'CU_GRAPH_EXEC_UPDATE_SUCCESS';
 const TOPOLOGY: ExecUpdateResult = 'CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED';
@@ -133,7 +173,50 @@ function compareNode(a: GraphNode, b: GraphNode, rules: UpdateRules): null | 'pa
       return a.label === (b as typeof a).label ? null : 'params';
     case 'empty':
       return null;
+    case 'eventRecord':
+    case 'eventWait':
+      return a.event === (b as typeof a).event ? null : 'params';
+    case 'childGraph': {
+      const c = compareGraphs(a.graph, (b as typeof a).graph, rules);
+      if (c === null || c === 'params') return c;
+      return { reason: `node ${id} (a child graph): ${c.reason}`, result: c.result };
+    }
+    case 'memAlloc': {
+      const m = b as typeof a;
+      if (a.sizeBytes === m.sizeBytes && a.device === m.device) return null;
+      return {
+        reason: `node ${id}: an allocation node cannot change (${a.sizeBytes} bytes on device ${a.device} → ${m.sizeBytes} on device ${m.device}); CUDA has no update for it`,
+        result: PARAMETERS,
+      };
+    }
+    case 'memFree': {
+      const m = b as typeof a;
+      if (a.alloc === m.alloc) return null;
+      return { reason: `node ${id}: a free node cannot change what it frees (node ${a.alloc ?? 'outside'} → ${m.alloc ?? 'outside'}); CUDA has no update for it`, result: PARAMETERS };
+    }
   }
+}
+
+/**
+ * Compares two graphs as an update would (a child graph's old and new graph): their topology, then
+ * node by node. `null` when equal, `'params'` when an update can take the change, else the first refusal.
+ */
+function compareGraphs(a: ComputeGraph, b: ComputeGraph, rules: UpdateRules): null | 'params' | { reason: string; result: ExecUpdateResult } {
+  if (a.nodeCount() !== b.nodeCount()) {
+    return { reason: `the node count changed (${a.nodeCount()} → ${b.nodeCount()}); an update needs the same topology`, result: TOPOLOGY };
+  }
+  const ea = edgeKeys(a);
+  const eb = edgeKeys(b);
+  if (!sameKeys(ea, eb)) return { reason: `the dependencies changed; an update needs the same topology`, result: TOPOLOGY };
+  const na = a.nodes();
+  const nb = b.nodes();
+  let changed = false;
+  for (let v = 0; v < na.length; v++) {
+    const c = compareNode(na[v]!, nb[v]!, rules);
+    if (c === 'params') changed = true;
+    else if (c !== null) return c;
+  }
+  return changed ? 'params' : null;
 }
 
 /**
@@ -148,33 +231,58 @@ function compareNode(a: GraphNode, b: GraphNode, rules: UpdateRules): null | 'pa
 export class ExecGraph {
   /** The update rules this executable follows. */
   readonly rules: UpdateRules;
+  /** Whether a relaunch frees the allocations the graph leaves unfreed (see `ExecGraphOptions`). */
+  readonly autoFreeOnLaunch: boolean;
   #nodes: GraphNode[];
-  /** Edge keys `from · n + to`, ascending (the order `ComputeGraph.edges()` gives). */
-  readonly #edges: Float64Array;
+  /** Edge keys (see `edgeKeys`), in the order `ComputeGraph.edgeRecords()` gives. */
+  readonly #edges: EdgeKeys;
   readonly #order: readonly NodeId[];
   #updates = 0;
+  /** Nodes turned off with `setNodeEnabled`. */
+  readonly #disabled = new Set<number>();
+  /** Allocation nodes no free node of the graph frees. */
+  readonly #unfreed: readonly NodeId[];
+  /** Of those, the ones the last launch allocated and nothing has freed yet. */
+  readonly #outstanding = new Set<number>();
+  #launches = 0;
 
   /** Made by `ExecGraph.instantiate` only (`key` proves it; `new ExecGraph()` is refused). */
-  private constructor(key: symbol, graph: ComputeGraph, rules: UpdateRules) {
+  private constructor(key: symbol, graph: ComputeGraph, rules: UpdateRules, autoFreeOnLaunch: boolean) {
     if (key !== CONSTRUCT) throw privateConstructorError('ExecGraph', 'ExecGraph.instantiate(graph)');
     this.rules = rules;
+    this.autoFreeOnLaunch = autoFreeOnLaunch;
     this.#nodes = graph.nodes();
     this.#edges = edgeKeys(graph);
     this.#order = graph.topologicalOrder();
+    const freed = new Set<number>();
+    for (const n of this.#nodes) if (n.kind === 'memFree' && n.alloc !== null) freed.add(n.alloc);
+    this.#unfreed = this.#nodes.filter((n) => n.kind === 'memAlloc' && !freed.has(n.id)).map((n) => n.id);
   }
 
   /**
    * Snapshots `graph` (later changes to it do not reach the executable).
    * @throws GraphError `EmptyGraph` for a graph without nodes (as `cuGraphInstantiate` of an empty
-   *   template is pointless and the upstream refuses it); InvalidArgumentError for bad options.
+   *   template is pointless and the upstream refuses it); GraphError kind `InvalidPlan` (code
+   *   `GRAPH_MEMORY_ORDER`) when a free node is not ordered after the allocation it frees (the
+   *   memory would be freed before it exists); InvalidArgumentError for bad options.
    */
   static instantiate(graph: ComputeGraph, options?: ExecGraphOptions): ExecGraph {
     const OP = 'ExecGraph.instantiate';
     requireGraph(OP, 'graph', graph);
-    const o = requireOptions<ExecGraphOptions>(OP, options, ['rules']);
+    const o = requireOptions<ExecGraphOptions>(OP, options, ['rules', 'autoFreeOnLaunch']);
     const rules = o.rules === undefined ? 'cuda' : requireOneOf(OP, 'rules', o.rules, ['cuda', 'fixed-size'] as const);
+    const autoFree = o.autoFreeOnLaunch === undefined ? false : requireBoolean(OP, 'autoFreeOnLaunch', o.autoFreeOnLaunch);
     if (graph.nodeCount() === 0) throw new GraphError('EmptyGraph', GraphErrorCode.Empty, `${OP}: the graph has no nodes`);
-    return new ExecGraph(CONSTRUCT, graph, rules);
+    for (const n of graph.nodes()) {
+      if (n.kind === 'memFree' && n.alloc !== null && !graph.isReachable(n.alloc, n.id)) {
+        throw new GraphError(
+          'InvalidPlan',
+          GraphErrorCode.MemoryOrder,
+          `${OP}: free node ${n.id} is not ordered after allocation node ${n.alloc} (no path ${n.alloc} → ${n.id}); add an edge so that the memory exists before it is freed`,
+        );
+      }
+    }
+    return new ExecGraph(CONSTRUCT, graph, rules, autoFree);
   }
 
   /** Number of nodes. */
@@ -184,7 +292,7 @@ export class ExecGraph {
 
   /** Number of edges. */
   edgeCount(): number {
-    return this.#edges.length;
+    return this.#edges.pairs.length;
   }
 
   /** The order the nodes were scheduled in at instantiation (a topological order); updates keep it. */
@@ -199,23 +307,113 @@ export class ExecGraph {
 
   /** The executable's record of node `id` (a copy). @throws GraphError `NodeNotFound`. */
   node(id: NodeId): GraphNode {
-    return structuredClone(this.#nodes[this.#id('ExecGraph.node', id)]!);
+    const n = this.#nodes[this.#id('ExecGraph.node', id)]!;
+    // A child graph's graph is read-only, so it is shared; structuredClone would drop its class.
+    return n.kind === 'childGraph' ? { ...n } : structuredClone(n);
   }
 
   /** Whether the executable has the edge `from → to`. @throws GraphError `NodeNotFound`. */
   hasEdge(from: NodeId, to: NodeId): boolean {
     const n = this.#nodes.length;
     const key = this.#id('ExecGraph.hasEdge', from) * n + this.#id('ExecGraph.hasEdge', to);
+    const keys = this.#edges.pairs;
     let lo = 0;
-    let hi = this.#edges.length - 1;
+    let hi = keys.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      const v = this.#edges[mid]!;
+      const v = keys[mid]!;
       if (v === key) return true;
       if (v < key) lo = mid + 1;
       else hi = mid - 1;
     }
     return false;
+  }
+
+  /**
+   * Turns node `id` off or on for later launches (`cuGraphNodeSetEnabled`): a disabled node does
+   * no work, but its dependencies still order the graph. Updates keep the setting.
+   * @throws GraphError `NodeNotFound`; kind `UpdateNotPossible` for a node other than a kernel,
+   *   memset or memcpy (the only kinds CUDA can disable); InvalidArgumentError for a non-boolean.
+   */
+  setNodeEnabled(id: NodeId, enabled: boolean): void {
+    const OP = 'ExecGraph.setNodeEnabled';
+    const v = this.#id(OP, id);
+    const on = requireBoolean(OP, 'enabled', enabled);
+    const kind = this.#nodes[v]!.kind;
+    if (!ENABLE_KINDS.includes(kind)) {
+      throw new GraphError(
+        'UpdateNotPossible',
+        GraphErrorCode.UpdateNotPossible,
+        `${OP}: node ${v} is a '${kind}' node; CUDA enables and disables only kernel, memset and memcpy nodes`,
+      );
+    }
+    if (on) this.#disabled.delete(v);
+    else this.#disabled.add(v);
+  }
+
+  /** Whether node `id` runs when the executable is launched (see `setNodeEnabled`). @throws GraphError `NodeNotFound`. */
+  isNodeEnabled(id: NodeId): boolean {
+    return !this.#disabled.has(this.#id('ExecGraph.isNodeEnabled', id));
+  }
+
+  /** The allocation nodes no free node of the graph frees: their memory outlives each launch, until freed outside the graph. */
+  unfreedAllocations(): NodeId[] {
+    return [...this.#unfreed];
+  }
+
+  /** The allocations the last launch made that nothing has freed yet (see `freeAllocation`), ascending. */
+  outstandingAllocations(): NodeId[] {
+    return [...this.#outstanding].sort((a, b) => a - b) as NodeId[];
+  }
+
+  /** Launches so far. */
+  get launchCount(): number {
+    return this.#launches;
+  }
+
+  /**
+   * A launch, as far as graph memory is concerned: the graph's unfreed allocations are allocated
+   * again, so the last launch's must have been freed (`freeAllocation`), unless the executable frees
+   * them on launch (`autoFreeOnLaunch`).
+   * @throws GraphError kind `InvalidPlan` (code `GRAPH_ALLOCATION_NOT_FREED`) naming the allocation
+   *   still outstanding; nothing changes.
+   */
+  launch(): void {
+    const OP = 'ExecGraph.launch';
+    if (this.#outstanding.size > 0 && !this.autoFreeOnLaunch) {
+      const first = this.outstandingAllocations()[0]!;
+      throw new GraphError(
+        'InvalidPlan',
+        GraphErrorCode.AllocationNotFreed,
+        `${OP}: allocation node ${first}'s memory from the last launch is not freed (${this.#outstanding.size} allocation(s) outstanding); free it first, or instantiate with autoFreeOnLaunch`,
+      );
+    }
+    this.#outstanding.clear();
+    for (const a of this.#unfreed) this.#outstanding.add(a);
+    this.#launches++;
+  }
+
+  /**
+   * Records that allocation node `id`'s memory from the last launch was freed outside the graph
+   * (`cuMemFreeAsync`, or a free node of another graph).
+   * @throws GraphError `NodeNotFound`; kind `InvalidPlan` (code `GRAPH_ALLOCATION_NOT_FREED`) when
+   *   the node has no outstanding allocation (not an allocation node the graph leaves unfreed, not
+   *   launched since, or already freed).
+   */
+  freeAllocation(id: NodeId): void {
+    const OP = 'ExecGraph.freeAllocation';
+    const v = this.#id(OP, id);
+    if (!this.#outstanding.has(v)) {
+      const n = this.#nodes[v]!;
+      const why =
+        n.kind !== 'memAlloc'
+          ? `node ${v} is a '${n.kind}' node, not an allocation node`
+          : !this.#unfreed.includes(v as NodeId)
+            ? `the graph frees node ${v}'s memory itself`
+            : `node ${v}'s memory is not allocated (${this.#launches === 0 ? 'the executable was never launched' : 'it was freed already'})`;
+      throw new GraphError('InvalidPlan', GraphErrorCode.AllocationNotFreed, `${OP}: nothing to free: ${why}`);
+    }
+    this.#outstanding.delete(v);
   }
 
   /**
@@ -244,8 +442,7 @@ export class ExecGraph {
       };
     }
     const edges = edgeKeys(graph);
-    let topologyChanged = edges.length !== this.#edges.length;
-    for (let i = 0; !topologyChanged && i < edges.length; i++) if (edges[i] !== this.#edges[i]) topologyChanged = true;
+    const topologyChanged = !sameKeys(edges, this.#edges);
     const changedParams: NodeId[] = [];
     const nonUpdatable: NonUpdatableChange[] = [];
     for (let v = 0; v < n; v++) {
@@ -256,7 +453,7 @@ export class ExecGraph {
     }
     const first = nonUpdatable[0];
     const reason = topologyChanged
-      ? `the dependencies changed (${this.#edges.length} → ${edges.length} edges, or other edges); an update needs the same topology`
+      ? `the dependencies changed (${this.#edges.pairs.length} → ${edges.pairs.length} edges, or other edges or edge data); an update needs the same topology`
       : first !== undefined
         ? `${nonUpdatable.length} node(s) changed in a way an update cannot take; ${first.reason}`
         : null;
@@ -290,11 +487,16 @@ export class ExecGraph {
   }
 
   /**
-   * Changes one node's parameters (`cuGraphExecKernelNodeSetParams` / `…MemsetNodeSetParams`).
+   * Changes one node's parameters, as the driver's per-node setters do
+   * (`cuGraphExecKernelNodeSetParams`, `…MemsetNodeSetParams`, `…MemcpyNodeSetParams`,
+   * `…HostNodeSetParams`, `…EventRecordNodeSetEvent`, `…EventWaitNodeSetEvent`,
+   * `…ChildGraphNodeSetParams`).
    * @throws GraphError `NodeNotFound`; kind `UpdateNotPossible` when the update targets another kind
-   *   of node or a kind that takes no update; InvalidArgumentError for a field the update does not
-   *   take (`update.gird`) and for bad values (same limits as `addNode`, named `update.grid[0]`).
-   *   A refused update changes nothing and is not counted.
+   *   of node, a kind that takes no update (empty, allocation and free nodes), a copy's size under
+   *   `'fixed-size'` rules, or a child graph of another topology or with changes its nodes cannot
+   *   take (the reason names the child's node); InvalidArgumentError for a field the update does
+   *   not take (`update.gird`) and for bad values (same limits as `addNode`, named
+   *   `update.grid[0]`). A refused update changes nothing and is not counted.
    */
   updateNode(id: NodeId, update: NodeParamUpdate): void {
     const OP = 'ExecGraph.updateNode';
@@ -310,7 +512,7 @@ export class ExecGraph {
     }
     const fields = UPDATE_FIELDS[kind];
     if (fields === undefined) {
-      throw new GraphError('UpdateNotPossible', GraphErrorCode.UpdateNotPossible, `${OP}: '${node.kind}' nodes take no parameter update`);
+      throw new GraphError('UpdateNotPossible', GraphErrorCode.UpdateNotPossible, `${OP}: '${node.kind}' nodes take no parameter update: ${NO_UPDATE[kind]}`);
     }
     // A field the driver call does not take is a mistake, not something to ignore (and count).
     for (const key of Object.keys(u)) {
@@ -318,27 +520,30 @@ export class ExecGraph {
         throw new InvalidArgumentError(OP, `update.${nameText(key)}`, `update.${nameText(key)} is not a field of a '${kind}' update (known: ${fields.join(', ')})`);
       }
     }
-    // Check the new values with the graph's own checks, refusals naming this call: build the node alone.
-    const probe = new GraphStore();
-    let next: GraphNode;
-    if (node.kind === 'kernel') {
-      appendNodeSpec(probe, OP, 'update.', {
-        kind: 'kernel',
-        name: node.name,
-        // A field left out keeps its value; one given (null included) is checked.
-        functionName: u.functionName === undefined ? node.functionName : u.functionName,
-        grid: u.grid === undefined ? node.grid : u.grid,
-        block: u.block === undefined ? node.block : u.block,
-        sharedMem: u.sharedMem === undefined ? node.sharedMem : u.sharedMem,
-      });
-      next = { ...node, ...probe.readNode(0), id: node.id, stream: node.stream, cost: node.cost } as GraphNode;
-    } else {
-      const m = node as Extract<GraphNode, { kind: 'memset' }>;
-      appendNodeSpec(probe, OP, 'update.', { kind: 'memset', sizeBytes: m.sizeBytes, elementSize: m.elementSize, value: u.value });
-      next = { ...m, value: u.value as number };
+    if (!Object.keys(u).some((key) => key !== 'kind' && u[key] !== undefined)) {
+      throw new InvalidArgumentError(OP, 'update', `update changes nothing: give at least one of ${fields.filter((f) => f !== 'kind').join(', ')}`);
     }
+    // The new record, checked with the graph's own checks (refusals naming this call): the node is
+    // rebuilt alone from its fields with the update's in place, then compared as an update would.
+    const next = this.#updated(OP, node, u);
+    const c = compareNode(node, next, this.rules);
+    if (c !== null && c !== 'params') throw new GraphError('UpdateNotPossible', GraphErrorCode.UpdateNotPossible, `${OP}: ${c.reason} (${c.result})`);
     this.#nodes[v] = next;
     this.#updates++;
+  }
+
+  /** `node` with the fields of `u` (already known to be the kind's) in place, checked as `addNode` checks a spec. */
+  #updated(op: string, node: GraphNode, u: Record<string, unknown>): GraphNode {
+    const { id: _id, stream: _stream, cost: _cost, ...fields } = node;
+    const spec: Record<string, unknown> = { ...fields };
+    // A field left out keeps its value; one given (null included) is checked.
+    for (const [key, value] of Object.entries(u)) if (key !== 'kind' && value !== undefined) spec[key] = value;
+    // A kernel's default name is its function's: keep the node's own name.
+    const probe = new GraphStore();
+    appendNodeSpec(probe, op, 'update.', spec);
+    const read = probe.readNode(0);
+    // A child graph's copy is the new one; the node keeps its id, stream and cost.
+    return { ...read, id: node.id, stream: node.stream, cost: node.cost } as GraphNode;
   }
 
   /** `ExecGraph(4 nodes, 4 edges)`. */
@@ -356,11 +561,29 @@ export class ExecGraph {
 }
 
 
-/** The edges as ascending numeric keys `from · n + to` (exact below 2^53). */
-function edgeKeys(graph: ComputeGraph): Float64Array {
+/** An executable's edges: keys `from · n + to`, ascending (exact below 2^53), and each edge's data code. */
+interface EdgeKeys {
+  readonly pairs: Float64Array;
+  readonly codes: Uint8Array;
+}
+
+/** The edges of `graph` as `EdgeKeys`. */
+function edgeKeys(graph: ComputeGraph): EdgeKeys {
   const n = graph.nodeCount();
-  const edges = graph.edges();
-  const keys = new Float64Array(edges.length);
-  for (let i = 0; i < edges.length; i++) keys[i] = edges[i]![0] * n + edges[i]![1];
-  return keys;
+  const edges = graph.edgeRecords();
+  const pairs = new Float64Array(edges.length);
+  const codes = new Uint8Array(edges.length);
+  for (let i = 0; i < edges.length; i++) {
+    const e = edges[i]!;
+    pairs[i] = e.from * n + e.to;
+    codes[i] = edgeCode(e.kind, e.port);
+  }
+  return { pairs, codes };
+}
+
+/** True when two edge sets hold the same edges with the same data. */
+function sameKeys(a: EdgeKeys, b: EdgeKeys): boolean {
+  if (a.pairs.length !== b.pairs.length) return false;
+  for (let i = 0; i < a.pairs.length; i++) if (a.pairs[i] !== b.pairs[i] || a.codes[i] !== b.codes[i]) return false;
+  return true;
 }

@@ -1,27 +1,36 @@
 /**
- * The JSON form of a `ComputeGraph` (schema version 1, documented in docs/model.md):
+ * The JSON form of a `ComputeGraph` (schema version 2, documented in docs/model.md):
  *
  * ```json
- * { "format": "cudagraph.ComputeGraph", "version": 1,
+ * { "format": "cudagraph.ComputeGraph", "version": 2,
  *   "nodes": [ { "id": 0, "kind": "memcpy", "name": "upload", "stream": 0, "cost": 1,
  *                "dir": "HostToDevice", "sizeBytes": 4096 }, … ],
- *   "edges": [ [0, 1], … ] }
+ *   "edges": [ [0, 1], [1, 2, { "kind": "programmatic", "port": "trigger" }], … ] }
  * ```
  *
- * `nodes[i]` is exactly the record `graph.node(i)` returns, so `id` equals the index; `edges` are
- * `[from, to]` pairs sorted by `from`, then `to`.
+ * `nodes[i]` is exactly the record `graph.node(i)` returns, so `id` equals the index; a child
+ * graph node's `graph` is a nested document of the same form. `edges` are sorted by `from`, then
+ * `to`: a pair `[from, to]` for a plain edge, a triple with the edge's data for any other.
+ *
+ * Version 1 (earlier releases) is version 2 without the event, child graph and memory node kinds
+ * and without edge data; this build still reads it.
  */
-import type { GraphNode } from './node.js';
+import type { EdgeData, GraphNode } from './node.js';
 
 /** The `format` tag of a graph document. */
 export const GRAPH_JSON_FORMAT = 'cudagraph.ComputeGraph';
-/** The schema version this build writes (and the only one it reads). */
-export const GRAPH_JSON_VERSION = 1;
+/** The schema version this build writes. */
+export const GRAPH_JSON_VERSION = 2;
+/** The schema versions this build reads. */
+export const GRAPH_JSON_VERSIONS: readonly number[] = [1, 2];
+
+/** An edge of a graph document: `[from, to]` when plain, else with its data. */
+export type GraphJsonEdge = readonly [from: number, to: number] | readonly [from: number, to: number, data: EdgeData];
 
 /** A graph document: what `toJSON()` returns and `ComputeGraph.fromJSON()` reads. */
 export interface ComputeGraphJson {
   readonly format: typeof GRAPH_JSON_FORMAT;
   readonly version: typeof GRAPH_JSON_VERSION;
   readonly nodes: readonly GraphNode[];
-  readonly edges: readonly (readonly [from: number, to: number])[];
+  readonly edges: readonly GraphJsonEdge[];
 }

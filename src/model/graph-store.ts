@@ -20,16 +20,23 @@
  * goes from a newer node to an older one.
  */
 import {
+  KIND_CHILD,
   KIND_EMPTY,
+  KIND_EVENT_RECORD,
+  KIND_EVENT_WAIT,
   KIND_HOST,
   KIND_KERNEL,
+  KIND_MEM_ALLOC,
+  KIND_MEM_FREE,
   KIND_MEMCPY,
   KIND_MEMSET,
   type Dim3Tuple,
   type GraphNode,
 } from './node.js';
 import { decodeMemcpyDir, DIR_P2P, type MemcpyDir } from './memcpy-dir.js';
-import type { NodeId, StreamId } from './ids.js';
+import { PLAIN_EDGE } from './edge-data.js';
+import type { CaptureEvent, NodeId, StreamId } from './ids.js';
+import type { ComputeGraph } from './compute-graph.js';
 
 /**
  * Number of uint32 parameter slots per node, written by the `set*` methods:
@@ -37,7 +44,12 @@ import type { NodeId, StreamId } from './ids.js';
  * - kernel: grid x, block x, sharedMem, function name (interned);
  * - memcpy: direction code, size (low word, high word);
  * - memset: value, size (low word, high word), elementSize;
- * - hostCallback: –, –, –, label (interned).
+ * - hostCallback: –, –, –, label (interned);
+ * - eventRecord, eventWait: event id;
+ * - memAlloc: device, size (low word, high word);
+ * - memFree: the allocation node's id + 1 (0: memory allocated outside the graph).
+ *
+ * A child graph's graph lives in the `children` side map.
  *
  * Four slots, not the nine a full launch configuration takes: nearly every kernel is
  * one-dimensional and nearly every copy is not peer-to-peer, so the rare y/z dimensions and peer
@@ -78,6 +90,12 @@ export class GraphStore {
   dims = new Map<number, readonly number[]>();
   /** A peer-to-peer copy's [srcDevice, dstDevice]. */
   peers = new Map<number, readonly number[]>();
+  /** A child graph node's graph (a read-only copy). */
+  children = new Map<number, ComputeGraph>();
+  /** Allocation node id → the free node of this graph that frees it. */
+  freedBy = new Map<number, number>();
+  /** How deep child graphs nest in this graph: 1 without child graphs, else 1 + the deepest child's. */
+  depth = 1;
   /** Per-node cost; null while every cost is the default 1 (most graphs never set one). */
   cost: Float64Array | null = null;
   /** First edge of the out-list, 0 if none. */
@@ -92,6 +110,8 @@ export class GraphStore {
   to = new Uint32Array(INITIAL_EDGES);
   nextOut = new Uint32Array(INITIAL_EDGES);
   nextIn = new Uint32Array(INITIAL_EDGES);
+  /** Edge number → its data code (edge-data.ts), for the edges that are not plain. */
+  edgeCodes = new Map<number, number>();
 
   // Interned strings.
   strings: string[] = [];
@@ -222,6 +242,34 @@ export class GraphStore {
     this.param[id * PARAM_STRIDE + TEXT] = label;
   }
 
+  /** Sets event node `id`'s event. */
+  setEvent(id: number, event: number): void {
+    this.param[id * PARAM_STRIDE] = event;
+  }
+
+  /** Sets allocation node `id`'s parameters. */
+  setMemAlloc(id: number, sizeBytes: number, device: number): void {
+    this.param[id * PARAM_STRIDE] = device;
+    this.setSize(id, sizeBytes);
+  }
+
+  /** Sets free node `id`'s allocation (−1: memory allocated outside the graph). */
+  setMemFree(id: number, alloc: number): void {
+    this.param[id * PARAM_STRIDE] = alloc + 1;
+    if (alloc >= 0) this.freedBy.set(alloc, id);
+  }
+
+  /** Sets child graph node `id`'s graph (a read-only copy) and how deep it nests. */
+  setChild(id: number, graph: ComputeGraph, depth: number): void {
+    this.children.set(id, graph);
+    this.depth = Math.max(this.depth, depth + 1);
+  }
+
+  /** The allocation node free node `id` frees, or −1 for memory allocated outside the graph. */
+  allocOf(id: number): number {
+    return this.param[id * PARAM_STRIDE]! - 1;
+  }
+
   private setSize(id: number, size: number): void {
     const p = id * PARAM_STRIDE + SIZE_LO;
     this.param[p] = size % TWO_32;
@@ -271,6 +319,7 @@ export class GraphStore {
    */
   popEdge(): void {
     const e = this.m;
+    this.edgeCodes.delete(e);
     this.firstOut[this.from[e]!] = this.nextOut[e]!;
     this.firstIn[this.to[e]!] = this.nextIn[e]!;
     this.m = e - 1;
@@ -282,14 +331,32 @@ export class GraphStore {
    * either ends, so the cost is the smaller degree without keeping degree counts.
    */
   hasEdge(u: number, v: number): boolean {
+    return this.findEdge(u, v) !== 0;
+  }
+
+  /** The number of the edge u → v, or 0 if there is none (cost: the smaller degree, as `hasEdge`). */
+  findEdge(u: number, v: number): number {
     let a = this.firstOut[u]!;
     let b = this.firstIn[v]!;
     while (a !== 0 && b !== 0) {
-      if (this.to[a] === v || this.from[b] === u) return true;
+      if (this.to[a] === v) return a;
+      if (this.from[b] === u) return b;
       a = this.nextOut[a]!;
       b = this.nextIn[b]!;
     }
-    return false;
+    return 0;
+  }
+
+  /** The data code of edge number `e` (edge-data.ts). */
+  edgeCodeOf(e: number): number {
+    return this.edgeCodes.size === 0 ? PLAIN_EDGE : (this.edgeCodes.get(e) ?? PLAIN_EDGE);
+  }
+
+  /** Sets the data code of edge number `e`. */
+  setEdgeCode(e: number, code: number): void {
+    if (code === PLAIN_EDGE) this.edgeCodes.delete(e);
+    else this.edgeCodes.set(e, code);
+    this.version++;
   }
 
   /** Successor ids of `u`, ascending (into `out`, which is cleared first). */
@@ -344,6 +411,16 @@ export class GraphStore {
         return { id: nid, kind: 'memset', name, stream, cost, sizeBytes: this.sizeOf(id), value: q[p]!, elementSize: q[p + 3]! as 1 | 2 | 4 };
       case KIND_HOST:
         return { id: nid, kind: 'hostCallback', name, stream, cost, label: this.strings[q[p + TEXT]!]! };
+      case KIND_EVENT_RECORD:
+        return { id: nid, kind: 'eventRecord', name, stream, cost, event: q[p]! as CaptureEvent };
+      case KIND_EVENT_WAIT:
+        return { id: nid, kind: 'eventWait', name, stream, cost, event: q[p]! as CaptureEvent };
+      case KIND_CHILD:
+        return { id: nid, kind: 'childGraph', name, stream, cost, graph: this.children.get(id)! };
+      case KIND_MEM_ALLOC:
+        return { id: nid, kind: 'memAlloc', name, stream, cost, sizeBytes: this.sizeOf(id), device: q[p]! };
+      case KIND_MEM_FREE:
+        return { id: nid, kind: 'memFree', name, stream, cost, alloc: q[p] === 0 ? null : ((q[p]! - 1) as NodeId) };
       case KIND_EMPTY:
       default:
         return { id: nid, kind: 'empty', name, stream, cost };
@@ -355,6 +432,38 @@ export class GraphStore {
     if (code !== DIR_P2P) return decodeMemcpyDir(code, 0, 0);
     const d = this.peers.get(id)!;
     return decodeMemcpyDir(code, d[0]!, d[1]!);
+  }
+
+  /** A copy of the store that shares nothing changeable with it (child graphs are read-only, so they are shared). */
+  clone(): GraphStore {
+    const c = new GraphStore();
+    c.n = this.n;
+    c.m = this.m;
+    c.kind = this.kind.slice();
+    c.slot = this.slot.slice();
+    c.name = this.name.slice();
+    c.param = this.param.slice();
+    c.dims = new Map(this.dims);
+    c.peers = new Map(this.peers);
+    c.children = new Map(this.children);
+    c.freedBy = new Map(this.freedBy);
+    c.depth = this.depth;
+    c.cost = this.cost === null ? null : this.cost.slice();
+    c.firstOut = this.firstOut.slice();
+    c.firstIn = this.firstIn.slice();
+    c.ord = this.ord === null ? null : this.ord.slice();
+    c.from = this.from.slice();
+    c.to = this.to.slice();
+    c.nextOut = this.nextOut.slice();
+    c.nextIn = this.nextIn.slice();
+    c.edgeCodes = new Map(this.edgeCodes);
+    c.strings = this.strings.slice();
+    c.stringIndex = new Map(this.stringIndex);
+    for (let s = 0; s < this.streamIds.length; s++) {
+      c.streamSlot(this.streamIds[s]!);
+      c.slotCount[s] = this.slotCount[s]!;
+    }
+    return c;
   }
 
   /**

@@ -13,6 +13,11 @@ export type {
   MemsetNode,
   HostCallbackNode,
   EmptyNode,
+  EventRecordNode,
+  EventWaitNode,
+  ChildGraphNode,
+  MemAllocNode,
+  MemFreeNode,
   GraphNode,
   NodeSpecBase,
   KernelNodeSpec,
@@ -20,7 +25,17 @@ export type {
   MemsetNodeSpec,
   HostCallbackNodeSpec,
   EmptyNodeSpec,
+  EventRecordNodeSpec,
+  EventWaitNodeSpec,
+  ChildGraphNodeSpec,
+  MemAllocNodeSpec,
+  MemFreeNodeSpec,
   NodeSpec,
+  EdgeKind,
+  EdgePort,
+  EdgeData,
+  GraphEdge,
+  EdgeSpec,
 } from './node.js';
 export {
   ComputeGraph,
@@ -33,7 +48,7 @@ export {
 } from './compute-graph.js';
 export { StreamCapture, type EndCaptureOptions, type StreamCaptureOptions, type CaptureSemantics } from './stream-capture.js';
 export type { DotOptions } from './dot.js';
-export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, type ComputeGraphJson } from './graph-json.js';
+export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, GRAPH_JSON_VERSIONS, type ComputeGraphJson, type GraphJsonEdge } from './graph-json.js';
 export {
   ExecGraph,
   type ExecGraphDiff,

@@ -20,13 +20,21 @@ import {
   BLOCK_Z_MAX,
   GRID_X_MAX,
   GRID_YZ_MAX,
+  KIND_CHILD,
   KIND_EMPTY,
+  KIND_EVENT_RECORD,
+  KIND_EVENT_WAIT,
   KIND_HOST,
   KIND_KERNEL,
+  KIND_MEM_ALLOC,
+  KIND_MEM_FREE,
   KIND_MEMCPY,
   KIND_MEMSET,
+  MAX_GRAPH_DEPTH,
   NODE_KINDS,
+  type NodeKind,
 } from './node.js';
+import { childReaders, type ChildSnapshot } from './child-graphs.js';
 import type { GraphStore } from './graph-store.js';
 
 const COMMON = ['kind', 'name', 'stream', 'cost'];
@@ -36,6 +44,11 @@ const KEYS: Record<string, readonly string[]> = {
   memset: [...COMMON, 'sizeBytes', 'value', 'elementSize'],
   hostCallback: [...COMMON, 'label'],
   empty: COMMON,
+  eventRecord: [...COMMON, 'event'],
+  eventWait: [...COMMON, 'event'],
+  childGraph: [...COMMON, 'graph'],
+  memAlloc: [...COMMON, 'sizeBytes', 'device'],
+  memFree: [...COMMON, 'alloc'],
 };
 const GRID_MAX = [GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX];
 const BLOCK_MAX = [BLOCK_XY_MAX, BLOCK_XY_MAX, BLOCK_Z_MAX];
@@ -73,24 +86,31 @@ export function checkBlockThreads(op: string, name: string, x: number, y: number
 // Scratch space for a checked spec, so checking allocates nothing per node (fromJSON reads millions).
 const scratch = { params: [0, 0, 0, 0, 0, 0], dir: [0, 0] };
 
+/** Where a spec comes from: a call (`addNode` and the calls built on it) or a graph document at some depth. */
+export interface SpecSource {
+  /** The kinds this source may hold (a version 1 document knows fewer). */
+  readonly kinds: readonly NodeKind[];
+  /** A key allowed besides the spec's own (`id` in documents), or null. */
+  readonly extraKey: string | null;
+  /** The document's depth (1: the outer document) when reading one, or null for a call, whose child graph is a `ComputeGraph`. */
+  readonly documentDepth: number | null;
+}
+
+/** Specs given to a call. */
+export const FROM_CALL: SpecSource = { kinds: NODE_KINDS, extraKey: null, documentDepth: null };
+
 /**
  * Checks `spec` completely, then appends it to `store` and returns the new id. On a refusal it
- * throws `InvalidArgumentError` (op 'op', parameter 'field') before touching the store.
- * `extraKey` is a key allowed besides the spec's own (`id` in JSON documents).
+ * throws `InvalidArgumentError` (op 'op', parameter 'field') before touching the store; a nested
+ * document's refusal is the `GraphError` its reader throws.
  */
-export function appendNodeSpec(
-  store: GraphStore,
-  op: string,
-  prefix: string,
-  spec: unknown,
-  extraKey: string | null = null,
-): number {
+export function appendNodeSpec(store: GraphStore, op: string, prefix: string, spec: unknown, source: SpecSource = FROM_CALL): number {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
     const whole = prefix.endsWith('.') ? prefix.slice(0, -1) : prefix;
     throw new InvalidArgumentError(op, whole, `${whole} must be an object, got ${describe(spec)}`);
   }
   try {
-    return appendChecked(store, op, spec as Record<string, unknown>, extraKey);
+    return appendChecked(store, op, prefix, spec as Record<string, unknown>, source);
   } catch (e) {
     // Field names are prefixed only on failure: building `nodes[i].grid` strings for every field
     // of every node would dominate the cost of reading a large document.
@@ -101,16 +121,15 @@ export function appendNodeSpec(
   }
 }
 
-function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>, extraKey: string | null): number {
-  const kindName = requireOneOf(op, 'kind', s.kind, NODE_KINDS);
+function appendChecked(store: GraphStore, op: string, prefix: string, s: Record<string, unknown>, source: SpecSource): number {
+  const kindName = requireOneOf(op, 'kind', s.kind, source.kinds);
   const known = KEY_SETS.get(kindName)!;
   for (const key in s) {
-    if (!known.has(key) && key !== extraKey) {
+    if (!known.has(key) && key !== source.extraKey) {
       throw new InvalidArgumentError(op, key, `${nameText(key)} is not a field of '${kindName}' nodes (known: ${KEYS[kindName]!.join(', ')})`);
     }
   }
   const stream = s.stream === undefined || s.stream === null ? null : requireU32(op, 'stream', s.stream);
-  const cost = s.cost === undefined ? 1 : requireNonNegativeFinite(op, 'cost', s.cost);
   const p = scratch.params;
   let kind: number;
   let text: string | null = null;
@@ -119,6 +138,8 @@ function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>
   let value = 0;
   let elementSize = 1;
   let sharedMem = 0;
+  let alloc = -1;
+  let child: ChildSnapshot | null = null;
   let defaultName: string = kindName;
   switch (kindName) {
     case 'kernel': {
@@ -153,10 +174,34 @@ function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>
       defaultName = text;
       break;
     }
+    case 'eventRecord':
+    case 'eventWait': {
+      kind = kindName === 'eventRecord' ? KIND_EVENT_RECORD : KIND_EVENT_WAIT;
+      value = requireU32(op, 'event', s.event);
+      break;
+    }
+    case 'childGraph': {
+      kind = KIND_CHILD;
+      child = readChild(op, prefix, s.graph, source);
+      break;
+    }
+    case 'memAlloc': {
+      kind = KIND_MEM_ALLOC;
+      size = requireSize(op, 'sizeBytes', s.sizeBytes);
+      if (size === 0) throw new InvalidArgumentError(op, 'sizeBytes', 'sizeBytes must be at least 1 (CUDA allocates no empty graph memory), got 0');
+      value = s.device === undefined ? 0 : requireU32(op, 'device', s.device);
+      break;
+    }
+    case 'memFree': {
+      kind = KIND_MEM_FREE;
+      alloc = s.alloc === undefined || s.alloc === null ? -1 : checkAlloc(store, op, s.alloc);
+      break;
+    }
     default:
       kind = KIND_EMPTY;
   }
   const name = s.name === undefined ? defaultName : requireName(op, 'name', s.name);
+  const cost = s.cost === undefined ? (child === null ? 1 : child.cost) : requireNonNegativeFinite(op, 'cost', s.cost);
 
   // Everything is checked: from here on nothing throws.
   const id = store.appendNode(kind, stream === null ? -1 : store.streamSlot(stream), store.intern(name));
@@ -173,9 +218,56 @@ function appendChecked(store: GraphStore, op: string, s: Record<string, unknown>
     case KIND_HOST:
       store.setHost(id, store.intern(text!));
       break;
+    case KIND_EVENT_RECORD:
+    case KIND_EVENT_WAIT:
+      store.setEvent(id, value);
+      break;
+    case KIND_CHILD:
+      store.setChild(id, child!.graph, child!.depth);
+      break;
+    case KIND_MEM_ALLOC:
+      store.setMemAlloc(id, size, value);
+      break;
+    case KIND_MEM_FREE:
+      store.setMemFree(id, alloc);
+      break;
   }
   store.setCost(id, cost);
   return id;
+}
+
+/** A child graph: copied from a `ComputeGraph` (a call) or read from a nested document, within CUDA's rules. */
+function readChild(op: string, prefix: string, value: unknown, source: SpecSource): ChildSnapshot {
+  const depth = source.documentDepth;
+  if (depth !== null && depth >= MAX_GRAPH_DEPTH) {
+    throw new InvalidArgumentError(op, 'graph', `graph nests child graphs more than ${MAX_GRAPH_DEPTH} deep`);
+  }
+  const child = depth === null ? childReaders().copy(op, 'graph', value) : childReaders().read(op, `${prefix}graph.`, value, depth + 1);
+  if (child.depth >= MAX_GRAPH_DEPTH) {
+    throw new InvalidArgumentError(op, 'graph', `graph nests child graphs ${child.depth} deep; a child may nest at most ${MAX_GRAPH_DEPTH - 1} deep`);
+  }
+  if (child.memoryNode !== null) {
+    throw new InvalidArgumentError(
+      op,
+      'graph',
+      `graph holds a '${child.memoryNode.kind}' node (node ${child.memoryNode.id}); CUDA does not allow allocation or free nodes in a child graph`,
+    );
+  }
+  return child;
+}
+
+/** The allocation node a free node names: a `memAlloc` node of this graph that no free node frees yet. */
+function checkAlloc(store: GraphStore, op: string, value: unknown): number {
+  const a = requireU32(op, 'alloc', value);
+  if (a >= store.n) throw new InvalidArgumentError(op, 'alloc', `alloc names node ${a}, but the graph has ${store.n} node(s)`);
+  if (store.kind[a] !== KIND_MEM_ALLOC) {
+    throw new InvalidArgumentError(op, 'alloc', `alloc must name a 'memAlloc' node, but node ${a} is a '${NODE_KINDS[store.kind[a]!]}' node`);
+  }
+  const other = store.freedBy.get(a);
+  if (other !== undefined) {
+    throw new InvalidArgumentError(op, 'alloc', `node ${a}'s allocation is already freed by node ${other}; CUDA refuses to free an allocation twice in one graph`);
+  }
+  return a;
 }
 
 function requireOneOfNumber<T extends number>(op: string, name: string, value: unknown, allowed: readonly T[]): T {

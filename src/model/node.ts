@@ -9,18 +9,49 @@
  * - `'memset'`: a fill (`sizeBytes`, `value`, `elementSize` 1, 2 or 4 bytes);
  * - `'hostCallback'`: a host function (`label`);
  * - `'empty'`: no work, only dependencies: CUDA's empty node, used as a barrier or join point in
- *   graphs built by hand and in graphs read back from the driver.
+ *   graphs built by hand and in graphs read back from the driver;
+ * - `'eventRecord'` / `'eventWait'`: records or waits on an event (`event`), CUDA's event record
+ *   and event wait nodes: how a graph signals work outside it, or waits for it;
+ * - `'childGraph'`: a whole graph run as one node (`graph`, a read-only copy taken when the node
+ *   was added, as `cuGraphAddChildGraphNode` clones its child);
+ * - `'memAlloc'` / `'memFree'`: graph memory, CUDA's allocation node (`sizeBytes` on `device`) and
+ *   free node (`alloc`: the allocation node it frees, or null for memory allocated outside the graph).
  *
- * Events are not nodes: in a capture they only carry dependencies between streams.
+ * In a capture, events between capturing streams are not nodes: they only carry dependencies.
  */
 import type { MemcpyDir } from './memcpy-dir.js';
-import type { NodeId, StreamId } from './ids.js';
+import type { CaptureEvent, NodeId, StreamId } from './ids.js';
+import type { ComputeGraph } from './compute-graph.js';
 
 /** The kinds of node, as the strings used in records, specs and JSON. */
-export type NodeKind = 'kernel' | 'memcpy' | 'memset' | 'hostCallback' | 'empty';
+export type NodeKind =
+  | 'kernel'
+  | 'memcpy'
+  | 'memset'
+  | 'hostCallback'
+  | 'empty'
+  | 'eventRecord'
+  | 'eventWait'
+  | 'childGraph'
+  | 'memAlloc'
+  | 'memFree';
 
 /** Every node kind, in the order of their storage codes. */
-export const NODE_KINDS: readonly NodeKind[] = ['kernel', 'memcpy', 'memset', 'hostCallback', 'empty'];
+export const NODE_KINDS: readonly NodeKind[] = [
+  'kernel',
+  'memcpy',
+  'memset',
+  'hostCallback',
+  'empty',
+  'eventRecord',
+  'eventWait',
+  'childGraph',
+  'memAlloc',
+  'memFree',
+];
+
+/** The kinds the first graph document format (version 1) knows. */
+export const NODE_KINDS_V1: readonly NodeKind[] = ['kernel', 'memcpy', 'memset', 'hostCallback', 'empty'];
 
 /** Storage code of `'kernel'` (a kind is its index in NODE_KINDS, kept in a Uint8Array column). */
 export const KIND_KERNEL = 0;
@@ -32,6 +63,19 @@ export const KIND_MEMSET = 2;
 export const KIND_HOST = 3;
 /** Storage code of `'empty'`. */
 export const KIND_EMPTY = 4;
+/** Storage code of `'eventRecord'`. */
+export const KIND_EVENT_RECORD = 5;
+/** Storage code of `'eventWait'`. */
+export const KIND_EVENT_WAIT = 6;
+/** Storage code of `'childGraph'`. */
+export const KIND_CHILD = 7;
+/** Storage code of `'memAlloc'`. */
+export const KIND_MEM_ALLOC = 8;
+/** Storage code of `'memFree'`. */
+export const KIND_MEM_FREE = 9;
+
+/** How deep child graphs may nest (a graph holding a child holding a child … is this many levels). */
+export const MAX_GRAPH_DEPTH = 64;
 
 /**
  * A launch dimension as a node record holds it: always [x, y, z]. (Named apart from the object
@@ -90,8 +134,52 @@ export interface EmptyNode extends NodeBase {
   readonly kind: 'empty';
 }
 
+/** Records an event: work waiting on the event (in this graph or outside it) waits for this node's predecessors. */
+export interface EventRecordNode extends NodeBase {
+  readonly kind: 'eventRecord';
+  readonly event: CaptureEvent;
+}
+
+/** Waits on an event: the node's successors run after the event's last record. */
+export interface EventWaitNode extends NodeBase {
+  readonly kind: 'eventWait';
+  readonly event: CaptureEvent;
+}
+
+/**
+ * A child graph: `graph` runs as one node. It is a read-only copy, taken when the node was added
+ * (changing it is refused; `graph.clone()` gives an editable copy).
+ */
+export interface ChildGraphNode extends NodeBase {
+  readonly kind: 'childGraph';
+  readonly graph: ComputeGraph;
+}
+
+/** Allocates `sizeBytes` of graph memory on `device`; the memory is valid from this node on. */
+export interface MemAllocNode extends NodeBase {
+  readonly kind: 'memAlloc';
+  readonly sizeBytes: number;
+  readonly device: number;
+}
+
+/** Frees graph memory: the allocation of node `alloc`, or (`null`) memory allocated outside this graph. */
+export interface MemFreeNode extends NodeBase {
+  readonly kind: 'memFree';
+  readonly alloc: NodeId | null;
+}
+
 /** A node record; switch on `kind` to reach the kind's fields. */
-export type GraphNode = KernelNode | MemcpyNode | MemsetNode | HostCallbackNode | EmptyNode;
+export type GraphNode =
+  | KernelNode
+  | MemcpyNode
+  | MemsetNode
+  | HostCallbackNode
+  | EmptyNode
+  | EventRecordNode
+  | EventWaitNode
+  | ChildGraphNode
+  | MemAllocNode
+  | MemFreeNode;
 
 /** Fields every spec may give. */
 export interface NodeSpecBase {
@@ -145,8 +233,90 @@ export interface EmptyNodeSpec extends NodeSpecBase {
   readonly kind: 'empty';
 }
 
+/** An event record node; `event` is an integer in 0..2^32−1. */
+export interface EventRecordNodeSpec extends NodeSpecBase {
+  readonly kind: 'eventRecord';
+  readonly event: number;
+}
+
+/** An event wait node; `event` is an integer in 0..2^32−1. */
+export interface EventWaitNodeSpec extends NodeSpecBase {
+  readonly kind: 'eventWait';
+  readonly event: number;
+}
+
+/**
+ * A child graph node. `graph` is copied (later changes to it do not reach this node). As CUDA
+ * does, a graph holding allocation or free nodes cannot be a child. The default `cost` is the
+ * child's critical path (by its own nodes' costs), so schedules see the child's length.
+ */
+export interface ChildGraphNodeSpec extends NodeSpecBase {
+  readonly kind: 'childGraph';
+  readonly graph: ComputeGraph;
+}
+
+/** An allocation node: `sizeBytes` an integer ≥ 1; `device` (default 0) an integer in 0..2^32−1. */
+export interface MemAllocNodeSpec extends NodeSpecBase {
+  readonly kind: 'memAlloc';
+  readonly sizeBytes: number;
+  readonly device?: number;
+}
+
+/**
+ * A free node. `alloc` names a `memAlloc` node of the same graph that no other free node frees
+ * (CUDA refuses to free an allocation twice in one graph), or is null (the default) for memory a
+ * graph or stream outside this graph allocated.
+ */
+export interface MemFreeNodeSpec extends NodeSpecBase {
+  readonly kind: 'memFree';
+  readonly alloc?: NodeId | null;
+}
+
 /** What `ComputeGraph.addNode` takes. */
-export type NodeSpec = KernelNodeSpec | MemcpyNodeSpec | MemsetNodeSpec | HostCallbackNodeSpec | EmptyNodeSpec;
+export type NodeSpec =
+  | KernelNodeSpec
+  | MemcpyNodeSpec
+  | MemsetNodeSpec
+  | HostCallbackNodeSpec
+  | EmptyNodeSpec
+  | EventRecordNodeSpec
+  | EventWaitNodeSpec
+  | ChildGraphNodeSpec
+  | MemAllocNodeSpec
+  | MemFreeNodeSpec;
+
+/** Whether an edge is an ordinary dependency or a programmatic one (CUDA's `CUgraphDependencyType`). */
+export type EdgeKind = 'plain' | 'programmatic';
+
+/**
+ * When an edge fires, from its upstream node (CUDA's `from_port`): `'completion'` when the node
+ * has finished (with its memory visible downstream), `'trigger'` when every block of the upstream
+ * kernel has triggered (`cudaTriggerProgrammaticLaunchCompletion`) or exited, `'launchOrder'` when
+ * every block of the upstream kernel has begun.
+ */
+export type EdgePort = 'completion' | 'trigger' | 'launchOrder';
+
+/**
+ * An edge's data (CUDA's `CUgraphEdgeData`). The rules are CUDA's: a port other than
+ * `'completion'` leaves a kernel node; a programmatic edge joins two kernel nodes and leaves by
+ * `'trigger'` or `'launchOrder'`; `'trigger'` is only for programmatic edges.
+ */
+export interface EdgeData {
+  readonly kind: EdgeKind;
+  readonly port: EdgePort;
+}
+
+/** An edge and its data, as `ComputeGraph.edgeRecords()` lists them. */
+export interface GraphEdge extends EdgeData {
+  readonly from: NodeId;
+  readonly to: NodeId;
+}
+
+/** What `addEdge` takes for an edge's data: `kind` defaults to 'plain', `port` to the kind's usual port ('completion' / 'trigger'). */
+export interface EdgeSpec {
+  readonly kind?: EdgeKind;
+  readonly port?: EdgePort;
+}
 
 /** CUDA's largest grid x dimension (2^31 − 1; the launch limits are the same on every compute capability since 3.0). */
 export const GRID_X_MAX = 0x7fff_ffff;

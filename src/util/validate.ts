@@ -83,16 +83,17 @@ export function requireBoolean(op: string, name: string, value: unknown): boolea
 }
 
 /** A plain options object (or undefined, which becomes `{}`); refuses keys the caller does not know. */
-export function requireOptions<T extends object>(op: string, value: unknown, known: readonly string[]): Partial<T> {
+export function requireOptions<T extends object>(op: string, value: unknown, known: readonly string[], name = 'options'): Partial<T> {
   if (value === undefined) return {};
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new InvalidArgumentError(op, 'options', `options must be an object, got ${describe(value)}`);
+    throw new InvalidArgumentError(op, name, `${name} must be an object, got ${describe(value)}`);
   }
   for (const key of Object.keys(value)) {
     if (!known.includes(key)) {
       // The key is the caller's text: quoted bounded, so a huge or multi-line key cannot flood the message.
       const shown = JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}…` : key).slice(1, -1);
-      throw new InvalidArgumentError(op, 'options', `unknown option '${shown}' (known: ${known.length ? known.join(', ') : 'none'})`);
+      const what = name === 'options' ? 'option' : `field of ${name}`;
+      throw new InvalidArgumentError(op, name, `unknown ${what} '${shown}' (known: ${known.length ? known.join(', ') : 'none'})`);
     }
   }
   return value as Partial<T>;

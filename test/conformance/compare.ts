@@ -31,6 +31,17 @@ export function signature(n: GraphNode): string {
       return `host ${n.label}`;
     case 'empty':
       return `empty ${n.name}`;
+    case 'eventRecord':
+      return `eventRecord ${n.event}`;
+    case 'eventWait':
+      return `eventWait ${n.event}`;
+    case 'childGraph':
+      // A child is compared by its own nodes, in order (ids inside it are the child's creation order).
+      return `child [${n.graph.nodes().map(signature).join('; ')}]`;
+    case 'memAlloc':
+      return `memAlloc ${n.sizeBytes} on ${n.device}`;
+    case 'memFree':
+      return `memFree ${n.alloc === null ? 'outside' : 'inside'}`;
   }
 }
 

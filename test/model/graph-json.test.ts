@@ -95,7 +95,7 @@ test('fromJSON refuses bad documents with GRAPH_JSON_INVALID naming the bad fiel
     [[], /the document must be an object/],
     [mutate((d) => (d.format = 'other')), /format must be 'cudagraph.ComputeGraph', got "other"/],
     [mutate((d) => delete d.format), /format must be/],
-    [mutate((d) => (d.version = 2)), /version must be 1 .* got 2/],
+    [mutate((d) => (d.version = 3)), /version must be 1 or 2 .* got 3/],
     [mutate((d) => (d.extra = 1)), /unknown field 'extra'/],
     [mutate((d) => (d.nodes = {} as never)), /nodes must be an array/],
     [mutate((d) => (d.edges = 'x' as never)), /edges must be an array, got "x"/],

@@ -96,7 +96,7 @@ test('ExecGraph: unknown update fields are refused and not counted; refusals nam
   refused(() => e.updateNode(k, { kind: 'kernel', block: [1024, 2, 1] }), InvalidArgumentError, 'ExecGraph.updateNode', /update\.block has 1024·2·1 = 2048 threads/);
   refused(() => e.updateNode(k, { kind: 'kernel', functionName: null } as never), InvalidArgumentError, 'ExecGraph.updateNode', /update\.functionName/);
   refused(() => e.updateNode(m, { kind: 'memset', value: 256 }), InvalidArgumentError, 'ExecGraph.updateNode', /update\.value must be an integer in 0\.\.255/);
-  refused(() => e.updateNode(m, { kind: 'memset' } as never), InvalidArgumentError, 'ExecGraph.updateNode', /update\.value/);
+  refused(() => e.updateNode(m, { kind: 'memset' } as never), InvalidArgumentError, 'ExecGraph.updateNode', /update changes nothing: give at least one of value/);
   refused(() => e.updateNode(k, { kind: 'bogus' } as never), InvalidArgumentError, 'ExecGraph.updateNode', /update\.kind must be one of/);
   refused(() => e.updateNode(k, [] as never), InvalidArgumentError, 'ExecGraph.updateNode', /update must be an object/);
   refused(() => e.updateNode(k, { kind: 'memset', value: 1 }), GraphError, 'ExecGraph.updateNode', /node 0 is a 'kernel' node but the update targets 'memset'/);

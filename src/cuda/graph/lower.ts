@@ -116,6 +116,9 @@ export class LoweredGraph {
   }
 }
 
+/** The node kinds `lowerGraph` builds. */
+const LOWERED_KINDS: readonly GraphNode['kind'][] = ['kernel', 'memcpy', 'memset', 'hostCallback', 'empty'];
+
 /** Describes a node for messages: `node 3 (kernel 'scale')`. */
 function what(n: GraphNode): string {
   return `node ${n.id} (${n.kind} '${n.name}')`;
@@ -210,6 +213,18 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
     }
   };
 
+  // What this build cannot lower is refused before any driver work, so a refusal leaves nothing behind.
+  for (const n of nodes) {
+    if (!LOWERED_KINDS.includes(n.kind)) {
+      fail(n, `lowering '${n.kind}' nodes is not supported by this build (it lowers ${LOWERED_KINDS.join(', ')} nodes)`);
+    }
+  }
+  for (const e of graph.edgeRecords()) {
+    if (e.kind !== 'plain' || e.port !== 'completion') {
+      fail(nodes[e.to]!, `its edge from node ${e.from} is ${e.kind} (port ${e.port}); this build lowers plain edges only`);
+    }
+  }
+
   makeCurrent(OP, device.context);
   const handle = gr.graphCreate(OP);
   const handles = new BigUint64Array(nodes.length);
@@ -286,6 +301,9 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
         case 'empty':
           handles[n.id] = gb.addEmptyNode(OP, handle);
           break;
+        default:
+          // Refused before any driver work (see LOWERED_KINDS above); kept so the switch covers every kind.
+          return fail(n, `lowering '${n.kind}' nodes is not supported`);
       }
     }
     const edges = graph.edges();
