@@ -50,7 +50,11 @@ export function readEdgeSpec(op: string, name: string, spec: unknown): number {
     throw new InvalidArgumentError(op, `${name}.port`, `${name}.port 'trigger' is only for programmatic edges (CUDA's CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC), got kind ${describe(kind)}`);
   }
   if (kind === 'programmatic' && port === 'completion') {
-    throw new InvalidArgumentError(op, `${name}.port`, `a programmatic edge leaves by 'trigger' or 'launchOrder', not 'completion' (CUDA's rule for CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC)`);
+    throw new InvalidArgumentError(
+      op,
+      `${name}.port`,
+      `${name}.port must be 'trigger' or 'launchOrder' for a programmatic edge, got 'completion' (CUDA's rule for CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC)`,
+    );
   }
   return edgeCode(kind, port);
 }

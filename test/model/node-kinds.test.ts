@@ -1,0 +1,302 @@
+/**
+ * The node kinds beyond kernel, copy, fill, host and empty (event record and wait, child graph,
+ * graph memory allocation and free) and edge data (programmatic edges, ports): building, CUDA's
+ * rules, queries, copies, JSON (version 2, and version 1 still loading) and the pictures.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ComputeGraph, GraphError, InvalidArgumentError, NodeId, GRAPH_JSON_VERSION, type GraphNode } from '../../src/index.js';
+import { toMermaid } from '../../src/cli/mermaid.js';
+
+/** Asserts `fn` throws `type` with a message starting with `op` and matching `re`. */
+function refused(fn: () => unknown, type: new (...a: never[]) => Error, op: string, re: RegExp): Error {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (e) {
+    caught = e;
+  }
+  assert.ok(caught instanceof type, `expected ${type.name}, got ${String(caught)}`);
+  const e = caught as Error;
+  assert.ok(e.message.startsWith(`${op}: `), `message starts with the call: ${e.message}`);
+  assert.match(e.message, re);
+  return e;
+}
+
+const codeOf = (e: Error): string => (e as GraphError).code;
+
+/** A kernel → kernel chain and a child graph of two kernels. */
+function sample(): { g: ComputeGraph; child: ComputeGraph } {
+  const child = new ComputeGraph();
+  const c0 = child.addNode({ kind: 'kernel', functionName: 'a', grid: 1, block: 32, cost: 3 });
+  const c1 = child.addNode({ kind: 'kernel', functionName: 'b', grid: 1, block: 32, cost: 4 });
+  child.addEdge(c0, c1, { kind: 'programmatic' });
+  const g = new ComputeGraph();
+  const alloc = g.addNode({ kind: 'memAlloc', sizeBytes: 4096, device: 0 });
+  const rec = g.addNode({ kind: 'eventRecord', event: 7 });
+  const sub = g.addNode({ kind: 'childGraph', graph: child, name: 'body' });
+  const wait = g.addNode({ kind: 'eventWait', event: 7 });
+  const free = g.addNode({ kind: 'memFree', alloc });
+  g.addEdges([
+    [alloc, rec],
+    [rec, sub],
+    [sub, wait],
+    [wait, free],
+  ]);
+  return { g, child };
+}
+
+test('each new kind is built and read back with its fields and defaults', () => {
+  const { g } = sample();
+  const [alloc, rec, sub, wait, free] = g.nodes() as [GraphNode, GraphNode, GraphNode, GraphNode, GraphNode];
+  assert.deepEqual(alloc, { id: 0, kind: 'memAlloc', name: 'memAlloc', stream: null, cost: 1, sizeBytes: 4096, device: 0 });
+  assert.deepEqual(rec, { id: 1, kind: 'eventRecord', name: 'eventRecord', stream: null, cost: 1, event: 7 });
+  assert.deepEqual(wait, { id: 3, kind: 'eventWait', name: 'eventWait', stream: null, cost: 1, event: 7 });
+  assert.deepEqual(free, { id: 4, kind: 'memFree', name: 'memFree', stream: null, cost: 1, alloc: 0 });
+  assert.equal(sub.kind, 'childGraph');
+  if (sub.kind !== 'childGraph') return;
+  assert.equal(sub.name, 'body');
+  assert.equal(sub.graph.nodeCount(), 2);
+  // The default cost of a child graph is its critical path by its own costs (3 + 4).
+  assert.equal(sub.cost, 7);
+  assert.equal(g.criticalPath().cost, 1 + 1 + 7 + 1 + 1);
+  const outside = new ComputeGraph().addNode({ kind: 'memFree' });
+  assert.equal(outside, 0);
+  const h = new ComputeGraph();
+  h.addNode({ kind: 'memFree', alloc: null });
+  assert.equal((h.node(NodeId(0)) as { alloc: unknown }).alloc, null);
+  assert.equal(new ComputeGraph().addNode({ kind: 'childGraph', graph: new ComputeGraph() }), 0, 'an empty child is allowed');
+});
+
+test('a child graph is a read-only copy: later changes to the source do not reach it, and changing it is refused', () => {
+  const { g, child } = sample();
+  child.addNode({ kind: 'empty' });
+  const sub = g.node(NodeId(2));
+  assert.ok(sub.kind === 'childGraph');
+  assert.equal(sub.graph.nodeCount(), 2, 'the node keeps the copy taken when it was added');
+  assert.equal(sub.graph.readOnly, true);
+  assert.equal(child.readOnly, false);
+  const e = refused(() => sub.graph.addNode({ kind: 'empty' }), GraphError, 'ComputeGraph.addNode', /child graph node's copy and cannot change; clone\(\) it/);
+  assert.equal(codeOf(e), 'GRAPH_READ_ONLY');
+  refused(() => sub.graph.addEdge(NodeId(1), NodeId(0)), GraphError, 'ComputeGraph.addEdge', /cannot change/);
+  refused(() => sub.graph.addEdges([[NodeId(0), NodeId(1)]]), GraphError, 'ComputeGraph.addEdges', /cannot change/);
+  assert.equal(sub.graph.nodeCount(), 2);
+  const copy = sub.graph.clone();
+  assert.equal(copy.readOnly, false);
+  copy.addNode({ kind: 'empty' });
+  assert.equal(copy.nodeCount(), 3);
+  assert.equal(sub.graph.nodeCount(), 2);
+  // A read-only child given again is shared, not copied (it cannot change).
+  const again = new ComputeGraph();
+  again.addNode({ kind: 'childGraph', graph: sub.graph });
+  assert.equal((again.node(NodeId(0)) as { graph: unknown }).graph, sub.graph);
+});
+
+test('CUDA rules for child graphs and memory nodes are refused naming the call, and change nothing', () => {
+  const { g } = sample();
+  const before = JSON.stringify(g);
+  refused(() => g.addNode({ kind: 'childGraph', graph: g }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.graph holds a 'memAlloc' node \(node 0\); CUDA does not allow allocation or free nodes in a child graph/);
+  refused(() => g.addNode({ kind: 'childGraph', graph: {} as ComputeGraph }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.graph must be a ComputeGraph/);
+  refused(() => g.addNode({ kind: 'childGraph', graph: Object.create(ComputeGraph.prototype) }), InvalidArgumentError, 'ComputeGraph.addNode', /must be a ComputeGraph/);
+  refused(() => g.addNode({ kind: 'memFree', alloc: NodeId(0) }), InvalidArgumentError, 'ComputeGraph.addNode', /node 0's allocation is already freed by node 4; CUDA refuses to free an allocation twice/);
+  refused(() => g.addNode({ kind: 'memFree', alloc: NodeId(1) }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.alloc must name a 'memAlloc' node, but node 1 is a 'eventRecord' node/);
+  refused(() => g.addNode({ kind: 'memFree', alloc: NodeId(99) }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.alloc names node 99, but the graph has 5 node/);
+  refused(() => g.addNode({ kind: 'memFree', alloc: -1 as NodeId }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.alloc/);
+  refused(() => g.addNode({ kind: 'memAlloc', sizeBytes: 0 }), InvalidArgumentError, 'ComputeGraph.addNode', /sizeBytes must be at least 1/);
+  refused(() => g.addNode({ kind: 'memAlloc', sizeBytes: 1.5 }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.sizeBytes/);
+  refused(() => g.addNode({ kind: 'memAlloc', sizeBytes: 8, device: NaN }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.device/);
+  refused(() => g.addNode({ kind: 'eventRecord', event: -1 }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.event/);
+  refused(() => g.addNode({ kind: 'eventWait' } as never), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.event/);
+  refused(() => g.addNode({ kind: 'eventWait', event: 1, label: 'x' } as never), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.label is not a field of 'eventWait' nodes/);
+  assert.equal(JSON.stringify(g), before, 'no refusal changed the graph');
+});
+
+test('child graphs nest, up to a depth limit', () => {
+  let inner = new ComputeGraph();
+  inner.addNode({ kind: 'empty' });
+  for (let d = 2; d <= 64; d++) {
+    const outer = new ComputeGraph();
+    outer.addNode({ kind: 'childGraph', graph: inner });
+    inner = outer;
+  }
+  const top = new ComputeGraph();
+  refused(() => top.addNode({ kind: 'childGraph', graph: inner }), InvalidArgumentError, 'ComputeGraph.addNode', /nests child graphs 64 deep; a child may nest at most 63 deep/);
+  assert.equal(top.nodeCount(), 0);
+  // 64 levels round-trip through JSON.
+  assert.equal(JSON.stringify(ComputeGraph.fromJSON(JSON.stringify(inner))), JSON.stringify(inner));
+});
+
+test('edge data: programmatic edges join kernels; ports follow CUDA’s rules; conflicts are refused', () => {
+  const g = new ComputeGraph();
+  const k0 = g.addNode({ kind: 'kernel', functionName: 'p', grid: 1, block: 32 });
+  const k1 = g.addNode({ kind: 'kernel', functionName: 'q', grid: 1, block: 32 });
+  const k2 = g.addNode({ kind: 'kernel', functionName: 'r', grid: 1, block: 32 });
+  const m = g.addNode({ kind: 'memset', sizeBytes: 4, value: 0 });
+  assert.equal(g.addEdge(k0, k1, { kind: 'programmatic' }), true);
+  assert.deepEqual(g.edgeData(k0, k1), { kind: 'programmatic', port: 'trigger' });
+  assert.equal(g.addEdge(k0, k1, { kind: 'programmatic', port: 'trigger' }), false, 'the same edge with the same data is a duplicate');
+  assert.equal(g.addEdge(k1, k2, { kind: 'programmatic', port: 'launchOrder' }), true);
+  assert.equal(g.addEdge(k2, m, { port: 'launchOrder' }), true, 'a plain edge may leave a kernel by launch order');
+  assert.deepEqual(g.edgeData(k2, m), { kind: 'plain', port: 'launchOrder' });
+  assert.equal(g.edgeData(m, k0), null);
+  const before = JSON.stringify(g);
+  refused(() => g.addEdge(k0, m, { kind: 'programmatic' }), InvalidArgumentError, 'ComputeGraph.addEdge', /edge 0 → 3: a programmatic edge joins two kernel nodes, but node 3 is a 'memset' node/);
+  refused(() => g.addEdge(m, k0, { port: 'launchOrder' }), InvalidArgumentError, 'ComputeGraph.addEdge', /only a kernel node has a 'launchOrder' port, but node 3 is a 'memset' node/);
+  refused(() => g.addEdge(k0, k2, { port: 'trigger' }), InvalidArgumentError, 'ComputeGraph.addEdge', /data\.port 'trigger' is only for programmatic edges/);
+  refused(() => g.addEdge(k0, k2, { kind: 'programmatic', port: 'completion' }), InvalidArgumentError, 'ComputeGraph.addEdge', /data\.port must be 'trigger' or 'launchOrder' for a programmatic edge, got 'completion'/);
+  refused(() => g.addEdge(k0, k2, { kind: 'weird' } as never), InvalidArgumentError, 'ComputeGraph.addEdge', /data\.kind must be one of 'plain', 'programmatic'/);
+  refused(() => g.addEdge(k0, k2, { colour: 1 } as never), InvalidArgumentError, 'ComputeGraph.addEdge', /unknown field of data 'colour'/);
+  refused(() => g.addEdge(k0, k2, 5 as never), InvalidArgumentError, 'ComputeGraph.addEdge', /data must be an object/);
+  const c = refused(() => g.addEdge(k0, k1), GraphError, 'ComputeGraph.addEdge', /edge 0 → 1 already exists as a programmatic edge; it cannot also be plain/);
+  assert.equal(codeOf(c), 'GRAPH_EDGE_CONFLICT');
+  // Batches: all or none, the data checked for each edge, a pair repeated with other data refused.
+  refused(() => g.addEdges([[k0, k2], [m, k0, { kind: 'programmatic' }]] as never), InvalidArgumentError, 'ComputeGraph.addEdges', /edge 3 → 0: a programmatic edge/);
+  refused(() => g.addEdges([[k0, k2, { kind: 'programmatic' }], [k0, k2]]), GraphError, 'ComputeGraph.addEdges', /edges\[1\] 0 → 2 is plain, but edges\[0\] adds it as programmatic; no edge was added/);
+  refused(() => g.addEdges([[k0, k2, { kind: 'programmatic' }], [m, k0]]), GraphError, 'ComputeGraph.addEdges', /closes a cycle/);
+  assert.equal(JSON.stringify(g), before, 'no refused edge or batch changed the graph');
+  assert.equal(g.addEdges([[k0, k2, { kind: 'programmatic', port: 'launchOrder' }], [k0, m]]), 2);
+  assert.deepEqual(g.edgeData(k0, k2), { kind: 'programmatic', port: 'launchOrder' });
+  assert.deepEqual(g.edgeData(k0, m), { kind: 'plain', port: 'completion' });
+  assert.deepEqual(
+    g.edgeRecords().map((e) => [e.from, e.to, e.kind, e.port]),
+    [
+      [0, 1, 'programmatic', 'trigger'],
+      [0, 2, 'programmatic', 'launchOrder'],
+      [0, 3, 'plain', 'completion'],
+      [1, 2, 'programmatic', 'launchOrder'],
+      [2, 3, 'plain', 'launchOrder'],
+    ],
+  );
+  // Every query treats every edge as a dependency.
+  assert.equal(g.isReachable(k0, m), true);
+  assert.deepEqual(g.levels(), [[0], [1], [2], [3]]);
+  assert.deepEqual(g.criticalPath().nodes, [0, 1, 2, 3]);
+});
+
+test('edges added against the numbering keep their data (the reordering path)', () => {
+  const g = new ComputeGraph();
+  const a = g.addNode({ kind: 'kernel', functionName: 'a', grid: 1, block: 1 });
+  const b = g.addNode({ kind: 'kernel', functionName: 'b', grid: 1, block: 1 });
+  const c = g.addNode({ kind: 'kernel', functionName: 'c', grid: 1, block: 1 });
+  g.addEdge(c, b, { kind: 'programmatic' });
+  g.addEdges([[b, a, { kind: 'programmatic', port: 'launchOrder' }], [c, a]]);
+  assert.deepEqual(g.topologicalOrder(), [2, 1, 0]);
+  assert.deepEqual(g.edgeData(c, b), { kind: 'programmatic', port: 'trigger' });
+  assert.deepEqual(g.edgeData(b, a), { kind: 'programmatic', port: 'launchOrder' });
+  assert.deepEqual(g.edgeData(c, a), { kind: 'plain', port: 'completion' });
+});
+
+test('clone() copies nodes, edges, edge data and costs; the two graphs change apart', () => {
+  const { g } = sample();
+  const k = g.addNode({ kind: 'kernel', functionName: 'k', grid: 1, block: 1, cost: 5, stream: 3 as never });
+  const k2 = g.addNode({ kind: 'kernel', functionName: 'k2', grid: 1, block: 1 });
+  g.addEdge(k, k2, { kind: 'programmatic' });
+  const c = g.clone();
+  assert.equal(JSON.stringify(c), JSON.stringify(g));
+  assert.deepEqual(c.streams(), g.streams());
+  c.addNode({ kind: 'empty' });
+  c.addEdge(NodeId(6), NodeId(7));
+  assert.equal(g.nodeCount(), 7);
+  assert.equal(g.edgeCount(), 5);
+  assert.equal(c.edgeCount(), 6);
+  // The clone's double-free check carries over.
+  assert.throws(() => c.addNode({ kind: 'memFree', alloc: NodeId(0) }), /already freed by node 4/);
+});
+
+test('JSON version 2 round-trips every kind, nested child graphs and edge data', () => {
+  const { g } = sample();
+  const text = JSON.stringify(g);
+  const doc = JSON.parse(text);
+  assert.equal(doc.version, GRAPH_JSON_VERSION);
+  assert.equal(doc.version, 2);
+  assert.equal(doc.nodes[2].graph.format, 'cudagraph.ComputeGraph');
+  assert.deepEqual(doc.nodes[2].graph.edges, [[0, 1, { kind: 'programmatic', port: 'trigger' }]]);
+  const back = ComputeGraph.fromJSON(text);
+  assert.equal(JSON.stringify(back), text);
+  const sub = back.node(NodeId(2));
+  assert.ok(sub.kind === 'childGraph' && sub.graph.readOnly, 'a child read from a document is read-only too');
+  assert.deepEqual(back.node(NodeId(4)), g.node(NodeId(4)));
+});
+
+test('version 1 documents still load; they know only the first five kinds and plain edges', () => {
+  const v1 = {
+    format: 'cudagraph.ComputeGraph',
+    version: 1,
+    nodes: [
+      { id: 0, kind: 'kernel', name: 'k', stream: 0, cost: 1, functionName: 'k', grid: [1, 1, 1], block: [32, 1, 1], sharedMem: 0 },
+      { id: 1, kind: 'empty', name: 'e', stream: null, cost: 1 },
+    ],
+    edges: [[0, 1]],
+  };
+  const g = ComputeGraph.fromJSON(v1);
+  assert.equal(g.nodeCount(), 2);
+  assert.equal(g.toJSON().version, 2, 'written back as version 2');
+  const op = 'ComputeGraph.fromJSON';
+  const e = refused(() => ComputeGraph.fromJSON({ ...v1, nodes: [{ id: 0, kind: 'eventRecord', event: 1 }], edges: [] }), GraphError, op, /nodes\[0\]\.kind must be one of 'kernel', 'memcpy', 'memset', 'hostCallback', 'empty'/);
+  assert.equal(codeOf(e), 'GRAPH_JSON_INVALID');
+  refused(() => ComputeGraph.fromJSON({ ...v1, edges: [[0, 1, { kind: 'plain' }]] }), GraphError, op, /edges\[0\] must be a pair \[from, to\], got/);
+});
+
+test('bad version 2 documents are refused naming the field, nested ones from the outer document', () => {
+  const op = 'ComputeGraph.fromJSON';
+  const { g } = sample();
+  const doc = (): Record<string, any> => JSON.parse(JSON.stringify(g));
+  const cases: [(d: Record<string, any>) => void, RegExp][] = [
+    [(d) => (d.nodes[2].graph.nodes[0].grid = [0, 1, 1]), /nodes\[2\]\.graph\.nodes\[0\]\.grid\[0\] must be an integer in 1\.\./],
+    [(d) => (d.nodes[2].graph.version = 9), /nodes\[2\]\.graph\.version must be 1 or 2/],
+    [(d) => (d.nodes[2].graph = 'x'), /nodes\[2\]\.graph must be an object, got "x"/],
+    [(d) => (d.nodes[2].graph.edges = [[0, 1, { kind: 'programmatic', port: 'completion' }]]), /nodes\[2\]\.graph\.edges\[0\]\[2\]\.port/],
+    [(d) => ((d.nodes[2].graph.nodes[0] = { id: 0, kind: 'memAlloc', sizeBytes: 8 }), (d.nodes[2].graph.edges = [])), /nodes\[2\]\.graph holds a 'memAlloc' node \(node 0\); CUDA does not allow/],
+    [(d) => (d.nodes[4].alloc = 1), /nodes\[4\]\.alloc must name a 'memAlloc' node/],
+    [(d) => (d.nodes[4].alloc = 9), /nodes\[4\]\.alloc names node 9/],
+    [(d) => (d.edges = [[1, 2, { kind: 'programmatic' }]]), /edges\[0\] \[1, 2\]: a programmatic edge joins two kernel nodes, but node 1 is a 'eventRecord' node/],
+    [(d) => (d.edges = [[1, 2, { kind: 'plain', extra: 1 }]]), /edges\[0\]\[2\]/],
+    [(d) => (d.edges = [[1, 2, 3, 4]]), /edges\[0\] must be a pair \[from, to\] or a triple/],
+  ];
+  for (const [mutate, re] of cases) {
+    const d = doc();
+    mutate(d);
+    const e = refused(() => ComputeGraph.fromJSON(d), GraphError, op, re);
+    assert.equal(codeOf(e), 'GRAPH_JSON_INVALID', e.message);
+  }
+});
+
+test('a deeply nested hostile document is refused at the depth limit, not by overflowing the stack', () => {
+  let text = '{"format":"cudagraph.ComputeGraph","version":2,"nodes":[],"edges":[]}';
+  for (let i = 0; i < 5000; i++) text = `{"format":"cudagraph.ComputeGraph","version":2,"nodes":[{"id":0,"kind":"childGraph","graph":${text}}],"edges":[]}`;
+  const e = refused(() => ComputeGraph.fromJSON(text), GraphError, 'ComputeGraph.fromJSON', /nests child graphs more than 64 deep/);
+  assert.equal(codeOf(e), 'GRAPH_JSON_INVALID');
+});
+
+test('DOT draws a child graph as a cluster of its nodes, edges clipped to it, and programmatic edges bold', () => {
+  const { g } = sample();
+  const dot = g.toDot();
+  assert.match(dot, /compound=true/);
+  assert.match(dot, /subgraph cluster_n2 \{/);
+  assert.match(dot, /n2_0 \[label="a\\n<<<1, 32>>>"/);
+  assert.match(dot, /n2_0 -> n2_1 \[tooltip="programmatic", arrowhead=onormal, style=bold/);
+  assert.match(dot, /n1 -> n2_0 \[lhead=cluster_n2\];/);
+  assert.match(dot, /n2_1 -> n3 \[ltail=cluster_n2\];/);
+  assert.match(dot, /n0 \[label="memAlloc\\nalloc 4 KiB on device 0", shape=cylinder/);
+  assert.match(dot, /n4 \[label="memFree\\nfree node 0's memory"/);
+  assert.match(dot, /n1 \[label="eventRecord\\nrecord event 7", shape=house/);
+  // A graph without children or edge data draws as before (no compound attribute).
+  const plain = new ComputeGraph();
+  plain.addNode({ kind: 'empty' });
+  assert.doesNotMatch(plain.toDot(), /compound/);
+  // An empty child is drawn as one node.
+  const e = new ComputeGraph();
+  e.addNode({ kind: 'childGraph', graph: new ComputeGraph() });
+  assert.match(e.toDot(), /n0 \[label="childGraph\\nchild graph: 0 nodes, 0 edges", shape=box3d/);
+});
+
+test('Mermaid draws a child graph as a subgraph and programmatic edges thick; linkStyle counts the child’s links', () => {
+  const { g } = sample();
+  const m = toMermaid(g, { highlight: [1, 2] });
+  assert.match(m, /subgraph n2\["body<br>child graph: 2 nodes, 1 edge"\]/);
+  assert.match(m, /n2_0 ==> n2_1/);
+  assert.match(m, /n1 --> n2\n/);
+  assert.match(m, /n0\[\("memAlloc<br>alloc 4 KiB on device 0"\)\]:::memAlloc/);
+  // Link 0 is the child's; the highlighted edge 1 → 2 is link 2 (after 0 → 1).
+  assert.match(m, /linkStyle 2 stroke/);
+});
