@@ -6,6 +6,10 @@
  * graph and the node bindings (kernel arguments, copy and fill buffers, host callbacks) that
  * `lowerGraph` needs to run it on a GPU.
  *
+ * Graph memory is a buffer too: `memAlloc` declares one that an allocation node allocates (every
+ * user of it runs after that node), `memFree` frees it after every user, and a freed buffer cannot
+ * be used again.
+ *
  * Unlike the upstream builder, which adds an edge from every writer to every reader of a buffer
  * (a cycle as soon as a buffer is written twice), edges follow the order nodes were added: a
  * reader depends on the last writer before it, a writer on the last writer and the readers since.
@@ -14,10 +18,10 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, requireBoolean, requireInt, requireName, requireNonNegativeFinite, requireOptions, requireSize, requireU32 } from '../util/validate.js';
 import { nameText } from './bounded-text.js';
-import { ComputeGraph, addEdgeAs, addEdgesAs, addNodeAs, nodeIdAs, type EdgeArg } from './compute-graph.js';
+import { ComputeGraph, addEdgeAs, addEdgesAs, addNodeAs, isComputeGraph, nodeIdAs, type EdgeArg } from './compute-graph.js';
 import { GraphErrorCode } from './error-codes.js';
 import type { MemcpyDir } from './memcpy-dir.js';
-import type { DimInput, NodeSpec, NodeSpecBase } from './node.js';
+import type { DimInput, EdgeSpec, NodeSpec, NodeSpecBase } from './node.js';
 import type { NodeId, StreamId } from './ids.js';
 import type { ScalarType } from './element-type.js';
 
@@ -30,6 +34,8 @@ export interface BufferRef {
   readonly sizeBytes: number;
   /** True for host memory (`hostBuffer`). */
   readonly host: boolean;
+  /** The allocation node that allocates it, for graph memory (`memAlloc`); null for memory bound when lowered. */
+  readonly allocatedBy: NodeId | null;
 }
 
 
@@ -49,7 +55,13 @@ export type NodeBinding =
   | { readonly kind: 'memcpy'; readonly src: BufferRef; readonly dst: BufferRef; readonly srcOffset: number; readonly dstOffset: number }
   | { readonly kind: 'memset'; readonly dst: BufferRef; readonly offset: number }
   | { readonly kind: 'hostCallback'; readonly fn: (() => void) | null }
-  | { readonly kind: 'empty' };
+  | { readonly kind: 'empty' }
+  | { readonly kind: 'eventRecord' }
+  | { readonly kind: 'eventWait' }
+  /** A child's own bindings, when it was given as a `BuiltGraph`; null for a bare `ComputeGraph`. */
+  | { readonly kind: 'childGraph'; readonly bindings: ReadonlyMap<NodeId, NodeBinding> | null }
+  | { readonly kind: 'memAlloc'; readonly buffer: BufferRef }
+  | { readonly kind: 'memFree'; readonly buffer: BufferRef };
 
 /** What `build()` returns. */
 export interface BuiltGraph {
@@ -109,6 +121,20 @@ export interface HostNodeOptions extends NodeOptions {
   readonly writes?: readonly BufferRef[];
 }
 
+/** Options of `memAlloc`. */
+export interface MemAllocNodeOptions extends NodeOptions {
+  /** The device the memory lives on (default 0). */
+  readonly device?: number;
+}
+
+/** Options of `childGraph`. */
+export interface ChildGraphNodeOptions extends NodeOptions {
+  /** Buffers the child reads. */
+  readonly reads?: readonly BufferRef[];
+  /** Buffers the child writes. */
+  readonly writes?: readonly BufferRef[];
+}
+
 /** Options of `new GraphBuilder`. */
 export interface GraphBuilderOptions {
   /** Add the data-flow edges from reads and writes (default true). */
@@ -149,6 +175,8 @@ export class GraphBuilder {
   // Per buffer: the last node that wrote it, and the nodes that read it since.
   readonly #lastWriter = new Map<string, number>();
   readonly #readers = new Map<string, number[]>();
+  /** Graph-memory buffers freed so far, and the free node that freed each. */
+  readonly #freed = new Map<string, NodeId>();
   #built = false;
 
   /** @throws InvalidArgumentError for bad options. */
@@ -289,15 +317,94 @@ export class GraphBuilder {
     return this.#add(OP, spec, { kind: 'empty' }, [], []);
   }
 
+  /** Records event `event` (an integer id: the event bound when lowered) once the node's predecessors are done. */
+  eventRecord(event: number, options?: NodeOptions): NodeId {
+    const OP = 'GraphBuilder.eventRecord';
+    this.#open(OP);
+    const o = requireOptions<NodeOptions>(OP, options, NODE_KEYS);
+    return this.#add(OP, { kind: 'eventRecord', event, ...common(OP, o) }, { kind: 'eventRecord' }, [], []);
+  }
+
+  /** Waits on event `event` before the node's successors run (the event is bound when lowered). */
+  eventWait(event: number, options?: NodeOptions): NodeId {
+    const OP = 'GraphBuilder.eventWait';
+    this.#open(OP);
+    const o = requireOptions<NodeOptions>(OP, options, NODE_KEYS);
+    return this.#add(OP, { kind: 'eventWait', event, ...common(OP, o) }, { kind: 'eventWait' }, [], []);
+  }
+
   /**
-   * `to` runs after `from`. Unlike the upstream builder (which drops a bad edge silently), a cycle
+   * A child graph node running `child`: a `ComputeGraph` (copied), or what another builder's
+   * `build()` returned (its bindings go with it). `reads` / `writes` give its data flow here.
+   * @throws InvalidArgumentError for anything else, or a child holding allocation or free nodes (CUDA's rule).
+   */
+  childGraph(child: ComputeGraph | BuiltGraph, options?: ChildGraphNodeOptions): NodeId {
+    const OP = 'GraphBuilder.childGraph';
+    this.#open(OP);
+    const o = requireOptions<ChildGraphNodeOptions>(OP, options, [...NODE_KEYS, 'reads', 'writes']);
+    let graph: ComputeGraph;
+    let bindings: ReadonlyMap<NodeId, NodeBinding> | null = null;
+    if (isComputeGraph(child)) graph = child;
+    else if (typeof child === 'object' && child !== null && isComputeGraph((child as BuiltGraph).graph) && (child as BuiltGraph).bindings instanceof Map) {
+      graph = (child as BuiltGraph).graph;
+      bindings = new Map((child as BuiltGraph).bindings);
+    } else {
+      throw new InvalidArgumentError(OP, 'child', `child must be a ComputeGraph or what GraphBuilder.build() returned, got ${describe(child)}`);
+    }
+    const reads = this.#refs(OP, 'reads', o.reads);
+    const writes = this.#refs(OP, 'writes', o.writes);
+    return this.#add(OP, { kind: 'childGraph', graph, ...common(OP, o) }, { kind: 'childGraph', bindings }, reads, writes);
+  }
+
+  /**
+   * Declares `sizeBytes` of graph memory named `name`, allocated by a new allocation node; every
+   * node using the buffer runs after it. Free it with `memFree` (or outside the graph after each launch).
+   * @throws InvalidArgumentError for a used name, a bad size or device.
+   */
+  memAlloc(name: string, sizeBytes: number, options?: MemAllocNodeOptions): BufferRef {
+    const OP = 'GraphBuilder.memAlloc';
+    this.#open(OP);
+    requireName(OP, 'name', name);
+    requireInt(OP, 'sizeBytes', sizeBytes, 1, Number.MAX_SAFE_INTEGER);
+    if (this.#buffers.has(name)) throw new InvalidArgumentError(OP, 'name', `a buffer named '${nameText(name)}' already exists`);
+    const o = requireOptions<MemAllocNodeOptions>(OP, options, [...NODE_KEYS, 'device']);
+    const spec: NodeSpec = { kind: 'memAlloc', sizeBytes, name: `alloc ${name}`, ...common(OP, o), ...(o.device !== undefined ? { device: o.device } : {}) };
+    const id = addNodeAs(this.#graph, OP, spec);
+    const ref: BufferRef = Object.freeze({ kind: 'buffer', name, sizeBytes, host: false, allocatedBy: id });
+    this.#buffers.set(name, ref);
+    this.#bindings.set(id, { kind: 'memAlloc', buffer: ref });
+    if (this.#infer) this.#flow(id, [], [ref]);
+    return ref;
+  }
+
+  /**
+   * Frees graph memory `buffer` (from `memAlloc`) after every node that used it; the buffer
+   * cannot be used afterwards.
+   * @throws InvalidArgumentError for a buffer that is not graph memory of this builder, or freed already.
+   */
+  memFree(buffer: BufferRef, options?: NodeOptions): NodeId {
+    const OP = 'GraphBuilder.memFree';
+    this.#open(OP);
+    const ref = this.#ref(OP, 'buffer', buffer);
+    if (ref.allocatedBy === null) {
+      throw new InvalidArgumentError(OP, 'buffer', `buffer '${nameText(ref.name)}' is not graph memory (declare it with memAlloc); CUDA's free nodes free only what allocation nodes allocated`);
+    }
+    const o = requireOptions<NodeOptions>(OP, options, NODE_KEYS);
+    const id = this.#add(OP, { kind: 'memFree', alloc: ref.allocatedBy, name: `free ${ref.name}`, ...common(OP, o) }, { kind: 'memFree', buffer: ref }, [], [ref]);
+    this.#freed.set(ref.name, id);
+    return id;
+  }
+
+  /**
+   * `to` runs after `from`; `data` makes the edge programmatic or picks its port (see
+   * `ComputeGraph.addEdge`). Unlike the upstream builder (which drops a bad edge silently), a cycle
    * or an unknown node throws.
    * @throws GraphError `CycleDetected` or `NodeNotFound`, naming `GraphBuilder.dep`; nothing is added.
    */
-  dep(from: NodeId, to: NodeId): this {
+  dep(from: NodeId, to: NodeId, data?: EdgeSpec): this {
     const OP = 'GraphBuilder.dep';
     this.#open(OP);
-    addEdgeAs(this.#graph, OP, from, to);
+    addEdgeAs(this.#graph, OP, from, to, data);
     return this;
   }
 
@@ -362,7 +469,7 @@ export class GraphBuilder {
     requireName(op, 'name', name);
     requireInt(op, 'sizeBytes', sizeBytes, 1, Number.MAX_SAFE_INTEGER);
     if (this.#buffers.has(name)) throw new InvalidArgumentError(op, 'name', `a buffer named '${nameText(name)}' already exists`);
-    const ref: BufferRef = Object.freeze({ kind: 'buffer', name, sizeBytes, host });
+    const ref: BufferRef = Object.freeze({ kind: 'buffer', name, sizeBytes, host, allocatedBy: null });
     this.#buffers.set(name, ref);
     return ref;
   }
@@ -372,6 +479,8 @@ export class GraphBuilder {
     if (typeof value !== 'object' || value === null || ref.kind !== 'buffer' || this.#buffers.get(ref.name) !== ref) {
       throw new InvalidArgumentError(op, name, `${name} must be a buffer declared on this builder, got ${describe(value)}`);
     }
+    const freedBy = this.#freed.get(ref.name);
+    if (freedBy !== undefined) throw new InvalidArgumentError(op, name, `buffer '${nameText(ref.name)}' was freed by node ${freedBy}; it cannot be used afterwards`);
     return ref;
   }
 

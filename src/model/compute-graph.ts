@@ -97,7 +97,7 @@ let branded: (value: unknown) => value is ComputeGraph;
 let nodeAs: (graph: ComputeGraph, op: string, spec: unknown) => NodeId;
 let edgesAs: (graph: ComputeGraph, op: string, edges: readonly EdgeArg[]) => number;
 let idAs: (graph: ComputeGraph, op: string, name: string, id: unknown) => number;
-let edgeAs: (graph: ComputeGraph, op: string, from: unknown, to: unknown) => boolean;
+let edgeAs: (graph: ComputeGraph, op: string, from: unknown, to: unknown, data: unknown) => boolean;
 
 /**
  * An edge as another public call (e.g. `GraphBuilder.chain`) hands it over: the two ids, unchecked,
@@ -150,7 +150,7 @@ export class ComputeGraph {
     };
     edgesAs = (graph, op, edges) => graph.#addBatch(op, edges);
     idAs = (graph, op, name, id) => graph.#id(op, name, id);
-    edgeAs = (graph, op, from, to) => graph.#addOne(op, from, to, 'from', 'to', PLAIN_EDGE, '');
+    edgeAs = (graph, op, from, to, data) => graph.#addOne(op, from, to, 'from', 'to', readEdgeSpec(op, 'data', data), 'data');
     registerChildReaders({
       copy: (op, name, value) => {
         const graph = requireGraph(op, name, value);
@@ -875,9 +875,9 @@ export function addEdgesAs(graph: ComputeGraph, op: string, edges: readonly Edge
   return edgesAs(graph, op, edges);
 }
 
-/** `graph.addEdge(from, to)` for the public call `op` (e.g. `GraphBuilder.dep`): refusals name `op`. Internal. */
-export function addEdgeAs(graph: ComputeGraph, op: string, from: unknown, to: unknown): boolean {
-  return edgeAs(graph, op, from, to);
+/** `graph.addEdge(from, to, data)` for the public call `op` (e.g. `GraphBuilder.dep`): refusals name `op`. Internal. */
+export function addEdgeAs(graph: ComputeGraph, op: string, from: unknown, to: unknown, data?: unknown): boolean {
+  return edgeAs(graph, op, from, to, data);
 }
 
 /** Checks that `id` names a node of `graph`, for the public call `op` (`name`: its argument). Internal. */

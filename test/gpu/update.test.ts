@@ -56,7 +56,7 @@ function driverUpdate(run: () => void): string {
 
 /** Bindings for a script's graph: every node on the shared buffers (sizes fit MAX_BYTES). */
 function scriptBindings(g: ComputeGraph): Map<NodeId, NodeBinding> {
-  const ref = (name: string, host: boolean): BufferRef => ({ kind: 'buffer', name, sizeBytes: 1 << 16, host });
+  const ref = (name: string, host: boolean): BufferRef => ({ kind: 'buffer', name, sizeBytes: 1 << 16, host, allocatedBy: null });
   const a = ref('a', false);
   const b = ref('b', false);
   const pin = ref('pin', true);

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { GraphBuilder, GraphError, InvalidArgumentError, NodeId, type BufferRef } from '../../src/index.js';
+import { ExecGraph, GraphBuilder, GraphError, InvalidArgumentError, NodeId, type BufferRef } from '../../src/index.js';
 
 test('the pipeline: upload → two kernels in parallel → join kernel → download, edges from the buffers alone', () => {
   const b = new GraphBuilder();
@@ -136,4 +136,57 @@ test('property: the inferred edges order every conflicting pair exactly as the p
     }),
     { numRuns: 200 },
   );
+});
+
+test('graph memory: memAlloc orders every user after the allocation, memFree after every user; a freed buffer cannot be used', () => {
+  const b = new GraphBuilder();
+  const x = b.buffer('x', 1024);
+  const tmp = b.memAlloc('tmp', 1024);
+  assert.equal(tmp.allocatedBy, 0);
+  const k1 = b.kernel('produce', { grid: 1, block: 32, args: [tmp], writes: [tmp] });
+  const k2 = b.kernel('consume', { grid: 1, block: 32, args: [tmp, x], reads: [tmp], writes: [x] });
+  const k3 = b.kernel('peek', { grid: 1, block: 32, args: [tmp], reads: [tmp] });
+  const free = b.memFree(tmp);
+  assert.throws(() => b.kernel('late', { grid: 1, block: 32, args: [tmp] }), /GraphBuilder\.kernel: buffer 'tmp' was freed by node 4; it cannot be used afterwards$/);
+  assert.throws(() => b.memFree(tmp), /GraphBuilder\.memFree: buffer 'tmp' was freed by node 4/);
+  assert.throws(() => b.memFree(x), /GraphBuilder\.memFree: buffer 'x' is not graph memory \(declare it with memAlloc\)/);
+  assert.throws(() => b.memAlloc('x', 8), /GraphBuilder\.memAlloc: a buffer named 'x' already exists/);
+  assert.throws(() => b.memAlloc('y', 0), /GraphBuilder\.memAlloc: sizeBytes/);
+  const { graph, bindings } = b.build();
+  assert.equal(graph.nodeCount(), 5, 'refusals added no node');
+  assert.deepEqual(graph.predecessors(k1), [0]);
+  assert.deepEqual(graph.predecessors(k2), [k1]);
+  assert.deepEqual(graph.predecessors(k3), [k1]);
+  assert.deepEqual(graph.predecessors(free), [k1, k2, k3], 'after the last writer and every reader since');
+  assert.deepEqual(graph.node(free), { id: free, kind: 'memFree', name: 'free tmp', stream: null, cost: 1, alloc: 0 });
+  assert.deepEqual(graph.node(NodeId(0)), { id: 0, kind: 'memAlloc', name: 'alloc tmp', stream: null, cost: 1, sizeBytes: 1024, device: 0 });
+  assert.deepEqual(bindings.get(free), { kind: 'memFree', buffer: tmp });
+  ExecGraph.instantiate(graph); // the free follows its allocation
+});
+
+test('events, child graphs and programmatic dep edges', () => {
+  const inner = new GraphBuilder();
+  const buf = inner.buffer('shared', 64);
+  inner.kernel('step', { grid: 1, block: 32, args: [buf] });
+  const built = inner.build();
+  const b = new GraphBuilder();
+  const shared = b.buffer('shared', 64);
+  const rec = b.eventRecord(3, { name: 'ready' });
+  const sub = b.childGraph(built, { reads: [shared], writes: [shared], name: 'body' });
+  const bare = b.childGraph(built.graph, { reads: [shared] });
+  const wait = b.eventWait(3);
+  const k1 = b.kernel('a', { grid: 1, block: 32 });
+  const k2 = b.kernel('b', { grid: 1, block: 32 });
+  b.dep(rec, sub).dep(sub, wait).dep(k1, k2, { kind: 'programmatic' });
+  assert.throws(() => b.dep(rec, k1, { kind: 'programmatic' }), /GraphBuilder\.dep: edge 0 → 4: a programmatic edge joins two kernel nodes/);
+  assert.throws(() => b.childGraph({ graph: 1 } as never), /GraphBuilder\.childGraph: child must be a ComputeGraph or what GraphBuilder\.build\(\) returned/);
+  assert.throws(() => b.eventWait(-1), /GraphBuilder\.eventWait: event/);
+  const { graph, bindings } = b.build();
+  assert.equal(graph.nodeCount(), 6);
+  assert.deepEqual(graph.edgeData(k1, k2), { kind: 'programmatic', port: 'trigger' });
+  assert.deepEqual(graph.predecessors(bare), [sub], 'the bare child reads what the first child wrote');
+  assert.equal((graph.node(rec) as { event: number }).event, 3);
+  const binding = bindings.get(sub);
+  assert.ok(binding?.kind === 'childGraph' && binding.bindings !== null && binding.bindings.size === 1);
+  assert.deepEqual(bindings.get(bare), { kind: 'childGraph', bindings: null });
 });
