@@ -46,7 +46,7 @@ export {
   type NodePlacement,
   type BoundedMakespan,
 } from './compute-graph.js';
-export { StreamCapture, type EndCaptureOptions, type StreamCaptureOptions, type CaptureSemantics } from './stream-capture.js';
+export { StreamCapture, type EndCaptureOptions, type StreamCaptureOptions, type CaptureSemantics, type RecordKernelOptions } from './stream-capture.js';
 export type { DotOptions } from './dot.js';
 export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, GRAPH_JSON_VERSIONS, type ComputeGraphJson, type GraphJsonEdge } from './graph-json.js';
 export {

@@ -12,6 +12,12 @@
  * - `invalidate(s)` marks `s` Invalidated and poisons the session: `endCapture` then fails;
  * - `endCapture(s)` returns one `ComputeGraph` with every stream's nodes and ends the session.
  *
+ * Beyond the seed, the work CUDA captures as other node kinds: external event records and waits
+ * (`recordExternalEvent`, `waitExternalEvent`: event nodes), stream-ordered allocation
+ * (`recordMemAlloc`, `recordMemFree`: graph memory nodes), a graph spliced in as a child
+ * (`recordChildGraph`), and kernels launched with programmatic stream serialization
+ * (`recordKernel(…, { programmatic: true })`: a programmatic edge from the kernel before it).
+ *
  * Every call checks its input first and throws before changing anything.
  *
  * `new StreamCapture({ semantics: 'cuda' })` follows what the CUDA driver does instead, where the
@@ -30,6 +36,8 @@ import { GraphStore } from './graph-store.js';
 import { graphFromStore, type ComputeGraph } from './compute-graph.js';
 import { encodeMemcpyDir, type MemcpyDir } from './memcpy-dir.js';
 import { BLOCK_THREADS_MAX, GRID_X_MAX, KIND_HOST, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET } from './node.js';
+import { appendNodeSpec } from './node-spec.js';
+import { edgeCode } from './edge-data.js';
 import type { CaptureEvent, NodeId, StreamId } from './ids.js';
 
 const NONE = 0;
@@ -52,6 +60,19 @@ export interface StreamCaptureOptions {
    */
   readonly semantics?: CaptureSemantics;
 }
+
+/** Options of `StreamCapture.recordKernel`. */
+export interface RecordKernelOptions {
+  /**
+   * Launched with programmatic stream serialization (CUDA's launch attribute
+   * `PROGRAMMATIC_STREAM_SERIALIZATION`): when the node before it on the stream is a kernel, the
+   * edge between them is programmatic (port `'trigger'`). Default false.
+   */
+  readonly programmatic?: boolean;
+}
+
+/** The data code of the edge programmatic stream serialization makes. */
+const PSS_EDGE = edgeCode('programmatic', 'trigger');
 
 /** Options of `StreamCapture.endCapture`. */
 export interface EndCaptureOptions {
@@ -173,9 +194,14 @@ export class StreamCapture {
    * @throws GraphError kind `Internal` if `stream` is not `Active`; InvalidArgumentError for an
    *   empty name, numBlocks outside 1..2^31−1, threadsPerBlock outside 1..1024, sharedMem outside 0..2^32−1.
    */
-  recordKernel(stream: StreamId, functionName: string, numBlocks: number, threadsPerBlock: number, sharedMem: number): NodeId {
+  recordKernel(stream: StreamId, functionName: string, numBlocks: number, threadsPerBlock: number, sharedMem: number, options?: RecordKernelOptions): NodeId {
     const OP = 'StreamCapture.recordKernel';
     const slot = this.#active(OP, stream);
+    let programmatic = false;
+    if (options !== undefined) {
+      const o = requireOptions<RecordKernelOptions>(OP, options, ['programmatic']);
+      programmatic = o.programmatic === undefined ? false : requireBoolean(OP, 'programmatic', o.programmatic);
+    }
     // The common case in one cheap test; the require* calls only run to throw the right message.
     if (
       !(typeof functionName === 'string' && functionName.length > 0) ||
@@ -192,6 +218,66 @@ export class StreamCapture {
     const name = store.intern(functionName);
     const id = store.appendNode(KIND_KERNEL, slot, name);
     store.setKernel1D(id, name, numBlocks, threadsPerBlock, sharedMem);
+    const head = this.#head[slot]!;
+    this.#wire(slot, id);
+    // #wire adds the same-stream edge last, so it is the newest edge.
+    if (programmatic && head >= 0 && store.kind[head] === KIND_KERNEL) store.setEdgeCode(store.m, PSS_EDGE);
+    return id as NodeId;
+  }
+
+  /**
+   * Records an event record node (`cuEventRecordWithFlags(…, CU_EVENT_RECORD_EXTERNAL)` under
+   * capture): unlike `recordEvent`, the event is recorded when the graph runs, for work outside it.
+   * Returns the new node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`; InvalidArgumentError for a bad event.
+   */
+  recordExternalEvent(stream: StreamId, event: CaptureEvent): NodeId {
+    return this.#recordSpec('StreamCapture.recordExternalEvent', stream, { kind: 'eventRecord', event });
+  }
+
+  /**
+   * Records an event wait node (`cuStreamWaitEvent(…, CU_EVENT_WAIT_EXTERNAL)` under capture):
+   * the graph waits, when it runs, for the event's last record outside it. Returns the new node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`; InvalidArgumentError for a bad event.
+   */
+  waitExternalEvent(stream: StreamId, event: CaptureEvent): NodeId {
+    return this.#recordSpec('StreamCapture.waitExternalEvent', stream, { kind: 'eventWait', event });
+  }
+
+  /**
+   * Records a stream-ordered allocation (`cuMemAllocAsync` under capture): an allocation node of
+   * `sizeBytes` on `device` (default 0). Returns the new node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`; InvalidArgumentError for a bad size or device.
+   */
+  recordMemAlloc(stream: StreamId, sizeBytes: number, device = 0): NodeId {
+    return this.#recordSpec('StreamCapture.recordMemAlloc', stream, { kind: 'memAlloc', sizeBytes, device });
+  }
+
+  /**
+   * Records a stream-ordered free (`cuMemFreeAsync` under capture): a free node of the allocation
+   * node `alloc` of this capture, or (`null`) of graph memory allocated outside it. Returns the new node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`; InvalidArgumentError when `alloc`
+   *   is not an allocation node of this capture or is freed already.
+   */
+  recordMemFree(stream: StreamId, alloc: NodeId | null): NodeId {
+    return this.#recordSpec('StreamCapture.recordMemFree', stream, { kind: 'memFree', alloc });
+  }
+
+  /**
+   * Splices `graph` into the capture as a child graph node (what `cuStreamGetCaptureInfo`,
+   * `cuGraphAddChildGraphNode` and `cuStreamUpdateCaptureDependencies` do together). The graph is
+   * copied. Returns the new node.
+   * @throws GraphError kind `Internal` if `stream` is not `Active`; InvalidArgumentError for a
+   *   non-graph or a graph holding allocation or free nodes (CUDA's rule for child graphs).
+   */
+  recordChildGraph(stream: StreamId, graph: ComputeGraph, name?: string): NodeId {
+    return this.#recordSpec('StreamCapture.recordChildGraph', stream, { kind: 'childGraph', graph, ...(name !== undefined ? { name } : {}) });
+  }
+
+  /** Records the node `spec` describes on `stream` (checked as `addNode` checks it, refusals naming `op`). */
+  #recordSpec(op: string, stream: StreamId, spec: Record<string, unknown>): NodeId {
+    const slot = this.#active(op, stream);
+    const id = appendNodeSpec(this.#store, op, '', { ...spec, stream: this.#store.streamIds[slot] });
     this.#wire(slot, id);
     return id as NodeId;
   }

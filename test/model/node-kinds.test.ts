@@ -5,7 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ComputeGraph, GraphError, InvalidArgumentError, NodeId, GRAPH_JSON_VERSION, type GraphNode } from '../../src/index.js';
+import fc from 'fast-check';
+import { CaptureEvent, ComputeGraph, ExecGraph, GraphError, InvalidArgumentError, NodeId, StreamCapture, StreamId, GRAPH_JSON_VERSION, type GraphNode } from '../../src/index.js';
 import { toMermaid } from '../../src/cli/mermaid.js';
 
 /** Asserts `fn` throws `type` with a message starting with `op` and matching `re`. */
@@ -299,4 +300,121 @@ test('Mermaid draws a child graph as a subgraph and programmatic edges thick; li
   assert.match(m, /n0\[\("memAlloc<br>alloc 4 KiB on device 0"\)\]:::memAlloc/);
   // Link 0 is the child's; the highlighted edge 1 → 2 is link 2 (after 0 → 1).
   assert.match(m, /linkStyle 2 stroke/);
+});
+
+test('StreamCapture records external events, graph memory, child graphs and programmatic kernels as their node kinds', () => {
+  for (const semantics of ['per-stream', 'cuda'] as const) {
+    const cap = new StreamCapture({ semantics });
+    const s = StreamId(0);
+    cap.beginCapture(s);
+    const body = new ComputeGraph();
+    body.addNode({ kind: 'kernel', functionName: 'inner', grid: 1, block: 32 });
+    const alloc = cap.recordMemAlloc(s, 1 << 20);
+    const k0 = cap.recordKernel(s, 'produce', 4, 256, 0);
+    const k1 = cap.recordKernel(s, 'consume', 4, 256, 0, { programmatic: true });
+    const rec = cap.recordExternalEvent(s, CaptureEvent(9));
+    const child = cap.recordChildGraph(s, body, 'body');
+    const wait = cap.waitExternalEvent(s, CaptureEvent(9));
+    const free = cap.recordMemFree(s, alloc);
+    const k2 = cap.recordKernel(s, 'after-free', 1, 1, 0, { programmatic: true });
+    // Refusals name the call and record nothing.
+    const n = cap.nodeCount();
+    assert.throws(() => cap.recordMemFree(s, alloc), /^InvalidArgumentError: StreamCapture\.recordMemFree: node 0's allocation is already freed by node 6/);
+    assert.throws(() => cap.recordMemFree(s, k0), /StreamCapture\.recordMemFree: alloc must name a 'memAlloc' node, but node 1 is a 'kernel' node/);
+    assert.throws(() => cap.recordMemAlloc(s, 0), /StreamCapture\.recordMemAlloc: sizeBytes must be at least 1/);
+    assert.throws(() => cap.recordExternalEvent(s, -1 as CaptureEvent), /StreamCapture\.recordExternalEvent: event/);
+    assert.throws(() => cap.recordChildGraph(s, {} as ComputeGraph), /StreamCapture\.recordChildGraph: graph must be a ComputeGraph/);
+    assert.throws(() => cap.recordKernel(s, 'k', 1, 1, 0, { programmatic: 1 } as never), /StreamCapture\.recordKernel: programmatic must be a boolean/);
+    assert.throws(() => cap.recordKernel(s, 'k', 1, 1, 0, { pdl: true } as never), /StreamCapture\.recordKernel: unknown option 'pdl'/);
+    assert.throws(() => cap.recordMemAlloc(StreamId(5), 8), (e: unknown) => e instanceof GraphError && e.code === 'CAPTURE_NOT_ACTIVE');
+    assert.equal(cap.nodeCount(), n);
+    const g = cap.endCapture(s);
+    assert.deepEqual(
+      g.nodes().map((x) => x.kind),
+      ['memAlloc', 'kernel', 'kernel', 'eventRecord', 'childGraph', 'eventWait', 'memFree', 'kernel'],
+    );
+    assert.equal(g.node(child).name, 'body');
+    assert.equal(g.node(rec).stream, 0);
+    assert.deepEqual(g.edgeData(k0, k1), { kind: 'programmatic', port: 'trigger' }, 'programmatic stream serialization after a kernel');
+    assert.deepEqual(g.edgeData(free, k2), { kind: 'plain', port: 'completion' }, 'after a non-kernel node the edge stays plain');
+    assert.deepEqual(g.edgeData(alloc, k0), { kind: 'plain', port: 'completion' });
+    assert.equal(g.isReachable(wait, free), true);
+    ExecGraph.instantiate(g);
+  }
+});
+
+test('property: random graphs of every kind with edge data round-trip through JSON and clone(), and diff as identical', () => {
+  const kinds = ['kernel', 'kernel', 'empty', 'eventRecord', 'eventWait', 'childGraph', 'memAlloc', 'memFree', 'memset'] as const;
+  const body = new ComputeGraph();
+  const b0 = body.addNode({ kind: 'kernel', functionName: 'b0', grid: 2, block: 64 });
+  const b1 = body.addNode({ kind: 'kernel', functionName: 'b1', grid: 2, block: 64 });
+  body.addEdge(b0, b1, { kind: 'programmatic', port: 'launchOrder' });
+  const program = fc.record({
+    nodes: fc.array(fc.constantFrom(...kinds), { minLength: 1, maxLength: 24 }),
+    edges: fc.array(fc.tuple(fc.nat(23), fc.nat(23), fc.constantFrom('plain', 'programmatic', 'launchOrder')), { maxLength: 60 }),
+  });
+  fc.assert(
+    fc.property(program, ({ nodes, edges }) => {
+      const g = new ComputeGraph();
+      const open: number[] = [];
+      nodes.forEach((kind, i) => {
+        switch (kind) {
+          case 'kernel':
+            g.addNode({ kind, functionName: `k${i}`, grid: i + 1, block: 32 });
+            break;
+          case 'memset':
+            g.addNode({ kind, sizeBytes: 8, value: i });
+            break;
+          case 'eventRecord':
+          case 'eventWait':
+            g.addNode({ kind, event: i });
+            break;
+          case 'childGraph':
+            g.addNode({ kind, graph: body });
+            break;
+          case 'memAlloc':
+            open.push(g.addNode({ kind, sizeBytes: 64 * (i + 1) }));
+            break;
+          case 'memFree': {
+            const alloc = open.shift();
+            const id = g.addNode({ kind, alloc: alloc === undefined ? null : NodeId(alloc) });
+            if (alloc !== undefined) g.addEdge(NodeId(alloc), id);
+            break;
+          }
+          default:
+            g.addNode({ kind });
+        }
+      });
+      const n = g.nodeCount();
+      for (const [a, b, want] of edges) {
+        const u = Math.min(a, b) % n;
+        const v = Math.max(a, b) % n;
+        if (u >= v) continue;
+        const ku = g.node(NodeId(u)).kind;
+        const kv = g.node(NodeId(v)).kind;
+        const data =
+          want === 'programmatic' && ku === 'kernel' && kv === 'kernel'
+            ? ({ kind: 'programmatic' } as const)
+            : want === 'launchOrder' && ku === 'kernel'
+              ? ({ port: 'launchOrder' } as const)
+              : undefined;
+        const existing = g.edgeData(NodeId(u), NodeId(v));
+        if (existing !== null) continue;
+        g.addEdge(NodeId(u), NodeId(v), data);
+      }
+      const text = JSON.stringify(g);
+      const back = ComputeGraph.fromJSON(text);
+      assert.equal(JSON.stringify(back), text);
+      assert.deepEqual(back.edgeRecords(), g.edgeRecords(), 'edge data survives the document');
+      const c = g.clone();
+      assert.equal(JSON.stringify(c), text);
+      assert.deepEqual(c.edgeRecords(), g.edgeRecords());
+      assert.deepEqual(
+        g.edgeRecords().map((e) => [e.from, e.to]),
+        g.edges(),
+      );
+      assert.equal(ExecGraph.instantiate(g).diff(c).identical, true);
+    }),
+    { numRuns: 200 },
+  );
 });
