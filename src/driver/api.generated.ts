@@ -275,6 +275,75 @@ export interface DriverApi {
   ): number;
   /** `CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams)` */
   cuGraphHostNodeGetParams(hNode: Handle, nodeParams: HostPtr): number;
+  /**
+   * `CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+   * size_t numDependencies, CUevent event)`
+   */
+  cuGraphAddEventRecordNode(
+    phGraphNode: HostPtr,
+    hGraph: Handle,
+    dependencies: HostPtr,
+    numDependencies: number,
+    event: Handle,
+  ): number;
+  /**
+   * `CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+   * size_t numDependencies, CUevent event)`
+   */
+  cuGraphAddEventWaitNode(
+    phGraphNode: HostPtr,
+    hGraph: Handle,
+    dependencies: HostPtr,
+    numDependencies: number,
+    event: Handle,
+  ): number;
+  /**
+   * `CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+   * size_t numDependencies, CUgraph childGraph)`
+   */
+  cuGraphAddChildGraphNode(
+    phGraphNode: HostPtr,
+    hGraph: Handle,
+    dependencies: HostPtr,
+    numDependencies: number,
+    childGraph: Handle,
+  ): number;
+  /**
+   * `CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+   * size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)`
+   */
+  cuGraphAddMemAllocNode(
+    phGraphNode: HostPtr,
+    hGraph: Handle,
+    dependencies: HostPtr,
+    numDependencies: number,
+    nodeParams: HostPtr,
+  ): number;
+  /**
+   * `CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+   * size_t numDependencies, CUdeviceptr dptr)`
+   */
+  cuGraphAddMemFreeNode(
+    phGraphNode: HostPtr,
+    hGraph: Handle,
+    dependencies: HostPtr,
+    numDependencies: number,
+    dptr: DevicePtr,
+  ): number;
+  /** `CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out)` */
+  cuGraphEventRecordNodeGetEvent(hNode: Handle, event_out: HostPtr): number;
+  /** `CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out)` */
+  cuGraphEventWaitNodeGetEvent(hNode: Handle, event_out: HostPtr): number;
+  /** `CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph)` */
+  cuGraphChildGraphNodeGetGraph(hNode: Handle, phGraph: HostPtr): number;
+  /** `CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)` */
+  cuGraphMemAllocNodeGetParams(hNode: Handle, params_out: HostPtr): number;
+  /** `CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)` */
+  cuGraphMemFreeNodeGetParams(hNode: Handle, dptr_out: HostPtr): number;
+  /** `CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled)` */
+  cuGraphNodeSetEnabled(hGraphExec: Handle, hNode: Handle, isEnabled: number): number;
+  /** `CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled)` */
+  cuGraphNodeGetEnabled(hGraphExec: Handle, hNode: Handle, isEnabled: HostPtr): number;
 }
 
 /** A driver symbol cudagraph binds. */
@@ -384,4 +453,21 @@ export const DRIVER_PROTOTYPES: { readonly [K in DriverSymbol]: string } = {
   cuGraphAddDependencies_v2:
     'int cuGraphAddDependencies_v2(void *hGraph, const void *from, const void *to, const void *edgeData, size_t numDependencies)',
   cuGraphHostNodeGetParams: 'int cuGraphHostNodeGetParams(void *hNode, void *nodeParams)',
+  cuGraphAddEventRecordNode:
+    'int cuGraphAddEventRecordNode(void *phGraphNode, void *hGraph, const void *dependencies, size_t numDependencies, void *event)',
+  cuGraphAddEventWaitNode:
+    'int cuGraphAddEventWaitNode(void *phGraphNode, void *hGraph, const void *dependencies, size_t numDependencies, void *event)',
+  cuGraphAddChildGraphNode:
+    'int cuGraphAddChildGraphNode(void *phGraphNode, void *hGraph, const void *dependencies, size_t numDependencies, void *childGraph)',
+  cuGraphAddMemAllocNode:
+    'int cuGraphAddMemAllocNode(void *phGraphNode, void *hGraph, const void *dependencies, size_t numDependencies, void *nodeParams)',
+  cuGraphAddMemFreeNode:
+    'int cuGraphAddMemFreeNode(void *phGraphNode, void *hGraph, const void *dependencies, size_t numDependencies, uint64_t dptr)',
+  cuGraphEventRecordNodeGetEvent: 'int cuGraphEventRecordNodeGetEvent(void *hNode, void *event_out)',
+  cuGraphEventWaitNodeGetEvent: 'int cuGraphEventWaitNodeGetEvent(void *hNode, void *event_out)',
+  cuGraphChildGraphNodeGetGraph: 'int cuGraphChildGraphNodeGetGraph(void *hNode, void *phGraph)',
+  cuGraphMemAllocNodeGetParams: 'int cuGraphMemAllocNodeGetParams(void *hNode, void *params_out)',
+  cuGraphMemFreeNodeGetParams: 'int cuGraphMemFreeNodeGetParams(void *hNode, void *dptr_out)',
+  cuGraphNodeSetEnabled: 'int cuGraphNodeSetEnabled(void *hGraphExec, void *hNode, unsigned int isEnabled)',
+  cuGraphNodeGetEnabled: 'int cuGraphNodeGetEnabled(void *hGraphExec, void *hNode, void *isEnabled)',
 };

@@ -77,8 +77,24 @@ export const GRAPH_INSTANTIATE_PARAMS = {
   result_out: 24,
 } as const;
 
-/** `CUgraphEdgeData` (8 bytes per edge, written by `cuGraphGetEdges_v2`). */
-export const GRAPH_EDGE_DATA = { size: 8 } as const;
+/** `CUgraphEdgeData` (8 bytes per edge, written by `cuGraphGetEdges_v2`, read by `cuGraphAddDependencies_v2`). */
+export const GRAPH_EDGE_DATA = { size: 8, from_port: 0, to_port: 1, type: 2 } as const;
+
+/** `CUgraphDependencyType`. */
+export const CU_GRAPH_DEPENDENCY_TYPE = { DEFAULT: 0, PROGRAMMATIC: 1 } as const;
+
+/** `CU_GRAPH_KERNEL_NODE_PORT_*`: the ports a kernel node's outgoing edges leave by. */
+export const CU_GRAPH_KERNEL_NODE_PORT = { DEFAULT: 0, PROGRAMMATIC: 1, LAUNCH_ORDER: 2 } as const;
+
+/** `CUDA_MEM_ALLOC_NODE_PARAMS` (v1: `cuGraphAddMemAllocNode`, `cuGraphMemAllocNodeGetParams`); `poolProps` is a `CUmemPoolProps`. */
+export const MEM_ALLOC_NODE_PARAMS = {
+  size: 120,
+  poolProps: 0,
+  accessDescs: 88,
+  accessDescCount: 96,
+  bytesize: 104,
+  dptr: 112,
+} as const;
 
 /** `CUmemPoolProps` (v1, read by `cuMemPoolCreate`). */
 export const MEM_POOL_PROPS = {

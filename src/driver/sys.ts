@@ -142,6 +142,20 @@ export const DRIVER_WAITS: { readonly [K in DriverSymbol]: HostWait } = {
   cuGraphAddEmptyNode: 'none',
   cuGraphAddDependencies_v2: 'none',
   cuGraphHostNodeGetParams: 'none',
+  cuGraphAddEventRecordNode: 'none',
+  cuGraphAddEventWaitNode: 'none',
+  // Clones the child graph on the host; nothing runs on the GPU.
+  cuGraphAddChildGraphNode: 'none',
+  // Reserves address space for the graph's memory; not probed yet, so classed as waiting (see above).
+  cuGraphAddMemAllocNode: 'gpu',
+  cuGraphAddMemFreeNode: 'none',
+  cuGraphEventRecordNodeGetEvent: 'none',
+  cuGraphEventWaitNodeGetEvent: 'none',
+  cuGraphChildGraphNodeGetGraph: 'none',
+  cuGraphMemAllocNodeGetParams: 'none',
+  cuGraphMemFreeNodeGetParams: 'none',
+  cuGraphNodeSetEnabled: 'none',
+  cuGraphNodeGetEnabled: 'none',
 };
 
 /** A koffi function's asynchronous form: runs the call on a worker thread, then calls back. */

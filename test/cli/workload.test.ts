@@ -148,6 +148,7 @@ test('graphFromReadBack: a read-back whose nodes are the program steps gets thei
         : { index, type: 'memcpy', memcpy: { direction: s.op === 'upload' ? 'HostToDevice' : 'DeviceToHost', byteLength: 8, src: 1n, dst: 2n } },
     ),
     edges: model.edges().map(([a, b]) => [a, b] as const),
+    edgeData: model.edges().map(() => ({ fromPort: 0, type: 0 })),
   };
   const { graph, matchesProgram } = graphFromReadBack(readBack, MLP_PROGRAM);
   assert.equal(matchesProgram, true);
@@ -159,7 +160,7 @@ test('graphFromReadBack: a read-back whose nodes are the program steps gets thei
   // An edge less: not the same DAG. Nodes out of order: no names or streams from the program.
   const fewer = graphFromReadBack({ ...readBack, edges: readBack.edges.slice(1) }, MLP_PROGRAM);
   assert.equal(sameDag(fewer.graph, model), false);
-  const shuffled = graphFromReadBack({ nodes: [...readBack.nodes].reverse(), edges: [] }, MLP_PROGRAM);
+  const shuffled = graphFromReadBack({ nodes: [...readBack.nodes].reverse(), edges: [], edgeData: [] }, MLP_PROGRAM);
   assert.equal(shuffled.matchesProgram, false);
   assert.deepEqual(shuffled.graph.streams(), []);
   assert.equal(shuffled.graph.node(0 as never).name, 'memcpy DeviceToHost');

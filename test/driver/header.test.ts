@@ -151,6 +151,7 @@ test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc &
     ['CUmemPoolProps', L.MEM_POOL_PROPS],
     ['CUmemLocation', L.MEM_LOCATION],
     ['CUDA_HOST_NODE_PARAMS', L.HOST_NODE_PARAMS],
+    ['CUDA_MEM_ALLOC_NODE_PARAMS', L.MEM_ALLOC_NODE_PARAMS],
   ];
   const lines = ['#include <cuda.h>', '#include <stdio.h>', '#include <stddef.h>', 'int main(void) {'];
   for (const [t, fields] of structs) {
@@ -180,6 +181,14 @@ test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc &
     ['CU_MEMORYTYPE_DEVICE', L.CU_MEMORYTYPE.DEVICE],
     ['CU_GRAPH_NODE_TYPE_HOST', L.CU_GRAPH_NODE_TYPE.indexOf('hostCallback')],
     ['CU_GRAPH_NODE_TYPE_EMPTY', L.CU_GRAPH_NODE_TYPE.indexOf('empty')],
+    ['CU_GRAPH_NODE_TYPE_GRAPH', L.CU_GRAPH_NODE_TYPE.indexOf('graph')],
+    ['CU_GRAPH_NODE_TYPE_WAIT_EVENT', L.CU_GRAPH_NODE_TYPE.indexOf('waitEvent')],
+    ['CU_GRAPH_NODE_TYPE_EVENT_RECORD', L.CU_GRAPH_NODE_TYPE.indexOf('eventRecord')],
+    ['CU_GRAPH_NODE_TYPE_MEM_ALLOC', L.CU_GRAPH_NODE_TYPE.indexOf('memAlloc')],
+    ['CU_GRAPH_NODE_TYPE_MEM_FREE', L.CU_GRAPH_NODE_TYPE.indexOf('memFree')],
+    ['CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC', L.CU_GRAPH_DEPENDENCY_TYPE.PROGRAMMATIC],
+    ['CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC', L.CU_GRAPH_KERNEL_NODE_PORT.PROGRAMMATIC],
+    ['CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER', L.CU_GRAPH_KERNEL_NODE_PORT.LAUNCH_ORDER],
     ['CU_STREAM_NON_BLOCKING', L.CU.STREAM_NON_BLOCKING],
     ['CU_EVENT_DISABLE_TIMING', L.CU.EVENT_DISABLE_TIMING],
     ['CU_MEMHOSTREGISTER_PORTABLE', L.CU.MEMHOSTREGISTER_PORTABLE],

@@ -9,14 +9,13 @@ import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime, keepFailure, surfaceCleanupErrors, cleanupsDeferred } from '../core/lifetime.js';
 import { Device } from '../device/device.js';
-import { hostFunctionLabel, hostFunctionsExist, isHostTrampoline } from '../host/host-function.js';
-import { ComputeGraph } from '../../model/compute-graph.js';
-import type { NodeSpec } from '../../model/node.js';
-import { NodeId } from '../../model/ids.js';
+import { hostFunctionsExist } from '../host/host-function.js';
+import type { ComputeGraph } from '../../model/compute-graph.js';
+import { computeGraphOf, jsHostFunctionIdsOf, readBackHandle, readContext, readNode } from './read-back.js';
 import type { Stream } from '../device/stream.js';
 import { GraphExec } from './graph-exec.js';
 import { checkInstantiateFlags, type InstantiateFlags } from './instantiate-flags.js';
-import type { CapturedNodeInfo, GraphNodeType, GraphReadBack, MemcpyNodeInfo } from './node-info.js';
+import type { CapturedNodeInfo, GraphReadBack } from './node-info.js';
 import { brands, registerBrand } from '../core/brands.js';
 
 /**
@@ -130,19 +129,7 @@ export class Graph {
   readBack(): GraphReadBack {
     const op = 'Graph.readBack';
     this[LIFETIME].assertAlive(op);
-    const handles = gr.graphNodes(op, this.#handle);
-    const index = new Map<bigint, number>();
-    handles.forEach((h, i) => index.set(h, i));
-    const names = new Map<bigint, string>();
-    const nodes = handles.map((h, i) => readNode(op, h, i, names));
-    const edges: Array<readonly [number, number]> = [];
-    for (const [from, to] of gr.graphEdges(op, this.#handle)) {
-      const a = index.get(from);
-      const b = index.get(to);
-      if (a !== undefined && b !== undefined) edges.push([a, b]);
-    }
-    edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
-    return { nodes, edges };
+    return readBackHandle(op, this.#handle);
   }
 
   /**
@@ -153,17 +140,16 @@ export class Graph {
    * Kinds map as: kernel → `'kernel'` (the function's name, launch shape); memcpy → `'memcpy'` with
    * the direction from the memory types and the byte count; memset → `'memset'` (bytes, value,
    * element size); host → `'hostCallback'` labelled with the `HostFunction`'s label (`'host'` for a
-   * foreign one); empty → `'empty'`. Kinds the model has no record for (child graph, event
-   * record/wait, memory alloc/free, conditional, a host-to-host copy, …) become `'empty'` nodes
-   * named after the kind (`'memAlloc'`), so the dependencies through them are kept.
+   * foreign one); empty → `'empty'`; event record / wait → `'eventRecord'` / `'eventWait'` (events
+   * numbered 0, 1, … in the order first seen); child graph → `'childGraph'` (read back too);
+   * allocation / free → `'memAlloc'` / `'memFree'` (a free of an allocation of the same graph
+   * names that node). Edges keep their data (programmatic edges, ports). Kinds the model has no
+   * record for (conditional, external semaphores, batch memory operations, a host-to-host copy)
+   * become `'empty'` nodes named after the kind, so the dependencies through them are kept.
    * @throws DisposedError after dispose; CudaError from the driver.
    */
   toComputeGraph(): ComputeGraph {
-    const { nodes, edges } = this.readBack();
-    const g = new ComputeGraph();
-    for (const n of nodes) g.addNode(specOf(n));
-    g.addEdges(edges.map(([a, b]) => [NodeId(a), NodeId(b)] as const));
-    return g;
+    return computeGraphOf(this.readBack());
   }
 
   /**
@@ -173,13 +159,7 @@ export class Graph {
   jsHostFunctionIds(op: string): readonly number[] {
     if (this.#jsHostFunctions !== null) return this.#jsHostFunctions;
     if (!hostFunctionsExist()) return [];
-    const ids: number[] = [];
-    for (const h of gr.graphNodes(op, this.#handle)) {
-      if (CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] !== 'hostCallback') continue;
-      const p = gb.hostNodeParams(op, h);
-      if (isHostTrampoline(p.fn)) ids.push(Number(p.userData));
-    }
-    this.#jsHostFunctions = Object.freeze(ids);
+    this.#jsHostFunctions = Object.freeze(jsHostFunctionIdsOf(op, this.#handle));
     return this.#jsHostFunctions;
   }
 
@@ -193,7 +173,7 @@ export class Graph {
     try {
       const handles = gr.graphNodes(op, this.#handle);
       const i = handles.indexOf(node);
-      const info = readNode(op, node, i, new Map());
+      const info = readNode(op, node, i, readContext());
       const what = info.kernel ? `kernel '${info.kernel.name}'` : info.type;
       return i >= 0 ? `#${i} (${what})` : `(${what}, not a node of this graph)`;
     } catch {
@@ -255,76 +235,4 @@ export class Graph {
   [Symbol.dispose](): void {
     this.dispose();
   }
-}
-
-function direction(op: string, srcType: number, src: bigint, dstType: number, dst: bigint): MemcpyNodeInfo['direction'] {
-  // Unified-addressing copies name memory by address only: ask the driver what each side is.
-  const kind = (t: number, p: bigint): number => (t === CU_MEMORYTYPE.UNIFIED ? mem.pointerMemoryType(op, p) || 1 : t);
-  const s = kind(srcType, src) === CU_MEMORYTYPE.HOST ? 'Host' : 'Device';
-  const d = kind(dstType, dst) === CU_MEMORYTYPE.HOST ? 'Host' : 'Device';
-  return `${s}To${d}` as MemcpyNodeInfo['direction'];
-}
-
-function readNode(op: string, h: bigint, index: number, names: Map<bigint, string>): CapturedNodeInfo {
-  const t = gr.graphNodeType(op, h);
-  const type: GraphNodeType = CU_GRAPH_NODE_TYPE[t] ?? 'unknown';
-  if (type === 'kernel') {
-    const p = gr.kernelNodeParams(op, h);
-    const fn = p.func !== 0n ? p.func : p.kern;
-    let name = names.get(fn);
-    if (name === undefined) {
-      try {
-        name = mod.functionName(op, fn, p.func === 0n);
-      } catch {
-        name = '';
-      }
-      names.set(fn, name);
-    }
-    return { index, type, kernel: { name, grid: p.grid, block: p.block, sharedMem: p.sharedMem } };
-  }
-  if (type === 'memset') {
-    const p = gr.memsetNodeParams(op, h);
-    const height = Math.max(1, p.height);
-    return {
-      index,
-      type,
-      memset: { ...p, height, byteLength: p.width * height * p.elementSize },
-    };
-  }
-  if (type === 'memcpy') {
-    const p = gr.memcpyNodeParams(op, h);
-    return {
-      index,
-      type,
-      memcpy: {
-        direction: direction(op, p.srcMemoryType, p.src, p.dstMemoryType, p.dst),
-        byteLength: p.width * Math.max(1, p.height) * Math.max(1, p.depth),
-        src: p.src,
-        dst: p.dst,
-      },
-    };
-  }
-  if (type === 'hostCallback') {
-    const p = gb.hostNodeParams(op, h);
-    return { index, type, host: { ...p, label: hostFunctionLabel(p.fn, p.userData) } };
-  }
-  return { index, type };
-}
-
-/** The model's spec of a read-back node (see `Graph.toComputeGraph`). */
-function specOf(n: CapturedNodeInfo): NodeSpec {
-  if (n.kernel) {
-    const k = n.kernel;
-    return { kind: 'kernel', functionName: k.name || '(unnamed kernel)', grid: k.grid, block: k.block, sharedMem: k.sharedMem };
-  }
-  if (n.memcpy && n.memcpy.direction !== 'HostToHost') {
-    return { kind: 'memcpy', name: 'memcpy', dir: n.memcpy.direction, sizeBytes: n.memcpy.byteLength };
-  }
-  if (n.memset) {
-    const m = n.memset;
-    return { kind: 'memset', name: 'memset', sizeBytes: m.byteLength, value: m.value, elementSize: m.elementSize as 1 | 2 | 4 };
-  }
-  if (n.type === 'hostCallback') return { kind: 'hostCallback', label: n.host?.label ?? 'host' };
-  if (n.type === 'empty') return { kind: 'empty' };
-  return { kind: 'empty', name: n.memcpy ? 'memcpy (HostToHost)' : n.type };
 }

@@ -49,6 +49,37 @@ export interface HostNodeInfo {
   readonly label: string | null;
 }
 
+/** An event record or wait node's event (`cuGraphEventRecordNodeGetEvent` / `…WaitNodeGetEvent`). */
+export interface EventNodeInfo {
+  /** The `CUevent`. */
+  readonly handle: bigint;
+  /** The event's number in this read-back: 0, 1, … in the order events are first seen (the model's event id). */
+  readonly number: number;
+}
+
+/** An allocation node (`cuGraphMemAllocNodeGetParams`). */
+export interface MemAllocNodeInfo {
+  readonly byteLength: number;
+  /** The device ordinal the memory lives on. */
+  readonly device: number;
+  /** The address the driver fixed for the allocation. */
+  readonly dptr: bigint;
+}
+
+/** A free node (`cuGraphMemFreeNodeGetParams`). */
+export interface MemFreeNodeInfo {
+  /** The address it frees. */
+  readonly dptr: bigint;
+}
+
+/** An edge's data as the driver reports it (`CUgraphEdgeData`). */
+export interface EdgeInfo {
+  /** `from_port`: 0 completion, 1 programmatic (trigger), 2 launch order. */
+  readonly fromPort: number;
+  /** `type`: 0 default, 1 programmatic. */
+  readonly type: number;
+}
+
 /** One node of a graph read back from the driver. */
 export interface CapturedNodeInfo {
   /** Position in `graph.nodes()`; edges refer to nodes by it. */
@@ -62,6 +93,14 @@ export interface CapturedNodeInfo {
   readonly memset?: MemsetNodeInfo;
   /** Present for host nodes. */
   readonly host?: HostNodeInfo;
+  /** Present for event record and wait nodes. */
+  readonly event?: EventNodeInfo;
+  /** Present for child graph nodes: the child, read back too. */
+  readonly child?: GraphReadBack;
+  /** Present for allocation nodes. */
+  readonly memAlloc?: MemAllocNodeInfo;
+  /** Present for free nodes. */
+  readonly memFree?: MemFreeNodeInfo;
 }
 
 /** A graph read back from the driver: its nodes and its real dependency edges. */
@@ -69,4 +108,6 @@ export interface GraphReadBack {
   readonly nodes: readonly CapturedNodeInfo[];
   /** `[from, to]`: `to` runs after `from` (indices into `nodes`). */
   readonly edges: ReadonlyArray<readonly [number, number]>;
+  /** Each edge's data, in the order of `edges`. */
+  readonly edgeData: readonly EdgeInfo[];
 }

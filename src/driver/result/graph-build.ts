@@ -10,7 +10,12 @@ import {
   MEMSET_NODE_PARAMS as M,
   MEMCPY3D as C,
   HOST_NODE_PARAMS as H,
+  GRAPH_EDGE_DATA as E,
+  MEM_ALLOC_NODE_PARAMS as A,
+  MEM_POOL_PROPS as P,
+  MEM_LOCATION as L,
   CU_MEMORYTYPE,
+  CU,
 } from '../layouts.js';
 import { takeHandle, u64 } from './scratch.js';
 
@@ -111,10 +116,72 @@ export function addEmptyNode(op: string, graph: bigint): bigint {
   return takeHandle();
 }
 
-/** Adds the edges `from[i] → to[i]` in one call (`cuGraphAddDependencies_v2`, default edge data). */
-export function addDependencies(op: string, graph: bigint, from: BigUint64Array, to: BigUint64Array): void {
+/**
+ * Adds the edges `from[i] → to[i]` in one call (`cuGraphAddDependencies_v2`). `data` holds each
+ * edge's `[fromPort, type]` (`CUgraphEdgeData`), or is null when every edge is a default one.
+ */
+export function addDependencies(
+  op: string,
+  graph: bigint,
+  from: BigUint64Array,
+  to: BigUint64Array,
+  data: ReadonlyArray<readonly [fromPort: number, type: number]> | null = null,
+): void {
   if (from.length === 0) return;
-  check(driverSymbol(op, 'cuGraphAddDependencies_v2')(graph, from, to, null, from.length), op, 'cuGraphAddDependencies_v2');
+  let edgeData: Uint8Array | null = null;
+  if (data !== null) {
+    edgeData = new Uint8Array(from.length * E.size);
+    data.forEach(([port, type], i) => {
+      edgeData![i * E.size + E.from_port] = port;
+      edgeData![i * E.size + E.type] = type;
+    });
+  }
+  check(driverSymbol(op, 'cuGraphAddDependencies_v2')(graph, from, to, edgeData, from.length), op, 'cuGraphAddDependencies_v2');
+}
+
+/** Adds an event record node recording `event` (`cuGraphAddEventRecordNode`). */
+export function addEventRecordNode(op: string, graph: bigint, event: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphAddEventRecordNode')(u64, graph, null, 0, event), op, 'cuGraphAddEventRecordNode');
+  return takeHandle();
+}
+
+/** Adds an event wait node waiting on `event` (`cuGraphAddEventWaitNode`). */
+export function addEventWaitNode(op: string, graph: bigint, event: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphAddEventWaitNode')(u64, graph, null, 0, event), op, 'cuGraphAddEventWaitNode');
+  return takeHandle();
+}
+
+/** Adds a child graph node running a clone of `child` (`cuGraphAddChildGraphNode`; `child` stays the caller's). */
+export function addChildGraphNode(op: string, graph: bigint, child: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphAddChildGraphNode')(u64, graph, null, 0, child), op, 'cuGraphAddChildGraphNode');
+  return takeHandle();
+}
+
+/**
+ * Adds an allocation node of `bytes` bytes on device `device` (`cuGraphAddMemAllocNode`, pinned
+ * device memory, no peer access). Returns the node and the address the driver fixed for it.
+ */
+export function addMemAllocNode(op: string, graph: bigint, bytes: number, device: number): { node: bigint; dptr: bigint } {
+  const buf = new Uint8Array(A.size);
+  const v = new DataView(buf.buffer);
+  v.setInt32(A.poolProps + P.allocType, CU.MEM_ALLOCATION_TYPE_PINNED, true);
+  v.setInt32(A.poolProps + P.location + L.type, CU.MEM_LOCATION_TYPE_DEVICE, true);
+  v.setInt32(A.poolProps + P.location + L.id, device, true);
+  v.setBigUint64(A.bytesize, BigInt(bytes), true);
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphAddMemAllocNode')(u64, graph, null, 0, buf), op, 'cuGraphAddMemAllocNode');
+  const node = takeHandle();
+  return { node, dptr: v.getBigUint64(A.dptr, true) };
+}
+
+/** Adds a free node freeing `dptr`, an address an allocation node returned (`cuGraphAddMemFreeNode`). */
+export function addMemFreeNode(op: string, graph: bigint, dptr: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphAddMemFreeNode')(u64, graph, null, 0, dptr), op, 'cuGraphAddMemFreeNode');
+  return takeHandle();
 }
 
 /** A host node's function pointer and user data (`cuGraphHostNodeGetParams`). */

@@ -10,6 +10,9 @@ import {
   EXEC_UPDATE_RESULT_INFO as U,
   GRAPH_INSTANTIATE_PARAMS as I,
   GRAPH_EDGE_DATA,
+  MEM_ALLOC_NODE_PARAMS as A,
+  MEM_POOL_PROPS as P,
+  MEM_LOCATION as L,
   CUDA_GRAPH_INSTANTIATE_FLAG,
   CUDA_GRAPH_INSTANTIATE_RESULT,
 } from '../layouts.js';
@@ -64,11 +67,21 @@ export function graphNodes(op: string, graph: bigint): bigint[] {
   return Array.from(nodes.subarray(0, Number(count[0]!)));
 }
 
+/** One dependency edge as the driver lists it: the two node handles and the edge's data. */
+export interface DriverEdge {
+  readonly from: bigint;
+  readonly to: bigint;
+  /** `CUgraphEdgeData.from_port` (`CU_GRAPH_KERNEL_NODE_PORT_*`). */
+  readonly fromPort: number;
+  /** `CUgraphEdgeData.type` (`CUgraphDependencyType`). */
+  readonly type: number;
+}
+
 /**
- * The dependency edges as (from, to) handle pairs (`cuGraphGetEdges_v2`). Edge data is fetched
- * too, because the driver refuses a query without it when an edge carries non-default data.
+ * The dependency edges with their data (`cuGraphGetEdges_v2`; the driver refuses a query without
+ * the data array when an edge carries non-default data).
  */
-export function graphEdges(op: string, graph: bigint): Array<[bigint, bigint]> {
+export function graphEdges(op: string, graph: bigint): DriverEdge[] {
   const get = driverSymbol(op, 'cuGraphGetEdges_v2');
   const count = new BigUint64Array(1);
   check(get(graph, null, null, null, count), op, 'cuGraphGetEdges_v2');
@@ -78,9 +91,52 @@ export function graphEdges(op: string, graph: bigint): Array<[bigint, bigint]> {
   const to = new BigUint64Array(n);
   const data = new Uint8Array(n * GRAPH_EDGE_DATA.size);
   check(get(graph, from, to, data, count), op, 'cuGraphGetEdges_v2');
-  const out: Array<[bigint, bigint]> = [];
-  for (let i = 0; i < Number(count[0]!); i++) out.push([from[i]!, to[i]!]);
+  const out: DriverEdge[] = [];
+  for (let i = 0; i < Number(count[0]!); i++) {
+    const d = i * GRAPH_EDGE_DATA.size;
+    out.push({ from: from[i]!, to: to[i]!, fromPort: data[d + GRAPH_EDGE_DATA.from_port]!, type: data[d + GRAPH_EDGE_DATA.type]! });
+  }
   return out;
+}
+
+/** The event an event record node records (`cuGraphEventRecordNodeGetEvent`). */
+export function eventRecordNodeEvent(op: string, node: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphEventRecordNodeGetEvent')(node, u64), op, 'cuGraphEventRecordNodeGetEvent');
+  return takeHandle();
+}
+
+/** The event an event wait node waits on (`cuGraphEventWaitNodeGetEvent`). */
+export function eventWaitNodeEvent(op: string, node: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphEventWaitNodeGetEvent')(node, u64), op, 'cuGraphEventWaitNodeGetEvent');
+  return takeHandle();
+}
+
+/** The graph a child graph node runs (`cuGraphChildGraphNodeGetGraph`): owned by the node, never to be destroyed. */
+export function childGraphNodeGraph(op: string, node: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphChildGraphNodeGetGraph')(node, u64), op, 'cuGraphChildGraphNodeGetGraph');
+  return takeHandle();
+}
+
+/** An allocation node's size, device and address (`cuGraphMemAllocNodeGetParams`). */
+export function memAllocNodeParams(op: string, node: bigint): { bytesize: number; device: number; dptr: bigint } {
+  const buf = new Uint8Array(A.size);
+  check(driverSymbol(op, 'cuGraphMemAllocNodeGetParams')(node, buf), op, 'cuGraphMemAllocNodeGetParams');
+  const v = new DataView(buf.buffer);
+  return {
+    bytesize: Number(v.getBigUint64(A.bytesize, true)),
+    device: v.getInt32(A.poolProps + P.location + L.id, true),
+    dptr: v.getBigUint64(A.dptr, true),
+  };
+}
+
+/** The address a free node frees (`cuGraphMemFreeNodeGetParams`). */
+export function memFreeNodeParams(op: string, node: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphMemFreeNodeGetParams')(node, u64), op, 'cuGraphMemFreeNodeGetParams');
+  return u64[0]!;
 }
 
 /** The `CUgraphNodeType` of a node (`cuGraphNodeGetType`). */
