@@ -1,7 +1,7 @@
-import { DisposedError, privateConstructorError } from '../../errors/base.js';
-import { requireInstance } from '../../util/validate.js';
+import { DisposedError, InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
+import { requireBoolean, requireInstance, requireInt } from '../../util/validate.js';
 import { graph as gr, cudaError } from '../../driver/result/index.js';
-import { CU_GRAPH_EXEC_UPDATE_RESULT } from '../../driver/layouts.js';
+import { CU_GRAPH_EXEC_UPDATE_RESULT, CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
 import { INTERNAL, CAPTURE, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { checkEpoch } from '../core/check-epoch.js';
@@ -166,6 +166,43 @@ export class GraphExec {
     const s = this.#streamFor(op, stream);
     makeCurrent(op, this.#ctx);
     gr.graphUpload(op, this.#handle, s.handleFor(op));
+  }
+
+  /**
+   * Turns node `node` off or on for later launches (`cuGraphNodeSetEnabled`): a disabled node does
+   * no work, but still orders the nodes around it. `node` is the node's index in `graph.nodes()`.
+   * Launches already queued are not affected.
+   * @throws InvalidArgumentError for an index out of range, a non-boolean, or a node other than a
+   *   kernel, memset or memcpy node (the only kinds CUDA enables and disables); DisposedError after
+   *   dispose; CudaError from the driver.
+   */
+  setNodeEnabled(node: number, enabled: boolean): void {
+    const op = 'GraphExec.setNodeEnabled';
+    const h = this.#switchable(op, node);
+    const on = requireBoolean(op, 'enabled', enabled);
+    makeCurrent(op, this.#ctx);
+    gr.nodeSetEnabled(op, this.#handle, h, on);
+  }
+
+  /** Whether node `node` (its index in `graph.nodes()`) runs at launch (`cuGraphNodeGetEnabled`). @throws as `setNodeEnabled`. */
+  isNodeEnabled(node: number): boolean {
+    const op = 'GraphExec.isNodeEnabled';
+    const h = this.#switchable(op, node);
+    makeCurrent(op, this.#ctx);
+    return gr.nodeGetEnabled(op, this.#handle, h);
+  }
+
+  /** The template's node at index `node`, refused unless CUDA can enable and disable its kind. */
+  #switchable(op: string, node: unknown): bigint {
+    this[LIFETIME].assertAlive(op);
+    const handles = gr.graphNodes(op, this.#graph.handle);
+    const i = requireInt(op, 'node', node, 0, Math.max(0, handles.length - 1));
+    const h = handles[i]!;
+    const type = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] ?? 'unknown';
+    if (type !== 'kernel' && type !== 'memset' && type !== 'memcpy') {
+      throw new InvalidArgumentError(op, 'node', `node #${i} is a '${type}' node; CUDA enables and disables only kernel, memset and memcpy nodes`);
+    }
+    return h;
   }
 
   /**

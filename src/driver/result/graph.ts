@@ -340,3 +340,15 @@ export function graphExecUpdate(op: string, exec: bigint, graph: bigint): ExecUp
 export function graphDebugDotPrint(op: string, graph: bigint, path: string, flags: number): void {
   check(driverSymbol(op, 'cuGraphDebugDotPrint')(graph, path, flags), op, 'cuGraphDebugDotPrint');
 }
+
+/** Turns node `node` of `exec`'s template on or off for later launches (`cuGraphNodeSetEnabled`). */
+export function nodeSetEnabled(op: string, exec: bigint, node: bigint, enabled: boolean): void {
+  check(driverSymbol(op, 'cuGraphNodeSetEnabled')(exec, node, enabled ? 1 : 0), op, 'cuGraphNodeSetEnabled');
+}
+
+/** Whether node `node` of `exec`'s template runs when `exec` is launched (`cuGraphNodeGetEnabled`). */
+export function nodeGetEnabled(op: string, exec: bigint, node: bigint): boolean {
+  i32[0] = 0;
+  check(driverSymbol(op, 'cuGraphNodeGetEnabled')(exec, node, i32), op, 'cuGraphNodeGetEnabled');
+  return i32[0] !== 0;
+}
