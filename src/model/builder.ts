@@ -18,7 +18,7 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, requireBoolean, requireInt, requireName, requireNonNegativeFinite, requireOptions, requireSize, requireU32 } from '../util/validate.js';
 import { nameText } from './bounded-text.js';
-import { ComputeGraph, addEdgeAs, addEdgesAs, addNodeAs, isComputeGraph, nodeIdAs, type EdgeArg } from './compute-graph.js';
+import { ComputeGraph, addEdgeAs, addEdgesAs, addNodeAs, isComputeGraph, nodeIdAs, upgradeEdgeAs, type EdgeArg } from './compute-graph.js';
 import { GraphErrorCode } from './error-codes.js';
 import type { MemcpyDir } from './memcpy-dir.js';
 import type { DimInput, EdgeSpec, NodeSpec, NodeSpecBase } from './node.js';
@@ -149,6 +149,9 @@ const NODE_KEYS = ['name', 'stream', 'cost'];
  * is the brand check of plain (frozen) objects.
  */
 const SCALARS = new WeakSet<ScalarArg>();
+
+/** What `build()` returned: `childGraph` takes only these (a look-alike's bindings would reach lowering unchecked). */
+const BUILT = new WeakSet<BuiltGraph>();
 
 function scalar(type: ScalarType, value: number | bigint): ScalarArg {
   const arg: ScalarArg = Object.freeze({ kind: 'scalar', type, value });
@@ -345,7 +348,7 @@ export class GraphBuilder {
     let graph: ComputeGraph;
     let bindings: ReadonlyMap<NodeId, NodeBinding> | null = null;
     if (isComputeGraph(child)) graph = child;
-    else if (typeof child === 'object' && child !== null && isComputeGraph((child as BuiltGraph).graph) && (child as BuiltGraph).bindings instanceof Map) {
+    else if (BUILT.has(child as BuiltGraph)) {
       graph = (child as BuiltGraph).graph;
       bindings = new Map((child as BuiltGraph).bindings);
     } else {
@@ -353,7 +356,15 @@ export class GraphBuilder {
     }
     const reads = this.#refs(OP, 'reads', o.reads);
     const writes = this.#refs(OP, 'writes', o.writes);
-    return this.#add(OP, { kind: 'childGraph', graph, ...common(OP, o) }, { kind: 'childGraph', bindings }, reads, writes);
+    try {
+      return this.#add(OP, { kind: 'childGraph', graph, ...common(OP, o) }, { kind: 'childGraph', bindings }, reads, writes);
+    } catch (e) {
+      // The checks name the spec's field `graph`; this call's argument is `child`.
+      if (e instanceof InvalidArgumentError && e.parameter === 'graph') {
+        throw new InvalidArgumentError(OP, 'child', `child${e.message.slice(OP.length + 2 + 'graph'.length)}`);
+      }
+      throw e;
+    }
   }
 
   /**
@@ -397,14 +408,17 @@ export class GraphBuilder {
 
   /**
    * `to` runs after `from`; `data` makes the edge programmatic or picks its port (see
-   * `ComputeGraph.addEdge`). Unlike the upstream builder (which drops a bad edge silently), a cycle
-   * or an unknown node throws.
-   * @throws GraphError `CycleDetected` or `NodeNotFound`, naming `GraphBuilder.dep`; nothing is added.
+   * `ComputeGraph.addEdge`): a plain edge already there (one the builder inferred from the
+   * buffers, say) takes the data, so a producer and its consumer can be joined programmatically.
+   * Unlike the upstream builder (which drops a bad edge silently), a cycle or an unknown node throws.
+   * @throws GraphError `CycleDetected` or `NodeNotFound`, naming `GraphBuilder.dep`; GraphError
+   *   `GRAPH_EDGE_CONFLICT` when the edge has other, non-plain data; InvalidArgumentError for data
+   *   against CUDA's rules. Nothing is changed.
    */
   dep(from: NodeId, to: NodeId, data?: EdgeSpec): this {
     const OP = 'GraphBuilder.dep';
     this.#open(OP);
-    addEdgeAs(this.#graph, OP, from, to, data);
+    if (data === undefined || !upgradeEdgeAs(this.#graph, OP, from, to, data)) addEdgeAs(this.#graph, OP, from, to, data);
     return this;
   }
 
@@ -455,7 +469,9 @@ export class GraphBuilder {
   build(): BuiltGraph {
     this.#open('GraphBuilder.build');
     this.#built = true;
-    return { graph: this.#graph, bindings: this.#bindings, buffers: [...this.#buffers.values()] };
+    const built: BuiltGraph = { graph: this.#graph, bindings: this.#bindings, buffers: [...this.#buffers.values()] };
+    BUILT.add(built);
+    return built;
   }
 
   // ── internals ─────────────────────────────────────────────────────────────────────────────

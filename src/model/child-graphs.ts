@@ -13,6 +13,8 @@ export interface ChildSnapshot {
   readonly graph: ComputeGraph;
   /** How deep child graphs nest inside it (1: none). */
   readonly depth: number;
+  /** Its nodes, with those its own child graphs hold. */
+  readonly expanded: number;
   /** Its critical path by its nodes' costs (0 when empty): the node's default cost. */
   readonly cost: number;
   /** The first allocation or free node in it, or null (CUDA does not allow them in a child graph). */

@@ -14,8 +14,8 @@ import { ReachabilityIndex } from './reachability.js';
 import { groupLevels, kahnOrder, listSchedule, longestPath, nodeLevels, nodesByOrd, nodeTimes, toIdArray } from './schedule.js';
 import { renderDot, type DotOptions } from './dot.js';
 import { appendNodeSpec, FROM_CALL, type SpecSource } from './node-spec.js';
-import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, GRAPH_JSON_VERSIONS, type ComputeGraphJson, type GraphJsonEdge } from './graph-json.js';
-import { edgeDataOf, edgeDataText, endpointProblem, PLAIN_EDGE, readEdgeSpec } from './edge-data.js';
+import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, GRAPH_JSON_VERSIONS, type ComputeGraphJson, type GraphJsonEdge, type GraphJsonNode } from './graph-json.js';
+import { EDGE_DATA_BY_CODE, edgeDataOf, edgeDataText, endpointProblem, PLAIN_EDGE, readEdgeSpec } from './edge-data.js';
 import { registerChildReaders, type ChildSnapshot } from './child-graphs.js';
 import { KIND_MEM_ALLOC, KIND_MEM_FREE, NODE_KINDS, NODE_KINDS_V1, type EdgeData, type EdgeSpec, type GraphEdge, type GraphNode, type NodeSpec } from './node.js';
 import type { NodeId, StreamId } from './ids.js';
@@ -98,6 +98,7 @@ let nodeAs: (graph: ComputeGraph, op: string, spec: unknown) => NodeId;
 let edgesAs: (graph: ComputeGraph, op: string, edges: readonly EdgeArg[]) => number;
 let idAs: (graph: ComputeGraph, op: string, name: string, id: unknown) => number;
 let edgeAs: (graph: ComputeGraph, op: string, from: unknown, to: unknown, data: unknown) => boolean;
+let upgradeAs: (graph: ComputeGraph, op: string, from: unknown, to: unknown, data: unknown) => boolean;
 
 /**
  * An edge as another public call (e.g. `GraphBuilder.chain`) hands it over: the two ids, unchecked,
@@ -112,7 +113,10 @@ export interface EdgeArg {
   readonly toName: string;
   /** How a cycle message names the edge, before its ids: `edges[3]`, `nodes[1], nodes[2]:`. */
   readonly name: string;
-  /** The edge's data code (edge-data.ts), already checked on its own; absent for a plain edge. */
+  /**
+   * The edge's data code (edge-data.ts), already checked on its own. Absent: a plain edge, or
+   * none at all where the edge exists already with any data (the call only orders the two nodes).
+   */
   readonly data?: number;
 }
 
@@ -151,6 +155,19 @@ export class ComputeGraph {
     edgesAs = (graph, op, edges) => graph.#addBatch(op, edges);
     idAs = (graph, op, name, id) => graph.#id(op, name, id);
     edgeAs = (graph, op, from, to, data) => graph.#addOne(op, from, to, 'from', 'to', readEdgeSpec(op, 'data', data), 'data');
+    upgradeAs = (graph, op, from, to, data) => {
+      graph.#writable(op);
+      const code = readEdgeSpec(op, 'data', data);
+      const u = graph.#id(op, 'from', from);
+      const v = graph.#id(op, 'to', to);
+      const s = graph.#store;
+      const e = s.findEdge(u, v);
+      if (e === 0 || s.edgeCodeOf(e) !== PLAIN_EDGE) return false;
+      const problem = endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
+      if (problem !== null) throw new InvalidArgumentError(op, 'data', `edge ${u} → ${v}: ${problem}`);
+      s.setEdgeCode(e, code);
+      return true;
+    };
     registerChildReaders({
       copy: (op, name, value) => {
         const graph = requireGraph(op, name, value);
@@ -171,7 +188,7 @@ export class ComputeGraph {
         const path = longestPath(s, nodesByOrd(s), s.cost === null ? new Float64Array(s.n).fill(1) : s.cost.subarray(0, s.n));
         cost = Number.isFinite(path.cost) ? path.cost : Number.MAX_VALUE;
       }
-      return { graph, depth: s.depth, cost, memoryNode };
+      return { graph, depth: s.depth, expanded: s.n + s.childNodes, cost, memoryNode };
     };
   }
 
@@ -337,19 +354,15 @@ export class ComputeGraph {
     return out;
   }
 
-  /** Every edge with its data, in the order of `edges()`. */
+  /** Every edge with its data, in the order of `edges()`. O(n + m). */
   edgeRecords(): GraphEdge[] {
     const s = this.#store;
     const out: GraphEdge[] = new Array(s.m);
-    const succ: number[] = [];
     let k = 0;
-    for (let u = 0; u < s.n; u++) {
-      s.successors(u, succ);
-      for (let i = 0; i < succ.length; i++) {
-        const v = succ[i]!;
-        out[k++] = { from: u as NodeId, to: v as NodeId, ...edgeDataOf(s.edgeCodeOf(s.findEdge(u, v))) };
-      }
-    }
+    forEachEdge(s, (u, v, code) => {
+      const d = EDGE_DATA_BY_CODE[code]!;
+      out[k++] = { from: u as NodeId, to: v as NodeId, kind: d.kind, port: d.port };
+    });
     return out;
   }
 
@@ -451,7 +464,7 @@ export class ComputeGraph {
     this.#writable(op);
     const u = this.#id(op, fromName, from);
     const v = this.#id(op, toName, to);
-    this.#checkEdgeData(op, dataName, u, v, code);
+    this.#checkEdgeData(op, null, dataName, u, v, code);
     const r = this.#order.addEdge(this.#store, u, v);
     if (r === 'cycle') {
       throw new GraphError(
@@ -468,16 +481,18 @@ export class ComputeGraph {
    * Refuses edge data against the nodes it joins (CUDA's rules, edge-data.ts), or against the data
    * of the edge already there (an edge is one dependency: it cannot be plain and programmatic at once).
    */
-  #checkEdgeData(op: string, dataName: string, u: number, v: number, code: number): void {
+  #checkEdgeData(op: string, label: string | null, dataName: string, u: number, v: number, code: number): void {
     const s = this.#store;
+    // In a batch, refusals say which entry: `edges[2]: edge 0 → 1: …`.
+    const at = label === null ? '' : `${label.replace(/:$/, '')}: `;
     const problem = endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
-    if (problem !== null) throw new InvalidArgumentError(op, dataName, `edge ${u} → ${v}: ${problem}`);
+    if (problem !== null) throw new InvalidArgumentError(op, dataName, `${at}edge ${u} → ${v}: ${problem}`);
     const e = s.findEdge(u, v);
     if (e !== 0 && s.edgeCodeOf(e) !== code) {
       throw new GraphError(
         'ValidationFailed',
         GraphErrorCode.EdgeConflict,
-        `${op}: edge ${u} → ${v} already exists as a ${edgeDataText(s.edgeCodeOf(e))} edge; it cannot also be ${edgeDataText(code)}`,
+        `${op}: ${at}edge ${u} → ${v} already exists as a ${edgeDataText(s.edgeCodeOf(e))} edge; it cannot also be ${edgeDataText(code)}`,
       );
     }
   }
@@ -533,7 +548,10 @@ export class ComputeGraph {
       from[i] = this.#id(op, edge.fromName, edge.from);
       to[i] = this.#id(op, edge.toName, edge.to);
       codes[i] = edge.data ?? PLAIN_EDGE;
-      this.#checkEdgeData(op, `${edge.name}[2]`, from[i]!, to[i]!, codes[i]!);
+      const existing = this.#store.findEdge(from[i]!, to[i]!);
+      // Without data the edge only orders its nodes: one already there, of any kind, does that.
+      if (edge.data === undefined && existing !== 0) codes[i] = this.#store.edgeCodeOf(existing);
+      this.#checkEdgeData(op, edge.name, `${edge.name}[2]`, from[i]!, to[i]!, codes[i]!);
       // The same edge twice in one batch must agree with itself too.
       const key = `${from[i]}>${to[i]}`;
       const earlier = inBatch.get(key);
@@ -705,15 +723,15 @@ export class ComputeGraph {
   /** The graph as a versioned document (see graph-json.ts and docs/model.md); `JSON.stringify(graph)` uses it. */
   toJSON(): ComputeGraphJson {
     const s = this.#store;
-    const edges: GraphJsonEdge[] = this.edges();
-    if (s.edgeCodes.size > 0) {
-      for (let i = 0; i < edges.length; i++) {
-        const [u, v] = edges[i]!;
-        const code = s.edgeCodeOf(s.findEdge(u, v));
-        if (code !== PLAIN_EDGE) edges[i] = [u, v, edgeDataOf(code)];
-      }
-    }
-    return { format: GRAPH_JSON_FORMAT, version: GRAPH_JSON_VERSION, nodes: this.nodes(), edges };
+    const edges: GraphJsonEdge[] = new Array(s.m);
+    let k = 0;
+    forEachEdge(s, (u, v, code) => {
+      edges[k++] = code === PLAIN_EDGE ? [u, v] : [u, v, edgeDataOf(code)];
+    });
+    // A child graph's graph is written as its own document, so the value is plain data that
+    // fromJSON, structuredClone and JSON.stringify all take as it is.
+    const nodes: GraphJsonNode[] = this.nodes().map((n) => (n.kind === 'childGraph' ? { ...n, graph: n.graph.toJSON() } : n));
+    return { format: GRAPH_JSON_FORMAT, version: GRAPH_JSON_VERSION, nodes, edges };
   }
 
   /** `ComputeGraph(5 nodes, 4 edges, 2 streams)`. */
@@ -822,6 +840,28 @@ export class ComputeGraph {
   }
 }
 
+/**
+ * Calls `visit(from, to, code)` for every edge with its data code, sorted by `from`, then `to`.
+ * O(n + m): a graph without edge data reads no codes; one with them looks each up by edge number
+ * through a per-node map of its out-list, never by searching.
+ */
+function forEachEdge(s: GraphStore, visit: (u: number, v: number, code: number) => void): void {
+  const succ: number[] = [];
+  const numbers = new Map<number, number>();
+  const coded = s.edgeCodes.size > 0;
+  for (let u = 0; u < s.n; u++) {
+    s.successors(u, succ);
+    if (coded) {
+      numbers.clear();
+      for (let e = s.firstOut[u]!; e !== 0; e = s.nextOut[e]!) numbers.set(s.to[e]!, e);
+    }
+    for (let i = 0; i < succ.length; i++) {
+      const v = succ[i]!;
+      visit(u, v, coded ? s.edgeCodeOf(numbers.get(v)!) : PLAIN_EDGE);
+    }
+  }
+}
+
 /** A `GRAPH_JSON_INVALID` GraphError of the call `op`. */
 function jsonInvalid(op: string, message: string, cause?: unknown): GraphError {
   return new GraphError('ValidationFailed', GraphErrorCode.JsonInvalid, `${op}: ${message}`, cause === undefined ? undefined : { cause });
@@ -878,6 +918,15 @@ export function addEdgesAs(graph: ComputeGraph, op: string, edges: readonly Edge
 /** `graph.addEdge(from, to, data)` for the public call `op` (e.g. `GraphBuilder.dep`): refusals name `op`. Internal. */
 export function addEdgeAs(graph: ComputeGraph, op: string, from: unknown, to: unknown, data?: unknown): boolean {
   return edgeAs(graph, op, from, to, data);
+}
+
+/**
+ * Gives the plain edge `from → to` of `graph` the data `data` (for `GraphBuilder.dep`, whose
+ * inferred edges are plain). Returns false, changing nothing, when there is no such plain edge.
+ * Internal.
+ */
+export function upgradeEdgeAs(graph: ComputeGraph, op: string, from: unknown, to: unknown, data: unknown): boolean {
+  return upgradeAs(graph, op, from, to, data);
 }
 
 /** Checks that `id` names a node of `graph`, for the public call `op` (`name`: its argument). Internal. */

@@ -118,12 +118,14 @@ export function describeWork(node: GraphNode): string {
   }
 }
 
-/** The edge attributes that show an edge's data (none for a plain edge). */
-function edgeDataAttrs(code: number): string[] {
-  if (code === PLAIN_EDGE) return [];
+/** An edge's attributes: dashed across streams, and what shows its data (nothing for a plain edge). */
+function edgeDataAttrs(code: number, crossStream = false): string[] {
+  if (code === PLAIN_EDGE) return crossStream ? ['style=dashed'] : [];
   const d = edgeDataOf(code);
-  const attrs = [`tooltip=${dotString(edgeDataText(code))}`, 'arrowhead=onormal'];
-  if (d.kind === 'programmatic') attrs.push('style=bold', `color="${PROGRAMMATIC_COLOUR}"`);
+  const styles = [...(crossStream ? ['dashed'] : []), ...(d.kind === 'programmatic' ? ['bold'] : [])];
+  const attrs = styles.length === 0 ? [] : [styles.length === 1 ? `style=${styles[0]}` : `style="${styles.join(',')}"`];
+  attrs.push(`tooltip=${dotString(edgeDataText(code))}`, 'arrowhead=onormal');
+  if (d.kind === 'programmatic') attrs.push(`color="${PROGRAMMATIC_COLOUR}"`);
   if (d.port === 'launchOrder') attrs.push(`label=${dotString('launch order')}`, 'fontsize=8');
   return attrs;
 }
@@ -156,7 +158,8 @@ function drawNode(node: GraphNode, id: string, indent: string, colour: string, e
   const penwidth = extra.includes('penwidth=3') ? ' penwidth=3;' : '';
   const lines = [`${indent}subgraph ${cluster} {`, `${indent}  label=${label}; labeljust=l; style="rounded,filled"; fillcolor="${CHILD_FILL}"; color="${colour}";${penwidth}`];
   const inner = graph.nodes().map((c) => drawNode(c, `${id}_${c.id}`, `${indent}  `, CHILD_COLOUR, []));
-  for (const d of inner) lines.push(...d.lines);
+  // One line at a time: spreading a large child's lines into push() would overflow the stack.
+  for (const d of inner) for (const line of d.lines) lines.push(line);
   for (const e of graph.edgeRecords()) lines.push(`${indent}  ${edgeLine(inner[e.from]!, inner[e.to]!, edgeDataAttrs(edgeCode(e.kind, e.port)))}`);
   lines.push(`${indent}}`);
   return { lines, entry: inner[graph.sources()[0]!]!.entry, exit: inner[graph.sinks()[0]!]!.exit, cluster };
@@ -211,16 +214,21 @@ export function renderDot(store: GraphStore, options: DotOptions): string {
     const id = store.streamIds[s]!;
     lines.push(`  subgraph cluster_s${id} {`);
     lines.push(`    label=${dotString(`stream ${id}`)}; labeljust=l; style="rounded,dashed"; color="${colour}"; fontcolor="${colour}";`);
-    for (const v of members) lines.push(...draw(v, '    ', colour));
+    for (const v of members) for (const line of draw(v, '    ', colour)) lines.push(line);
     lines.push('  }');
   }
-  for (const v of loose) lines.push(...draw(v, '  ', '#555555'));
+  for (const v of loose) for (const line of draw(v, '  ', '#555555')) lines.push(line);
 
+  const numbers = new Map<number, number>();
   for (let u = 0; u < store.n; u++) {
+    // Edge data by edge number (only for graphs that have any): target → edge number of u's out-list.
+    if (store.edgeCodes.size > 0) {
+      numbers.clear();
+      for (let e = store.firstOut[u]!; e !== 0; e = store.nextOut[e]!) numbers.set(store.to[e]!, e);
+    }
     for (const v of store.successors(u)) {
-      const attrs: string[] = [];
-      if (store.slot[u] !== store.slot[v]) attrs.push('style=dashed');
-      attrs.push(...edgeDataAttrs(store.edgeCodeOf(store.findEdge(u, v))));
+      const code = store.edgeCodes.size > 0 ? store.edgeCodeOf(numbers.get(v)!) : PLAIN_EDGE;
+      const attrs = edgeDataAttrs(code, store.slot[u] !== store.slot[v]);
       if (hlEdges.has(`${u}>${v}`)) attrs.push(`color="${HIGHLIGHT}"`, 'penwidth=2.5');
       lines.push(`  ${edgeLine(drawings[u]!, drawings[v]!, attrs)}`);
     }

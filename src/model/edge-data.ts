@@ -27,6 +27,9 @@ export function edgeDataOf(code: number): EdgeData {
   return { kind: EDGE_KINDS[Math.floor(code / EDGE_PORTS.length)]!, port: EDGE_PORTS[code % EDGE_PORTS.length]! };
 }
 
+/** The edge data of every code, indexed by code (frozen: records share them only as values to copy). */
+export const EDGE_DATA_BY_CODE: readonly EdgeData[] = Array.from({ length: EDGE_KINDS.length * EDGE_PORTS.length }, (_, code) => Object.freeze(edgeDataOf(code)));
+
 /** `kind` (and `port` unless it is the kind's usual one), e.g. `programmatic` or `plain, launchOrder`. */
 export function edgeDataText(code: number): string {
   const d = edgeDataOf(code);

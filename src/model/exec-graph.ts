@@ -17,8 +17,9 @@
  * - event record and wait nodes may change their event;
  * - a child graph must keep its topology (`TOPOLOGY_CHANGED`), and its nodes follow these rules
  *   recursively;
- * - allocation and free nodes cannot change at all (CUDA has no update for them:
- *   `PARAMETERS_CHANGED`);
+ * - an allocation node may change its size in a whole-graph update (measured on CUDA 13.0), not
+ *   its device; a free node may not change what it frees (`PARAMETERS_CHANGED`); neither takes a
+ *   per-node update (`cuGraphExecNodeSetParams`: API unsupported);
  * - an edge may not change its data (plain ↔ programmatic, its port): `TOPOLOGY_CHANGED`.
  *
  * The rules for the kinds beyond kernel, copy, fill, host and empty are cuda.h's documentation of
@@ -183,11 +184,11 @@ function compareNode(a: GraphNode, b: GraphNode, rules: UpdateRules): null | 'pa
     }
     case 'memAlloc': {
       const m = b as typeof a;
-      if (a.sizeBytes === m.sizeBytes && a.device === m.device) return null;
-      return {
-        reason: `node ${id}: an allocation node cannot change (${a.sizeBytes} bytes on device ${a.device} → ${m.sizeBytes} on device ${m.device}); CUDA has no update for it`,
-        result: PARAMETERS,
-      };
+      if (a.device !== m.device) {
+        return { reason: `node ${id}: an allocation node cannot move to another device (${a.device} → ${m.device})`, result: PARAMETERS };
+      }
+      // The CUDA 13.0 driver was measured to take a new size in a whole-graph update.
+      return a.sizeBytes === m.sizeBytes ? null : 'params';
     }
     case 'memFree': {
       const m = b as typeof a;
@@ -202,6 +203,8 @@ function compareNode(a: GraphNode, b: GraphNode, rules: UpdateRules): null | 'pa
  * node by node. `null` when equal, `'params'` when an update can take the change, else the first refusal.
  */
 function compareGraphs(a: ComputeGraph, b: ComputeGraph, rules: UpdateRules): null | 'params' | { reason: string; result: ExecUpdateResult } {
+  // Read-only children are shared: the same graph is equal to itself, without walking it.
+  if (a === b) return null;
   if (a.nodeCount() !== b.nodeCount()) {
     return { reason: `the node count changed (${a.nodeCount()} → ${b.nodeCount()}); an update needs the same topology`, result: TOPOLOGY };
   }

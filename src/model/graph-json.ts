@@ -8,8 +8,8 @@
  *   "edges": [ [0, 1], [1, 2, { "kind": "programmatic", "port": "trigger" }], … ] }
  * ```
  *
- * `nodes[i]` is exactly the record `graph.node(i)` returns, so `id` equals the index; a child
- * graph node's `graph` is a nested document of the same form. `edges` are sorted by `from`, then
+ * `nodes[i]` is the record `graph.node(i)` returns, so `id` equals the index, except that a child
+ * graph node's `graph` is written as a nested document of the same form. `edges` are sorted by `from`, then
  * `to`: a pair `[from, to]` for a plain edge, a triple with the edge's data for any other.
  *
  * Version 1 (earlier releases) is version 2 without the event, child graph and memory node kinds
@@ -24,6 +24,9 @@ export const GRAPH_JSON_VERSION = 2;
 /** The schema versions this build reads. */
 export const GRAPH_JSON_VERSIONS: readonly number[] = [1, 2];
 
+/** A node of a graph document: its record, a child graph's `graph` written as a nested document. */
+export type GraphJsonNode = Exclude<GraphNode, { kind: 'childGraph' }> | (Omit<Extract<GraphNode, { kind: 'childGraph' }>, 'graph'> & { readonly graph: ComputeGraphJson });
+
 /** An edge of a graph document: `[from, to]` when plain, else with its data. */
 export type GraphJsonEdge = readonly [from: number, to: number] | readonly [from: number, to: number, data: EdgeData];
 
@@ -31,6 +34,6 @@ export type GraphJsonEdge = readonly [from: number, to: number] | readonly [from
 export interface ComputeGraphJson {
   readonly format: typeof GRAPH_JSON_FORMAT;
   readonly version: typeof GRAPH_JSON_VERSION;
-  readonly nodes: readonly GraphNode[];
+  readonly nodes: readonly GraphJsonNode[];
   readonly edges: readonly GraphJsonEdge[];
 }

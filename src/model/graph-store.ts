@@ -96,6 +96,8 @@ export class GraphStore {
   freedBy = new Map<number, number>();
   /** How deep child graphs nest in this graph: 1 without child graphs, else 1 + the deepest child's. */
   depth = 1;
+  /** The nodes this graph's child graphs hold in all, nested ones counted (see MAX_CHILD_NODES). */
+  childNodes = 0;
   /** Per-node cost; null while every cost is the default 1 (most graphs never set one). */
   cost: Float64Array | null = null;
   /** First edge of the out-list, 0 if none. */
@@ -260,9 +262,10 @@ export class GraphStore {
   }
 
   /** Sets child graph node `id`'s graph (a read-only copy) and how deep it nests. */
-  setChild(id: number, graph: ComputeGraph, depth: number): void {
+  setChild(id: number, graph: ComputeGraph, depth: number, expanded: number): void {
     this.children.set(id, graph);
     this.depth = Math.max(this.depth, depth + 1);
+    this.childNodes += expanded;
   }
 
   /** The allocation node free node `id` frees, or −1 for memory allocated outside the graph. */
@@ -448,6 +451,7 @@ export class GraphStore {
     c.children = new Map(this.children);
     c.freedBy = new Map(this.freedBy);
     c.depth = this.depth;
+    c.childNodes = this.childNodes;
     c.cost = this.cost === null ? null : this.cost.slice();
     c.firstOut = this.firstOut.slice();
     c.firstIn = this.firstIn.slice();

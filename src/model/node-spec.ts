@@ -30,6 +30,7 @@ import {
   KIND_MEM_FREE,
   KIND_MEMCPY,
   KIND_MEMSET,
+  MAX_CHILD_NODES,
   MAX_GRAPH_DEPTH,
   NODE_KINDS,
   type NodeKind,
@@ -182,7 +183,7 @@ function appendChecked(store: GraphStore, op: string, prefix: string, s: Record<
     }
     case 'childGraph': {
       kind = KIND_CHILD;
-      child = readChild(op, prefix, s.graph, source);
+      child = readChild(store, op, prefix, s.graph, source);
       break;
     }
     case 'memAlloc': {
@@ -223,7 +224,7 @@ function appendChecked(store: GraphStore, op: string, prefix: string, s: Record<
       store.setEvent(id, value);
       break;
     case KIND_CHILD:
-      store.setChild(id, child!.graph, child!.depth);
+      store.setChild(id, child!.graph, child!.depth, child!.expanded);
       break;
     case KIND_MEM_ALLOC:
       store.setMemAlloc(id, size, value);
@@ -237,7 +238,7 @@ function appendChecked(store: GraphStore, op: string, prefix: string, s: Record<
 }
 
 /** A child graph: copied from a `ComputeGraph` (a call) or read from a nested document, within CUDA's rules. */
-function readChild(op: string, prefix: string, value: unknown, source: SpecSource): ChildSnapshot {
+function readChild(store: GraphStore, op: string, prefix: string, value: unknown, source: SpecSource): ChildSnapshot {
   const depth = source.documentDepth;
   if (depth !== null && depth >= MAX_GRAPH_DEPTH) {
     throw new InvalidArgumentError(op, 'graph', `graph nests child graphs more than ${MAX_GRAPH_DEPTH} deep`);
@@ -246,11 +247,18 @@ function readChild(op: string, prefix: string, value: unknown, source: SpecSourc
   if (child.depth >= MAX_GRAPH_DEPTH) {
     throw new InvalidArgumentError(op, 'graph', `graph nests child graphs ${child.depth} deep; a child may nest at most ${MAX_GRAPH_DEPTH - 1} deep`);
   }
+  if (store.childNodes + child.expanded > MAX_CHILD_NODES) {
+    throw new InvalidArgumentError(
+      op,
+      'graph',
+      `graph holds ${child.expanded} node(s) with its own child graphs; with the ${store.childNodes} the graph's child graphs hold already, that is more than ${MAX_CHILD_NODES}`,
+    );
+  }
   if (child.memoryNode !== null) {
     throw new InvalidArgumentError(
       op,
       'graph',
-      `graph holds a '${child.memoryNode.kind}' node (node ${child.memoryNode.id}); CUDA does not allow allocation or free nodes in a child graph`,
+      `graph holds a '${child.memoryNode.kind}' node (node ${child.memoryNode.id}); CUDA does not clone a graph holding allocation or free nodes into a child graph node`,
     );
   }
   return child;

@@ -78,6 +78,13 @@ export const KIND_MEM_FREE = 9;
 export const MAX_GRAPH_DEPTH = 64;
 
 /**
+ * The most nodes one graph's child graphs may hold in all, nested ones counted. Read-only children
+ * are shared, so without a bound a few nodes could stand for an exponentially large graph (three
+ * children of three children … twelve deep is half a million nodes) that every walk then expands.
+ */
+export const MAX_CHILD_NODES = 1 << 20;
+
+/**
  * A launch dimension as a node record holds it: always [x, y, z]. (Named apart from the object
  * layer's `Dim3`, the input form `n | [x] | [x, y] | [x, y, z]`, which `DimInput` matches.)
  */

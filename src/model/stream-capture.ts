@@ -27,6 +27,7 @@
  * stream outside the capture makes an "external" event, and `endCapture` refuses unjoined work
  * and a stream that is not the origin.
  */
+import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { isU32, requireBoolean, requireInt, requireName, requireOneOf, requireOptions, requireSize, requireU32 } from '../util/validate.js';
 import { isCut, listText } from './bounded-text.js';
@@ -260,7 +261,13 @@ export class StreamCapture {
    *   is not an allocation node of this capture or is freed already.
    */
   recordMemFree(stream: StreamId, alloc: NodeId | null): NodeId {
-    return this.#recordSpec('StreamCapture.recordMemFree', stream, { kind: 'memFree', alloc });
+    const OP = 'StreamCapture.recordMemFree';
+    // Left out is a mistake, not "allocated outside": the caller says which with null.
+    if (alloc === undefined) {
+      this.#active(OP, stream);
+      throw new InvalidArgumentError(OP, 'alloc', 'alloc must be the allocation node to free, or null for memory allocated outside the capture; got undefined');
+    }
+    return this.#recordSpec(OP, stream, { kind: 'memFree', alloc });
   }
 
   /**

@@ -190,3 +190,27 @@ test('events, child graphs and programmatic dep edges', () => {
   assert.ok(binding?.kind === 'childGraph' && binding.bindings !== null && binding.bindings.size === 1);
   assert.deepEqual(bindings.get(bare), { kind: 'childGraph', bindings: null });
 });
+
+test('dep gives an inferred plain edge its data; chain and fanIn accept an edge already there of any kind', () => {
+  const b = new GraphBuilder();
+  const x = b.buffer('x', 64);
+  const k1 = b.kernel('produce', { grid: 1, block: 32, args: [x] });
+  const k2 = b.kernel('consume', { grid: 1, block: 32, args: [x] });
+  const k3 = b.kernel('after', { grid: 1, block: 32 });
+  b.dep(k1, k2, { kind: 'programmatic' }); // the buffer inferred k1 → k2; it becomes programmatic
+  b.chain([k1, k2, k3]).fanIn([k1, k2], k3);
+  assert.throws(() => b.dep(k1, k2, { port: 'launchOrder' }), /GraphBuilder\.dep: edge 0 → 1 already exists as a programmatic edge; it cannot also be plain, launchOrder/);
+  const built = b.build();
+  assert.deepEqual(built.graph.edgeData(k1, k2), { kind: 'programmatic', port: 'trigger' });
+  assert.equal(built.graph.edgeCount(), 3);
+  const c = new GraphBuilder();
+  assert.throws(() => c.childGraph({ graph: built.graph, bindings: new Map([[0, 'garbage']]) } as never), /GraphBuilder\.childGraph: child must be a ComputeGraph or what GraphBuilder\.build\(\) returned/);
+  const mem = new GraphBuilder();
+  mem.memAlloc('t', 8);
+  const withMemory = mem.build();
+  assert.throws(
+    () => c.childGraph(withMemory),
+    (e: unknown) => e instanceof InvalidArgumentError && e.parameter === 'child' && /^GraphBuilder\.childGraph: child holds a 'memAlloc' node \(node 0\)/.test(e.message),
+  );
+  c.childGraph(built); // the real build() result is taken
+});

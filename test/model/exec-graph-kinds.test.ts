@@ -78,8 +78,17 @@ test('diff: events change in place; child graphs follow the rules recursively; m
   assert.match(childEdge.reason!, /node 2 \(a child graph\): the dependencies changed/);
 
   const mem = e.diff(graph({ size: 512 }));
-  assert.equal(mem.result, 'CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED');
-  assert.match(mem.reason!, /node 0: an allocation node cannot change \(256 bytes on device 0 → 512 on device 0\)/);
+  assert.deepEqual([mem.updatable, mem.changedParams], [true, [0]], 'a new allocation size is a parameter change (measured on CUDA 13.0)');
+  const moved = graph();
+  const other = new ComputeGraph();
+  for (const n of moved.nodes()) {
+    const { id: _id, ...spec } = n as typeof n & { graph?: unknown };
+    other.addNode((n.kind === 'memAlloc' ? { ...spec, device: 1 } : spec) as never);
+  }
+  other.addEdges(moved.edgeRecords().map((x) => [x.from, x.to, { kind: x.kind, port: x.port }] as const));
+  const dev = e.diff(other);
+  assert.equal(dev.result, 'CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED');
+  assert.match(dev.reason!, /node 0: an allocation node cannot move to another device \(0 → 1\)/);
 
   const data = e.diff(graph({ programmatic: true }));
   assert.equal(data.topologyChanged, true);

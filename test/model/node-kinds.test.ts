@@ -96,7 +96,7 @@ test('a child graph is a read-only copy: later changes to the source do not reac
 test('CUDA rules for child graphs and memory nodes are refused naming the call, and change nothing', () => {
   const { g } = sample();
   const before = JSON.stringify(g);
-  refused(() => g.addNode({ kind: 'childGraph', graph: g }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.graph holds a 'memAlloc' node \(node 0\); CUDA does not allow allocation or free nodes in a child graph/);
+  refused(() => g.addNode({ kind: 'childGraph', graph: g }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.graph holds a 'memAlloc' node \(node 0\); CUDA does not clone a graph holding allocation or free nodes into a child graph node/);
   refused(() => g.addNode({ kind: 'childGraph', graph: {} as ComputeGraph }), InvalidArgumentError, 'ComputeGraph.addNode', /spec\.graph must be a ComputeGraph/);
   refused(() => g.addNode({ kind: 'childGraph', graph: Object.create(ComputeGraph.prototype) }), InvalidArgumentError, 'ComputeGraph.addNode', /must be a ComputeGraph/);
   refused(() => g.addNode({ kind: 'memFree', alloc: NodeId(0) }), InvalidArgumentError, 'ComputeGraph.addNode', /node 0's allocation is already freed by node 4; CUDA refuses to free an allocation twice/);
@@ -200,6 +200,11 @@ test('clone() copies nodes, edges, edge data and costs; the two graphs change ap
   assert.equal(g.nodeCount(), 7);
   assert.equal(g.edgeCount(), 5);
   assert.equal(c.edgeCount(), 6);
+  // Nor do changes to the original reach the clone.
+  g.addNode({ kind: 'empty' });
+  g.addEdge(NodeId(0), NodeId(7));
+  assert.equal(c.nodeCount(), 8);
+  assert.equal(c.hasEdge(NodeId(0), NodeId(7)), false);
   // The clone's double-free check carries over.
   assert.throws(() => c.addNode({ kind: 'memFree', alloc: NodeId(0) }), /already freed by node 4/);
 });
@@ -247,7 +252,7 @@ test('bad version 2 documents are refused naming the field, nested ones from the
     [(d) => (d.nodes[2].graph.version = 9), /nodes\[2\]\.graph\.version must be 1 or 2/],
     [(d) => (d.nodes[2].graph = 'x'), /nodes\[2\]\.graph must be an object, got "x"/],
     [(d) => (d.nodes[2].graph.edges = [[0, 1, { kind: 'programmatic', port: 'completion' }]]), /nodes\[2\]\.graph\.edges\[0\]\[2\]\.port/],
-    [(d) => ((d.nodes[2].graph.nodes[0] = { id: 0, kind: 'memAlloc', sizeBytes: 8 }), (d.nodes[2].graph.edges = [])), /nodes\[2\]\.graph holds a 'memAlloc' node \(node 0\); CUDA does not allow/],
+    [(d) => ((d.nodes[2].graph.nodes[0] = { id: 0, kind: 'memAlloc', sizeBytes: 8 }), (d.nodes[2].graph.edges = [])), /nodes\[2\]\.graph holds a 'memAlloc' node \(node 0\); CUDA does not clone/],
     [(d) => (d.nodes[4].alloc = 1), /nodes\[4\]\.alloc must name a 'memAlloc' node/],
     [(d) => (d.nodes[4].alloc = 9), /nodes\[4\]\.alloc names node 9/],
     [(d) => (d.edges = [[1, 2, { kind: 'programmatic' }]]), /edges\[0\] \[1, 2\]: a programmatic edge joins two kernel nodes, but node 1 is a 'eventRecord' node/],
@@ -275,7 +280,13 @@ test('DOT draws a child graph as a cluster of its nodes, edges clipped to it, an
   assert.match(dot, /compound=true/);
   assert.match(dot, /subgraph cluster_n2 \{/);
   assert.match(dot, /n2_0 \[label="a\\n<<<1, 32>>>"/);
-  assert.match(dot, /n2_0 -> n2_1 \[tooltip="programmatic", arrowhead=onormal, style=bold/);
+  assert.match(dot, /n2_0 -> n2_1 \[style=bold, tooltip="programmatic", arrowhead=onormal, color="#1f5fa8"\];/);
+  // Across streams a programmatic edge is dashed and bold (one style attribute: Graphviz keeps only the last).
+  const two = new ComputeGraph();
+  const p = two.addNode({ kind: 'kernel', functionName: 'p', grid: 1, block: 1, stream: StreamId(0) });
+  const q = two.addNode({ kind: 'kernel', functionName: 'q', grid: 1, block: 1, stream: StreamId(1) });
+  two.addEdge(p, q, { kind: 'programmatic', port: 'launchOrder' });
+  assert.match(two.toDot(), /n0 -> n1 \[style="dashed,bold", tooltip="programmatic, launchOrder", arrowhead=onormal, color="#1f5fa8", label="launch order", fontsize=8\];/);
   assert.match(dot, /n1 -> n2_0 \[lhead=cluster_n2\];/);
   assert.match(dot, /n2_1 -> n3 \[ltail=cluster_n2\];/);
   assert.match(dot, /n0 \[label="memAlloc\\nalloc 4 KiB on device 0", shape=cylinder/);
@@ -349,6 +360,8 @@ test('property: random graphs of every kind with edge data round-trip through JS
   const b0 = body.addNode({ kind: 'kernel', functionName: 'b0', grid: 2, block: 64 });
   const b1 = body.addNode({ kind: 'kernel', functionName: 'b1', grid: 2, block: 64 });
   body.addEdge(b0, b1, { kind: 'programmatic', port: 'launchOrder' });
+  // A child inside the child.
+  body.addNode({ kind: 'childGraph', graph: body.clone() });
   const program = fc.record({
     nodes: fc.array(fc.constantFrom(...kinds), { minLength: 1, maxLength: 24 }),
     edges: fc.array(fc.tuple(fc.nat(23), fc.nat(23), fc.constantFrom('plain', 'programmatic', 'launchOrder')), { maxLength: 60 }),
@@ -402,7 +415,24 @@ test('property: random graphs of every kind with edge data round-trip through JS
         if (existing !== null) continue;
         g.addEdge(NodeId(u), NodeId(v), data);
       }
+      // A batch in reverse order, against the numbering, with its own duplicates: the data lands on the right edges.
+      const batch: Array<readonly [NodeId, NodeId, { kind: 'programmatic' }] | readonly [NodeId, NodeId]> = [];
+      for (let v = n - 1; v > 0; v--) {
+        const u = v - 1;
+        if (g.edgeData(NodeId(u), NodeId(v)) !== null) continue;
+        const kernels = g.node(NodeId(u)).kind === 'kernel' && g.node(NodeId(v)).kind === 'kernel';
+        const edge = kernels ? ([NodeId(u), NodeId(v), { kind: 'programmatic' }] as const) : ([NodeId(u), NodeId(v)] as const);
+        batch.push(edge, edge);
+      }
+      const before = g.edgeCount();
+      assert.equal(g.addEdges(batch), batch.length / 2);
+      assert.equal(g.edgeCount(), before + batch.length / 2);
+      for (const e of batch) {
+        const d = g.edgeData(e[0], e[1]);
+        assert.deepEqual(d, e.length === 3 ? { kind: 'programmatic', port: 'trigger' } : { kind: 'plain', port: 'completion' });
+      }
       const text = JSON.stringify(g);
+      assert.equal(JSON.stringify(ComputeGraph.fromJSON(g.toJSON())), text, 'the object form round-trips too');
       const back = ComputeGraph.fromJSON(text);
       assert.equal(JSON.stringify(back), text);
       assert.deepEqual(back.edgeRecords(), g.edgeRecords(), 'edge data survives the document');
@@ -417,4 +447,52 @@ test('property: random graphs of every kind with edge data round-trip through JS
     }),
     { numRuns: 200 },
   );
+});
+
+test('toJSON() is plain data: fromJSON and structuredClone take it as it is, child graphs included', () => {
+  const { g } = sample();
+  const doc = g.toJSON();
+  const sub = doc.nodes[2]!;
+  assert.ok(sub.kind === 'childGraph' && sub.graph.format === 'cudagraph.ComputeGraph', 'the child is a nested document');
+  assert.equal(JSON.stringify(ComputeGraph.fromJSON(doc)), JSON.stringify(g));
+  assert.equal(JSON.stringify(ComputeGraph.fromJSON(structuredClone(doc))), JSON.stringify(g));
+});
+
+test('shared read-only children cannot make a small graph stand for an exponentially large one', () => {
+  let level = new ComputeGraph();
+  level.addNode({ kind: 'empty' });
+  let refusedAt = -1;
+  for (let depth = 1; depth <= 20 && refusedAt < 0; depth++) {
+    const next = new ComputeGraph();
+    try {
+      for (let i = 0; i < 3; i++) next.addNode({ kind: 'childGraph', graph: level });
+    } catch (e) {
+      assert.ok(e instanceof InvalidArgumentError);
+      assert.match((e as Error).message, /^ComputeGraph\.addNode: spec\.graph holds \d+ node\(s\) with its own child graphs; with the \d+ the graph's child graphs hold already, that is more than 1048576/);
+      refusedAt = depth;
+      assert.ok(next.nodeCount() < 3, 'the refused node was not added');
+    }
+    level = next;
+  }
+  assert.ok(refusedAt > 10 && refusedAt <= 13, `refused at depth ${refusedAt}`);
+  // A large child draws without overflowing the stack (its lines are not spread into one call).
+  const big = new ComputeGraph();
+  for (let i = 0; i < 150_000; i++) big.addNode({ kind: 'empty' });
+  const holder = new ComputeGraph();
+  holder.addNode({ kind: 'childGraph', graph: big });
+  assert.ok(holder.toDot().length > 150_000);
+});
+
+test('refusals of the new calls name the argument and the batch entry', () => {
+  const g = new ComputeGraph();
+  const k = g.addNode({ kind: 'kernel', functionName: 'k', grid: 1, block: 1 });
+  const m = g.addNode({ kind: 'memset', sizeBytes: 4, value: 0 });
+  refused(() => g.addEdges([[k, m], [m, k, { kind: 'programmatic' }]] as never), InvalidArgumentError, 'ComputeGraph.addEdges', /^ComputeGraph\.addEdges: edges\[1\]: edge 1 → 0: a programmatic edge joins two kernel nodes/);
+  g.addEdge(k, m);
+  refused(() => g.addEdges([[k, m, { port: 'launchOrder' }]]), GraphError, 'ComputeGraph.addEdges', /^ComputeGraph\.addEdges: edges\[0\]: edge 0 → 1 already exists as a plain edge; it cannot also be plain, launchOrder/);
+  const cap = new StreamCapture();
+  cap.beginCapture(StreamId(0));
+  cap.recordMemAlloc(StreamId(0), 64);
+  refused(() => cap.recordMemFree(StreamId(0), undefined as never), InvalidArgumentError, 'StreamCapture.recordMemFree', /alloc must be the allocation node to free, or null/);
+  assert.equal(cap.nodeCount(), 1);
 });
