@@ -181,7 +181,11 @@ gpuSuite('every node kind on the device', () => {
       s.synchronize();
       const host = new Uint32Array(N);
       g.copyToHost(host);
-      assert.ok(host.every((v) => v === 3), `${JSON.stringify(data)}: both kernels ran, in order`);
+      // A plain edge leaving by launch order fires once every block of k0 has begun, with no
+      // memory ordering, and k1's griddepcontrol.wait waits only for programmatic edges: the two
+      // kernels may race on g (observed: lost updates), so only the programmatic edges are checked.
+      if (data.kind === 'programmatic') assert.ok(host.every((v) => v === 3), `${JSON.stringify(data)}: both kernels ran, in order`);
+      else assert.ok(host.every((v) => v >= 1 && v <= 3), 'both kernels ran');
     }
   });
 
