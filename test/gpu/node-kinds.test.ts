@@ -189,6 +189,50 @@ gpuSuite('every node kind on the device', () => {
     }
   });
 
+  test('setNodeEnabled: a disabled kernel does no work; only kernel, memset and memcpy nodes switch, as ExecGraph says', async () => {
+    const x = build();
+    using lowered = lower(x);
+    using exec = lowered.instantiate();
+    const model = ExecGraph.instantiate(x.graph);
+    const index = new Map(lowered.modelIds().map((mid, i) => [mid, i]));
+    const kp = index.get(x.ids.kp)!;
+    exec.setNodeEnabled(kp, false);
+    model.setNodeEnabled(x.ids.kp, false);
+    assert.equal(exec.isNodeEnabled(kp), false);
+    g.memsetAsync(side, 0);
+    side.record(events[1]!);
+    exec.launch(s);
+    await s.synchronizeAsync();
+    assert.equal(hout.asUint32()[0], (0 + 5) * 2 + 1, 'the +3 kernel did not run');
+    exec.setNodeEnabled(kp, true);
+    assert.equal(exec.isNodeEnabled(kp), true);
+    exec.launch(s);
+    await s.synchronizeAsync();
+    assert.equal(hout.asUint32()[0], (0 + 5 + 3) * 2 + 1);
+    for (const [name, id] of Object.entries(x.ids)) {
+      const kind = x.graph.node(id).kind;
+      const modelAccepts = (() => {
+        try {
+          model.setNodeEnabled(id, true);
+          return true;
+        } catch {
+          return false;
+        }
+      })();
+      const driverAccepts = (() => {
+        try {
+          exec.setNodeEnabled(index.get(id)!, true);
+          return true;
+        } catch (e) {
+          assert.ok(e instanceof InvalidArgumentError, `${name}: ${String(e)}`);
+          assert.match((e as Error).message, /^GraphExec\.setNodeEnabled: node #\d+ is a '\w+' node; CUDA enables and disables only kernel, memset and memcpy nodes/);
+          return false;
+        }
+      })();
+      assert.equal(driverAccepts, modelAccepts, `${name} (${kind})`);
+    }
+  });
+
   test('update in place: events, a child graph, edge data and an allocation size, predicted by ExecGraph and done by the driver', () => {
     /** k1 → k2 → child → record ev0 → wait ev1 → k3, on the bound buffer g; the variants change one thing. */
     const family = (v: { extraChildNode?: boolean; programmatic?: boolean; alloc?: number } = {}) => {
