@@ -6,20 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ComputeGraph, ExecGraph, GraphError, InvalidArgumentError, NodeId } from '../../src/index.js';
+import { refused } from '../support/refused.js';
 
-function refused(fn: () => unknown, type: new (...a: never[]) => Error, op: string, re: RegExp): Error {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (e) {
-    caught = e;
-  }
-  assert.ok(caught instanceof type, `expected ${type.name}, got ${String(caught)}`);
-  const e = caught as Error;
-  assert.ok(e.message.startsWith(`${op}: `), e.message);
-  assert.match(e.message, re);
-  return e;
-}
 
 /** A child of two kernels (the second's shape is `grid`), joined plainly or programmatically. */
 function child(grid = 1, programmatic = false, extra = false): ComputeGraph {

@@ -8,21 +8,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { CaptureEvent, ComputeGraph, ExecGraph, GraphError, InvalidArgumentError, NodeId, StreamCapture, StreamId, GRAPH_JSON_VERSION, type GraphNode } from '../../src/index.js';
 import { toMermaid } from '../../src/cli/mermaid.js';
+import { refused } from '../support/refused.js';
 
-/** Asserts `fn` throws `type` with a message starting with `op` and matching `re`. */
-function refused(fn: () => unknown, type: new (...a: never[]) => Error, op: string, re: RegExp): Error {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (e) {
-    caught = e;
-  }
-  assert.ok(caught instanceof type, `expected ${type.name}, got ${String(caught)}`);
-  const e = caught as Error;
-  assert.ok(e.message.startsWith(`${op}: `), `message starts with the call: ${e.message}`);
-  assert.match(e.message, re);
-  return e;
-}
 
 const codeOf = (e: Error): string => (e as GraphError).code;
 

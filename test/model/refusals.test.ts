@@ -16,19 +16,8 @@ import {
   NodeId,
   type NodeSpec,
 } from '../../src/index.js';
+import { refused } from '../support/refused.js';
 
-/** `call` throws `type` whose message starts with `op: `; returns the error. */
-function refused(call: () => unknown, type: typeof InvalidArgumentError | typeof GraphError, op: string, pattern?: RegExp): Error {
-  let caught: unknown;
-  assert.throws(call, (e: unknown) => {
-    caught = e;
-    return true;
-  });
-  assert.ok(caught instanceof type, `${op}: a ${type.name}, got ${String(caught)}`);
-  assert.ok((caught as Error).message.startsWith(`${op}: `), `names ${op}: ${(caught as Error).message}`);
-  if (pattern !== undefined) assert.match((caught as Error).message, pattern);
-  return caught as Error;
-}
 
 /** A builder with three empty nodes a, b, c and the edge c → a. */
 function abc(): { b: GraphBuilder; a: NodeId; m: NodeId; c: NodeId } {
