@@ -24,7 +24,10 @@ export { setContextCheck, getContextCheck, type ContextCheck } from './core/cont
 // Graphs and capture: StreamGraphCapture → Graph → GraphExec; the scoped guard, captured graphs and pools.
 export { StreamGraphCapture, requireCaptureSupport, MIN_CAPTURE_DRIVER_VERSION, type CaptureFailure } from './capture/stream-graph-capture.js';
 export { GraphExec } from './graph/graph-exec.js';
-export { Graph } from './graph/graph.js';
+export { Graph, DOT_FLAGS, type DotFlag } from './graph/graph.js';
+export { CudaNode, type GraphAllocation } from './graph/cuda-node.js';
+export type { NodeMemory, MemcpyNodeParams, Memcpy3DNodeParams, PitchedMemory, MemsetNodeParams } from './graph/node-params.js';
+export type { NodeEdge } from './graph/explicit-nodes.js';
 export { lowerGraph, LoweredGraph, type LowerBindings } from './graph/lower.js';
 export { CaptureMode, DEFAULT_CAPTURE_MODE } from './capture/capture-mode.js';
 export type { InstantiateFlags } from './graph/instantiate-flags.js';

@@ -344,6 +344,105 @@ export interface DriverApi {
   cuGraphNodeSetEnabled(hGraphExec: Handle, hNode: Handle, isEnabled: number): number;
   /** `CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled)` */
   cuGraphNodeGetEnabled(hGraphExec: Handle, hNode: Handle, isEnabled: HostPtr): number;
+  /** `CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)` */
+  cuGraphClone(phGraphClone: HostPtr, originalGraph: Handle): number;
+  /** `CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph)` */
+  cuGraphNodeFindInClone(phNode: HostPtr, hOriginalNode: Handle, hClonedGraph: Handle): number;
+  /**
+   * `CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+   * const CUgraphEdgeData *edgeData, size_t numDependencies)`
+   */
+  cuGraphRemoveDependencies_v2(
+    hGraph: Handle,
+    from: HostPtr,
+    to: HostPtr,
+    edgeData: HostPtr,
+    numDependencies: number,
+  ): number;
+  /** `CUresult cuGraphDestroyNode(CUgraphNode hNode)` */
+  cuGraphDestroyNode(hNode: Handle): number;
+  /**
+   * `CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData,
+   * size_t *numDependencies)`
+   */
+  cuGraphNodeGetDependencies_v2(
+    hNode: Handle,
+    dependencies: HostPtr,
+    edgeData: HostPtr,
+    numDependencies: HostPtr,
+  ): number;
+  /**
+   * `CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes, CUgraphEdgeData *edgeData,
+   * size_t *numDependentNodes)`
+   */
+  cuGraphNodeGetDependentNodes_v2(
+    hNode: Handle,
+    dependentNodes: HostPtr,
+    edgeData: HostPtr,
+    numDependentNodes: HostPtr,
+  ): number;
+  /**
+   * `CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+   * const CUDA_MEMCPY3D *copyParams, CUcontext ctx)`
+   */
+  cuGraphExecMemcpyNodeSetParams(hGraphExec: Handle, hNode: Handle, copyParams: HostPtr, ctx: Handle): number;
+  /**
+   * `CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+   * const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)`
+   */
+  cuGraphExecMemsetNodeSetParams(hGraphExec: Handle, hNode: Handle, memsetParams: HostPtr, ctx: Handle): number;
+  /**
+   * `CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+   * const CUDA_HOST_NODE_PARAMS *nodeParams)`
+   */
+  cuGraphExecHostNodeSetParams(hGraphExec: Handle, hNode: Handle, nodeParams: HostPtr): number;
+  /** `CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph)` */
+  cuGraphExecChildGraphNodeSetParams(hGraphExec: Handle, hNode: Handle, childGraph: Handle): number;
+  /** `CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)` */
+  cuGraphExecEventRecordNodeSetEvent(hGraphExec: Handle, hNode: Handle, event: Handle): number;
+  /** `CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event)` */
+  cuGraphExecEventWaitNodeSetEvent(hGraphExec: Handle, hNode: Handle, event: Handle): number;
+  /** `CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)` */
+  cuDeviceGetGraphMemAttribute(device: number, attr: number, value: HostPtr): number;
+  /** `CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)` */
+  cuDeviceSetGraphMemAttribute(device: number, attr: number, value: HostPtr): number;
+  /** `CUresult cuDeviceGraphMemTrim(CUdevice device)` */
+  cuDeviceGraphMemTrim(device: number): number;
+  /**
+   * `CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
+   * const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags)`
+   */
+  cuStreamUpdateCaptureDependencies_v2(
+    hStream: Handle,
+    dependencies: HostPtr,
+    dependencyData: HostPtr,
+    numDependencies: number,
+    flags: number,
+  ): number;
+  /**
+   * `CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+   * const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode)`
+   */
+  cuStreamBeginCaptureToGraph(
+    hStream: Handle,
+    hGraph: Handle,
+    dependencies: HostPtr,
+    dependencyData: HostPtr,
+    numDependencies: number,
+    mode: number,
+  ): number;
+  /** `CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)` */
+  cuLaunchKernelEx(config: HostPtr, f: Handle, kernelParams: HostPtr, extra: HostPtr): number;
+  /**
+   * `CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+   * const CUkernelNodeAttrValue *value)`
+   */
+  cuGraphKernelNodeSetAttribute(hNode: Handle, attr: number, value: HostPtr): number;
+  /**
+   * `CUresult cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+   * CUkernelNodeAttrValue *value_out)`
+   */
+  cuGraphKernelNodeGetAttribute(hNode: Handle, attr: number, value_out: HostPtr): number;
 }
 
 /** A driver symbol cudagraph binds. */
@@ -470,4 +569,34 @@ export const DRIVER_PROTOTYPES: { readonly [K in DriverSymbol]: string } = {
   cuGraphMemFreeNodeGetParams: 'int cuGraphMemFreeNodeGetParams(void *hNode, void *dptr_out)',
   cuGraphNodeSetEnabled: 'int cuGraphNodeSetEnabled(void *hGraphExec, void *hNode, unsigned int isEnabled)',
   cuGraphNodeGetEnabled: 'int cuGraphNodeGetEnabled(void *hGraphExec, void *hNode, void *isEnabled)',
+  cuGraphClone: 'int cuGraphClone(void *phGraphClone, void *originalGraph)',
+  cuGraphNodeFindInClone: 'int cuGraphNodeFindInClone(void *phNode, void *hOriginalNode, void *hClonedGraph)',
+  cuGraphRemoveDependencies_v2:
+    'int cuGraphRemoveDependencies_v2(void *hGraph, const void *from, const void *to, const void *edgeData, size_t numDependencies)',
+  cuGraphDestroyNode: 'int cuGraphDestroyNode(void *hNode)',
+  cuGraphNodeGetDependencies_v2:
+    'int cuGraphNodeGetDependencies_v2(void *hNode, void *dependencies, void *edgeData, void *numDependencies)',
+  cuGraphNodeGetDependentNodes_v2:
+    'int cuGraphNodeGetDependentNodes_v2(void *hNode, void *dependentNodes, void *edgeData, void *numDependentNodes)',
+  cuGraphExecMemcpyNodeSetParams:
+    'int cuGraphExecMemcpyNodeSetParams(void *hGraphExec, void *hNode, const void *copyParams, void *ctx)',
+  cuGraphExecMemsetNodeSetParams:
+    'int cuGraphExecMemsetNodeSetParams(void *hGraphExec, void *hNode, const void *memsetParams, void *ctx)',
+  cuGraphExecHostNodeSetParams:
+    'int cuGraphExecHostNodeSetParams(void *hGraphExec, void *hNode, const void *nodeParams)',
+  cuGraphExecChildGraphNodeSetParams:
+    'int cuGraphExecChildGraphNodeSetParams(void *hGraphExec, void *hNode, void *childGraph)',
+  cuGraphExecEventRecordNodeSetEvent:
+    'int cuGraphExecEventRecordNodeSetEvent(void *hGraphExec, void *hNode, void *event)',
+  cuGraphExecEventWaitNodeSetEvent: 'int cuGraphExecEventWaitNodeSetEvent(void *hGraphExec, void *hNode, void *event)',
+  cuDeviceGetGraphMemAttribute: 'int cuDeviceGetGraphMemAttribute(int device, int attr, void *value)',
+  cuDeviceSetGraphMemAttribute: 'int cuDeviceSetGraphMemAttribute(int device, int attr, void *value)',
+  cuDeviceGraphMemTrim: 'int cuDeviceGraphMemTrim(int device)',
+  cuStreamUpdateCaptureDependencies_v2:
+    'int cuStreamUpdateCaptureDependencies_v2(void *hStream, void *dependencies, const void *dependencyData, size_t numDependencies, unsigned int flags)',
+  cuStreamBeginCaptureToGraph:
+    'int cuStreamBeginCaptureToGraph(void *hStream, void *hGraph, const void *dependencies, const void *dependencyData, size_t numDependencies, int mode)',
+  cuLaunchKernelEx: 'int cuLaunchKernelEx(const void *config, void *f, void *kernelParams, void *extra)',
+  cuGraphKernelNodeSetAttribute: 'int cuGraphKernelNodeSetAttribute(void *hNode, int attr, const void *value)',
+  cuGraphKernelNodeGetAttribute: 'int cuGraphKernelNodeGetAttribute(void *hNode, int attr, void *value_out)',
 };

@@ -156,6 +156,27 @@ export const DRIVER_WAITS: { readonly [K in DriverSymbol]: HostWait } = {
   cuGraphMemFreeNodeGetParams: 'none',
   cuGraphNodeSetEnabled: 'none',
   cuGraphNodeGetEnabled: 'none',
+  cuGraphClone: 'none',
+  cuGraphNodeFindInClone: 'none',
+  cuGraphRemoveDependencies_v2: 'none',
+  cuGraphDestroyNode: 'none',
+  cuGraphNodeGetDependencies_v2: 'none',
+  cuGraphNodeGetDependentNodes_v2: 'none',
+  cuGraphExecMemcpyNodeSetParams: 'none',
+  cuGraphExecMemsetNodeSetParams: 'none',
+  cuGraphExecHostNodeSetParams: 'none',
+  cuGraphExecChildGraphNodeSetParams: 'none',
+  cuGraphExecEventRecordNodeSetEvent: 'none',
+  cuGraphExecEventWaitNodeSetEvent: 'none',
+  cuDeviceGetGraphMemAttribute: 'none',
+  cuDeviceSetGraphMemAttribute: 'none',
+  // Unprobed: trimming returns memory to the OS, which may wait for the GPU as a free does.
+  cuDeviceGraphMemTrim: 'gpu',
+  cuStreamUpdateCaptureDependencies_v2: 'none',
+  cuStreamBeginCaptureToGraph: 'none',
+  cuLaunchKernelEx: 'queue',
+  cuGraphKernelNodeSetAttribute: 'none',
+  cuGraphKernelNodeGetAttribute: 'none',
 };
 
 /** A koffi function's asynchronous form: runs the call on a worker thread, then calls back. */

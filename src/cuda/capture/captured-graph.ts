@@ -1,16 +1,12 @@
 import { InvalidArgumentError, DisposedError, privateConstructorError } from '../../errors/base.js';
-import { describe, requireInstance, requireInt } from '../../util/validate.js';
-import { graph as gr, module as mod } from '../../driver/result/index.js';
+import { requireInstance } from '../../util/validate.js';
 import { INTERNAL, LIFETIME } from '../core/internal.js';
-import { makeCurrent } from '../core/context.js';
 import { Lifetime } from '../core/lifetime.js';
 import type { Stream } from '../device/stream.js';
-import { normalizeArg, type KernelArg, type KernelArgValue } from '../kernel/arg.js';
-import { checkArgs } from '../kernel/launch-config.js';
-import { packArgs, type PackedArgs } from '../kernel/packed-args.js';
+import type { KernelArg } from '../kernel/arg.js';
 import type { Device } from '../device/device.js';
-import type { DeviceBuffer } from '../memory/device-buffer.js';
 import type { GraphExec } from '../graph/graph-exec.js';
+import type { CudaNode } from '../graph/cuda-node.js';
 import type { Graph } from '../graph/graph.js';
 import type { CapturePool } from '../pool/capture-pool.js';
 import { brands } from '../core/brands.js';
@@ -23,19 +19,10 @@ export interface KernelNodeRef {
   readonly name: string;
 }
 
-interface KernelNodeEntry extends KernelNodeRef {
-  readonly handle: bigint;
-  readonly func: bigint;
-}
-
 /** What the graph's cleanup releases; never the CapturedGraph itself. */
 interface GraphHoldings {
   readonly exec: GraphExec;
   readonly pool: CapturePool | null;
-  /** Argument blocks set by `setKernelArgs`, one per node (the latest). */
-  readonly blocks: Map<bigint, PackedArgs>;
-  /** Buffers given to `setKernelArgs` (launches already queued may still read them). */
-  readonly buffers: Set<Lifetime>;
 }
 
 /**
@@ -65,7 +52,7 @@ export class CapturedGraph {
   readonly #holdings: GraphHoldings;
   #replays = 0;
   #uploaded = false;
-  #kernelNodes: KernelNodeEntry[] | null = null;
+  #kernelNodes: KernelNodeRef[] | null = null;
 
   /** @internal Made by `GraphCaptureGuard.finish`; takes one hold on `pool` (released on dispose). */
   constructor(key: typeof INTERNAL, exec: GraphExec, stream: Stream, pool: CapturePool | null) {
@@ -75,16 +62,12 @@ export class CapturedGraph {
     this.device = stream.device;
     this.#pool = pool;
     if (pool !== null) pool.retainHold('GraphCaptureGuard.finish');
-    const holdings: GraphHoldings = { exec, pool, blocks: new Map(), buffers: new Set() };
+    const holdings: GraphHoldings = { exec, pool };
     this.#holdings = holdings;
     this[LIFETIME] = new Lifetime(`CapturedGraph (${exec.nodeCount} nodes)`, this, () => {
       try {
         holdings.exec.dispose();
       } finally {
-        for (const block of holdings.blocks.values()) block.free();
-        holdings.blocks.clear();
-        for (const life of holdings.buffers) life.release();
-        holdings.buffers.clear();
         holdings.pool?.releaseHold();
       }
     });
@@ -177,83 +160,30 @@ export class CapturedGraph {
 
   /** The graph's kernel nodes with their indices and names (read back once). */
   kernelNodes(): KernelNodeRef[] {
-    return this.#kernelNodeEntries('CapturedGraph.kernelNodes').map(({ index, name }) => ({ index, name }));
-  }
-
-  #kernelNodeEntries(op: string): KernelNodeEntry[] {
+    const op = 'CapturedGraph.kernelNodes';
     this[LIFETIME].assertAlive(op);
     if (this.#kernelNodes === null) {
-      const graph = this.#exec.graph;
-      const handles = gr.graphNodes(op, graph.handle);
-      const nodes = graph.readBack().nodes;
-      const entries: KernelNodeEntry[] = [];
-      nodes.forEach((n, i) => {
-        const handle = handles[i];
-        if (n.kernel !== undefined && handle !== undefined) {
-          entries.push({ index: n.index, name: n.kernel.name, handle, func: gr.kernelNodeParams(op, handle).func });
-        }
-      });
-      this.#kernelNodes = entries;
+      this.#kernelNodes = this.#exec.graph
+        .readBack()
+        .nodes.flatMap((n) => (n.kernel === undefined ? [] : [Object.freeze({ index: n.index, name: n.kernel.name })]));
     }
-    return this.#kernelNodes;
-  }
-
-  #findKernelNode(op: string, node: unknown): KernelNodeEntry {
-    const entries = this.#kernelNodeEntries(op);
-    if (typeof node === 'string') {
-      const hits = entries.filter((e) => e.name === node);
-      if (hits.length === 1) return hits[0]!;
-      const names = [...new Set(entries.map((e) => e.name))].join(', ') || 'none';
-      throw new InvalidArgumentError(
-        op,
-        'node',
-        hits.length === 0
-          ? `no kernel node runs '${node}' (kernels in the graph: ${names})`
-          : `${hits.length} kernel nodes run '${node}' (indices ${hits.map((h) => h.index).join(', ')}); name one by its index`,
-      );
-    }
-    const index = requireInt(op, 'node', node, 0, Math.max(0, this.#exec.nodeCount - 1));
-    const hit = entries.find((e) => e.index === index);
-    if (hit === undefined) throw new InvalidArgumentError(op, 'node', `node #${index} is not a kernel node`);
-    return hit;
+    return [...this.#kernelNodes];
   }
 
   /**
    * Points a kernel node of the instantiated graph at new arguments
    * (`cuGraphExecKernelNodeSetParams_v2`): launches made after this call run the kernel with
    * `args`; launches already queued keep the old ones. `node` is the kernel's name (when one node
-   * runs it) or the node's index in `graph.nodes()`. Arguments are typed as for `kernel.launch`
-   * and checked against the kernel's parameters; the graph keeps the new buffers alive.
+   * runs it), the node's index in `graph.nodes()`, or its `CudaNode`. Arguments are typed as for
+   * `kernel.launch` and checked against the kernel's parameters; the graph keeps the new buffers
+   * alive. (`GraphExec.setKernelArgs` is the same on any exec.)
    * @throws InvalidArgumentError for an unknown or ambiguous node, or arguments that do not match
    *   the kernel's parameters; DisposedError for a disposed graph or buffer.
    */
-  setKernelArgs(node: string | number, args: readonly KernelArg[]): void {
+  setKernelArgs(node: string | number | CudaNode, args: readonly KernelArg[]): void {
     const op = 'CapturedGraph.setKernelArgs';
     this[LIFETIME].assertAlive(op);
-    if (!Array.isArray(args)) throw new InvalidArgumentError(op, 'args', `args must be an array, got ${describe(args)}`);
-    const values: KernelArgValue[] = args.map((a, i) => normalizeArg(op, i, a));
-    const entry = this.#findKernelNode(op, node);
-    checkArgs(op, entry.name, values, mod.functionParamSizes(op, entry.func));
-    const block = packArgs(values, (b: DeviceBuffer) => b.ptrFor(op));
-    try {
-      makeCurrent(op, this.device.context);
-      gr.execKernelNodeSetArgs(op, this.#exec.handle, entry.handle, block.address);
-    } catch (e) {
-      block.free();
-      throw e;
-    }
-    const h = this.#holdings;
-    // The driver copied the values; the previous block of this node is no longer read.
-    h.blocks.get(entry.handle)?.free();
-    h.blocks.set(entry.handle, block);
-    for (const v of values) {
-      if (v.buffer === null) continue;
-      const life = v.buffer[LIFETIME];
-      if (!h.buffers.has(life)) {
-        life.retain();
-        h.buffers.add(life);
-      }
-    }
+    this.#exec.setKernelArgsFor(op, node, args);
   }
 
   /**

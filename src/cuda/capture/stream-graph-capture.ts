@@ -1,10 +1,10 @@
 import { DisposedError, InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
 import { CudaError } from '../../errors/cuda-error.js';
-import { describe, requireInstance } from '../../util/validate.js';
+import { describe, requireBoolean, requireInstance, requireOptions } from '../../util/validate.js';
 import { CaptureStatus } from '../../model/capture-status.js';
-import { graph as gr, init, event as ev, stream as st, cudaError } from '../../driver/result/index.js';
+import { graph as gr, init, event as ev, stream as st, captureSplice as cs, cudaError } from '../../driver/result/index.js';
 import { CU, CU_STREAM_CAPTURE_STATUS } from '../../driver/layouts.js';
-import { INTERNAL, CAPTURE } from '../core/internal.js';
+import { INTERNAL, CAPTURE, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { captureStarted, captureEnded, type CaptureSink } from '../core/capture-hooks.js';
 import { surfaceCleanupErrors, keepFailure, keepCleanupError, takeCleanupError, type Lifetime } from '../core/lifetime.js';
@@ -12,8 +12,9 @@ import { takeHostCallbackError } from '../host/host-calls.js';
 import type { Stream } from '../device/stream.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
 import { DEFAULT_CAPTURE_MODE, requireCaptureMode, driverCaptureMode, type CaptureMode } from './capture-mode.js';
-import { Graph } from '../graph/graph.js';
+import { Graph, registerCaptureInto } from '../graph/graph.js';
 import type { GraphExec } from '../graph/graph-exec.js';
+import { CudaNode, dependencyHandles } from '../graph/cuda-node.js';
 import type { InstantiateFlags } from '../graph/instantiate-flags.js';
 import { brands } from '../core/brands.js';
 
@@ -69,6 +70,10 @@ class CaptureRecord implements CaptureSink {
   readonly graphAllocations: Lifetime[] = [];
   /** What the owner of a collected capture must still release (a guard's pool), run once by `collected`. */
   onCollected: (() => unknown) | null = null;
+  /** The graph being captured into (`beginInto`): the user's, never destroyed by the capture; else null. */
+  into: Graph | null = null;
+  /** The object `capture.graph` handed out for the graph being captured, owned by the capture until it ends. */
+  borrowed: Graph | null = null;
 
   constructor(
     readonly stream: Stream,
@@ -148,7 +153,7 @@ class CaptureRecord implements CaptureSink {
     makeCurrent(op, this.stream.device.context);
     const { code, graph } = gr.streamEndCapture(op, h);
     if (code !== 0) {
-      if (graph !== 0n) gr.graphDestroy(op, graph);
+      if (graph !== 0n && graph !== this.into?.handleUnchecked()) gr.graphDestroy(op, graph);
       // The driver normally leaves capture mode even when ending fails; if it did not (e.g. the
       // wrong thread), stay active so dispose() can try again.
       let still = false;
@@ -160,6 +165,7 @@ class CaptureRecord implements CaptureSink {
       if (!still) {
         this.close();
         this.releaseGraphAllocations();
+        this.forgetGraphs();
       }
       throw this.endError(op, code);
     }
@@ -171,9 +177,24 @@ class CaptureRecord implements CaptureSink {
     }
     const held = [...this.held];
     this.held.clear(); // ownership passes to the graph
+    // Captured allocation nodes come from `allocAsync`, which the record counts; explicit nodes
+    // added through `capture.graph` are counted by that graph.
+    const memory = this.graphAllocations.length > 0;
     this.graphAllocations.length = 0; // they live on with the graph (freed in it, or by their buffers)
     this.close();
-    return new Graph(INTERNAL, this.stream.device, graph, held);
+    const target = this.into ?? (this.borrowed !== null && !this.borrowed.disposed ? this.borrowed : null);
+    if (target !== null) {
+      target.adoptCapture(graph, held, memory);
+      return target;
+    }
+    this.borrowed?.adoptCapture(0n, [], false);
+    return new Graph(INTERNAL, this.stream.device, graph, held, memory);
+  }
+
+  /** Where a failed or abandoned capture leaves the graph objects it handed out. */
+  forgetGraphs(): void {
+    this.into?.adoptCapture(0n, [], false);
+    this.borrowed?.adoptCapture(0n, [], false);
   }
 
   endError(op: string, code: number): CudaError {
@@ -244,7 +265,8 @@ class CaptureRecord implements CaptureSink {
           }
         }
         const { code, graph } = gr.streamEndCapture(op, h);
-        if (graph !== 0n) {
+        // A capture into the user's graph leaves that graph theirs (with what was recorded so far).
+        if (graph !== 0n && graph !== this.into?.handleUnchecked()) {
           const rc = gr.graphDestroy(op, graph);
           if (rc !== 0) keep(cudaError(rc, op, 'cuGraphDestroy', "destroying the abandoned capture's graph failed"));
         }
@@ -275,6 +297,7 @@ class CaptureRecord implements CaptureSink {
     }
     this.close();
     this.releaseGraphAllocations();
+    this.forgetGraphs();
     return failure;
   }
 
@@ -294,6 +317,8 @@ class CaptureRecord implements CaptureSink {
     if (failure !== null && failure !== undefined) keepCleanupError(failure);
   }
 }
+
+registerCaptureInto((stream, graph, options) => StreamGraphCapture.beginInto(stream, graph, options as never));
 
 /** Abandons the captures the program forgot without ending or disposing them. */
 const forgotten = new FinalizationRegistry<CaptureRecord>((record) => record.collected());
@@ -355,7 +380,13 @@ export class StreamGraphCapture {
    * @internal `begin` for a caller that names its own operation in errors (the guard), with an
    * optional allocator serving `DeviceBuffer.allocAsync` on the capture's streams.
    */
-  static beginFor(op: string, stream: Stream, mode: unknown, allocator: CaptureAllocator | null): StreamGraphCapture {
+  static beginFor(
+    op: string,
+    stream: Stream,
+    mode: unknown,
+    allocator: CaptureAllocator | null,
+    into: { readonly graph: Graph; readonly dependencies: BigUint64Array } | null = null,
+  ): StreamGraphCapture {
     requireInstance(op, 'stream', stream, brands.Stream);
     const m = requireCaptureMode(op, mode);
     const h = stream.handleFor(op);
@@ -371,12 +402,112 @@ export class StreamGraphCapture {
     }
     surfaceCleanupErrors(op);
     requireCaptureSupport(op, init.driverVersion(op));
+    if (into !== null && into.graph.device !== stream.device) {
+      throw new InvalidArgumentError(op, 'stream', `the stream is on ${stream.device}; the graph runs on ${into.graph.device}`);
+    }
     makeCurrent(op, stream.device.context);
-    gr.streamBeginCapture(op, h, driverCaptureMode(m));
+    if (into === null) gr.streamBeginCapture(op, h, driverCaptureMode(m));
+    else cs.beginCaptureToGraph(op, h, into.graph.handle, into.dependencies, driverCaptureMode(m));
     const record = new CaptureRecord(stream, h, allocator);
+    if (into !== null) {
+      record.into = into.graph;
+      into.graph.beginCapture(true);
+    }
     stream[CAPTURE] = record;
     captureStarted(record);
     return new StreamGraphCapture(INTERNAL, record, m);
+  }
+
+  /**
+   * Begins capturing `stream` into the existing `graph` (`cuStreamBeginCaptureToGraph`): the
+   * captured work becomes nodes of `graph`, the first of them after `options.dependencies`
+   * (nodes of `graph`; default none). `endGraph()` returns `graph` itself; `dispose()` ends the
+   * capture and leaves `graph` the user's (with what was recorded before a failure).
+   * `graph.captureInto(stream, body)` wraps this.
+   * @throws InvalidArgumentError as `begin`, and for a graph of another device or a dependency
+   *   that is not a node of `graph`; DisposedError for a disposed graph.
+   */
+  static beginInto(stream: Stream, graph: Graph, options?: { dependencies?: readonly CudaNode[]; mode?: CaptureMode }): StreamGraphCapture {
+    const op = 'StreamGraphCapture.beginInto';
+    requireInstance(op, 'graph', graph, brands.Graph);
+    graph[LIFETIME].assertAlive(op);
+    const o = requireOptions<{ dependencies: readonly CudaNode[]; mode: CaptureMode }>(op, options, ['dependencies', 'mode']);
+    graph.refuseWhileCapturing(op, 'begin another capture into it');
+    const deps = dependencyHandles(op, o.dependencies, graph) ?? new BigUint64Array(0);
+    return StreamGraphCapture.beginFor(op, stream, o.mode ?? DEFAULT_CAPTURE_MODE, null, { graph, dependencies: deps });
+  }
+
+  /**
+   * The graph the capture is recording into (`cuStreamGetCaptureInfo`): add explicit nodes to it
+   * while the capture is active (not remove them: CUDA's rule), and splice them into the
+   * captured work with `insert` or `setDependencies`. The same object `endGraph()` returns.
+   * @throws CaptureStateError-like InvalidArgumentError once the capture has ended or was invalidated.
+   */
+  get graph(): Graph {
+    const op = 'StreamGraphCapture.graph';
+    const r = this.#record;
+    if (r.into !== null) return r.into;
+    if (r.borrowed !== null && !r.borrowed.disposed) return r.borrowed;
+    const info = this.#liveInfo(op);
+    const g = new Graph(INTERNAL, this.stream.device, info.graph, [], false);
+    g.beginCapture(false);
+    r.borrowed = g;
+    return g;
+  }
+
+  #liveInfo(op: string): cs.CaptureInfo {
+    if (!this.#record.active) throw new InvalidArgumentError(op, 'capture', 'the capture has ended');
+    makeCurrent(op, this.stream.device.context);
+    const info = cs.captureInfo(op, this.#record.handle);
+    if (info.status !== CU_STREAM_CAPTURE_STATUS.ACTIVE) {
+      throw new InvalidArgumentError(op, 'capture', 'the capture was invalidated by an illegal call (see capture.firstFailure); end or dispose it');
+    }
+    return info;
+  }
+
+  /** The nodes the next work captured on the stream will depend on (the capture's frontier), as nodes of `capture.graph`. */
+  dependencies(): CudaNode[] {
+    const op = 'StreamGraphCapture.dependencies';
+    const g = this.graph;
+    return this.#liveInfo(op).dependencies.map((h) => g.nodeOf(op, h));
+  }
+
+  /**
+   * Makes `nodes` (of `capture.graph`) the capture's frontier, or with `{ add: true }` adds them to
+   * it (`cuStreamUpdateCaptureDependencies_v2`): the next work captured on the stream runs after them.
+   */
+  setDependencies(nodes: readonly CudaNode[], options?: { add?: boolean }): void {
+    const op = 'StreamGraphCapture.setDependencies';
+    const o = requireOptions<{ add: boolean }>(op, options, ['add']);
+    const add = o.add === undefined ? false : requireBoolean(op, 'add', o.add);
+    const g = this.graph;
+    const handles = dependencyHandles(op, nodes, g, 'nodes') ?? new BigUint64Array(0);
+    this.#liveInfo(op);
+    cs.updateCaptureDependencies(op, this.#record.handle, handles, add ? cs.CAPTURE_DEPENDENCIES.ADD : cs.CAPTURE_DEPENDENCIES.SET);
+  }
+
+  /**
+   * Splices explicit nodes into the captured work: calls `build(graph, dependencies)` with the
+   * capture's graph and frontier; the node(s) it returns (nodes of that graph, normally built
+   * after `dependencies`) become the frontier, so the work captured next runs after them. An
+   * exception from `build` propagates unchanged, and the frontier stays as it was.
+   * @example
+   * cap.insert((g, deps) => g.addKernelNode(k, { grid: 1, block: 32, args: [x] }, deps));
+   */
+  insert(build: (graph: Graph, dependencies: CudaNode[]) => CudaNode | readonly CudaNode[]): CudaNode[] {
+    const op = 'StreamGraphCapture.insert';
+    if (typeof build !== 'function') throw new InvalidArgumentError(op, 'build', `build must be a function (graph, dependencies) => node(s), got ${describe(build)}`);
+    const g = this.graph;
+    const deps = this.dependencies();
+    const out = build(g, deps);
+    const nodes = CudaNode.is(out) ? [out] : out;
+    if (!Array.isArray(nodes) || nodes.length === 0) {
+      throw new InvalidArgumentError(op, 'build', `build must return a node of capture.graph or a non-empty array of them, got ${describe(out)}`);
+    }
+    const handles = dependencyHandles(op, nodes, g, 'build()') ?? new BigUint64Array(0);
+    this.#liveInfo(op);
+    cs.updateCaptureDependencies(op, this.#record.handle, handles, cs.CAPTURE_DEPENDENCIES.SET);
+    return [...nodes];
   }
 
   /** True until the capture has been ended (by `end`, `endGraph` or `dispose`). */
@@ -421,10 +552,11 @@ export class StreamGraphCapture {
       throw new InvalidArgumentError(op, 'options', `options must be { flags? }, got ${describe(options)}`);
     }
     const graph = this.#finish(op);
+    const owns = graph !== this.#record.into;
     try {
-      return graph.instantiateFor(op, flags, this.stream, true);
+      return graph.instantiateFor(op, flags, this.stream, owns);
     } catch (e) {
-      graph.dispose();
+      if (owns) graph.dispose();
       throw e;
     }
   }
@@ -458,8 +590,8 @@ export class StreamGraphCapture {
       error = takeCleanupError(op) ?? takeHostCallbackError(op);
     }
     if (error !== null) {
-      graph.dispose();
-      error.message += ' (The capture was ended first and its graph discarded.)';
+      if (graph !== record.into) graph.dispose();
+      error.message += graph !== record.into ? ' (The capture was ended first and its graph discarded.)' : ' (The capture into the graph was ended first.)';
       throw error;
     }
     return graph;

@@ -138,6 +138,42 @@ export class Device {
   }
 
   /**
+   * The device's graph memory (`cuDeviceGetGraphMemAttribute`): `used` is what graphs' allocation
+   * nodes hold now (and `usedHigh` its high-water mark), `reserved` what the graph allocator has
+   * taken from the device (and `reservedHigh`). `{ resetHigh: true }` then resets both marks.
+   */
+  graphMemory(options?: { resetHigh?: boolean }): { used: number; usedHigh: number; reserved: number; reservedHigh: number } {
+    const op = 'Device.graphMemory';
+    const o = requireOptions<{ resetHigh: boolean }>(op, options, ['resetHigh']);
+    const reset = o.resetHigh === undefined ? false : requireBoolean(op, 'resetHigh', o.resetHigh);
+    surfaceCleanupErrors(op);
+    makeCurrent(op, this.context);
+    const A = dev.GRAPH_MEM_ATTR;
+    const out = {
+      used: dev.graphMemAttribute(op, this.handle, A.USED_CURRENT),
+      usedHigh: dev.graphMemAttribute(op, this.handle, A.USED_HIGH),
+      reserved: dev.graphMemAttribute(op, this.handle, A.RESERVED_CURRENT),
+      reservedHigh: dev.graphMemAttribute(op, this.handle, A.RESERVED_HIGH),
+    };
+    if (reset) {
+      dev.resetGraphMemHigh(op, this.handle, A.USED_HIGH);
+      dev.resetGraphMemHigh(op, this.handle, A.RESERVED_HIGH);
+    }
+    return out;
+  }
+
+  /**
+   * Returns the graph memory no launch uses to the device (`cuDeviceGraphMemTrim`): memory of
+   * graphs that are running or queued stays. Like a free, it may wait for the GPU.
+   */
+  trimGraphMemory(): void {
+    const op = 'Device.trimGraphMemory';
+    surfaceCleanupErrors(op);
+    makeCurrent(op, this.context);
+    dev.graphMemTrim(op, this.handle);
+  }
+
+  /**
    * The stream priority range: `greatest` (the highest priority, a negative number) to `least`
    * (usually 0). Lower numbers run first.
    */

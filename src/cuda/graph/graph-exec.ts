@@ -1,7 +1,9 @@
 import { DisposedError, InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
-import { requireBoolean, requireInstance, requireInt } from '../../util/validate.js';
-import { graph as gr, cudaError } from '../../driver/result/index.js';
-import { CU_GRAPH_EXEC_UPDATE_RESULT, CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
+import { requireBoolean, requireInstance } from '../../util/validate.js';
+import { graph as gr, memory as mem, cudaError } from '../../driver/result/index.js';
+import { CU_GRAPH_EXEC_UPDATE_RESULT } from '../../driver/layouts.js';
+import { GraphError } from '../../errors/graph-error.js';
+import { GraphErrorCode } from '../../model/error-codes.js';
 import { INTERNAL, CAPTURE, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { checkEpoch } from '../core/check-epoch.js';
@@ -11,6 +13,16 @@ import type { Stream } from '../device/stream.js';
 import type { CaptureSink } from '../core/capture-hooks.js';
 import type { Graph } from './graph.js';
 import { brands, registerBrand } from '../core/brands.js';
+import type { HostFunction } from '../host/host-function.js';
+import type { Event } from '../device/event.js';
+import type { Kernel } from '../kernel/kernel.js';
+import type { KernelArg } from '../kernel/arg.js';
+import type { LaunchConfig } from '../kernel/launch-config.js';
+import type { CudaNode } from './cuda-node.js';
+import type { MemcpyNodeParams, MemsetNodeParams } from './node-params.js';
+import {
+  hostIdsByNode, setChildParams, setCopyParams, setEvent, setFillParams, setHostParams, setKernelArgs, setKernelParams, targetNode, type ExecTarget,
+} from './exec-setters.js';
 
 const LAUNCH = 'GraphExec.launch';
 
@@ -45,24 +57,43 @@ export class GraphExec {
   /** Lifetimes this exec holds: its graph (index 0 is kept in step with #graph). */
   readonly #held: Lifetime[];
 
+  /** The graph the exec was instantiated from: per-node setters name its nodes. */
+  readonly #template: Graph;
+  /** Allocations the graph makes and nothing frees (no `autoFreeOnLaunch`), and whether a launch left them allocated. */
+  readonly #unfreed: readonly bigint[];
+  #allocated = false;
+  /** The host function ids each host or child graph node calls, once a setter changed one (else null). */
+  #hostIdsByNode: Map<bigint, number[]> | null = null;
+  /** Host functions the exec made for plain callbacks given to setters. */
+  readonly #owned: HostFunction[] = [];
+
   /** @internal Made by `Graph.instantiate` and `StreamGraphCapture.end`. */
-  constructor(key: typeof INTERNAL, graph: Graph, handle: bigint, stream: Stream, ownsGraph: boolean) {
+  constructor(key: typeof INTERNAL, graph: Graph, handle: bigint, stream: Stream, ownsGraph: boolean, unfreed: readonly bigint[] = []) {
     if (key !== INTERNAL) throw privateConstructorError('GraphExec', 'capture.end() or graph.instantiate()');
     this.#graph = graph;
+    this.#template = graph;
     this.#handle = handle;
     this.#ctx = graph.device.context;
     this.#stream = stream;
     this.#ownsGraph = ownsGraph;
+    this.#unfreed = Object.freeze([...unfreed]);
     this.nodeCount = graph.nodeCount;
     this.#hostFunctions = graph.jsHostFunctionIds('GraphExec');
+    // Two holds on the template: one as the current graph (index 0, replaced by update), one as
+    // the graph the exec was instantiated from, whose nodes the per-node setters name.
     graph[LIFETIME].retain();
-    const held = [graph[LIFETIME]];
+    graph[LIFETIME].retain();
+    graph.noteInstantiation(1);
+    const held = [graph[LIFETIME], graph[LIFETIME]];
     this.#held = held;
+    const owned = this.#owned;
     this[LIFETIME] = new Lifetime(`GraphExec 0x${handle.toString(16)}`, this, () => {
       try {
         keepFailure(gr.graphExecDestroy('GraphExec.dispose', handle), 'GraphExec.dispose', 'cuGraphExecDestroy');
       } finally {
+        graph.noteInstantiation(-1);
         for (const l of held.splice(0)) l.release();
+        for (const h of owned.splice(0)) h.dispose();
       }
     });
   }
@@ -121,13 +152,63 @@ export class GraphExec {
     if (s !== this.#checkedStream || checkEpoch.value !== this.#checkedEpoch) {
       this.#checkedHandle = this.#check(stream);
     }
+    if (this.#unfreed.length !== 0) this.#checkAllocations();
     makeCurrent(LAUNCH, this.#ctx);
     gr.graphLaunch(LAUNCH, this.#handle, this.#checkedHandle);
     this.#launches++;
+    if (this.#unfreed.length !== 0) this.#allocated = true;
     // The stream's capture as the checks saw it: a capture beginning or ending bumps the epoch.
     const sink = this.#checkedSink;
     if (this.#hostFunctions.length !== 0) this.#hostCallsLaunched(sink);
     if (sink !== null) sink.retain(this[LIFETIME]);
+  }
+
+  /** Refuses a relaunch while the last launch's unfreed allocations are outstanding (CUDA's rule). */
+  #checkAllocations(): void {
+    if (!this.#allocated) return;
+    const n = this.#unfreed.length;
+    throw new GraphError(
+      'InvalidPlan',
+      GraphErrorCode.AllocationNotFreed,
+      `${LAUNCH}: the graph allocates ${n} block${n === 1 ? '' : 's'} of graph memory that nothing in it frees, and the last launch's ` +
+        `${n === 1 ? 'is' : 'are'} still allocated; CUDA refuses to launch it again before they are freed: call exec.freeAllocations(stream) ` +
+        'after the work that reads them, or instantiate with { autoFreeOnLaunch: true }',
+    );
+  }
+
+  /**
+   * The addresses of the graph memory this exec's launches allocate and nothing in the graph
+   * frees (empty with `autoFreeOnLaunch`, or when every allocation is freed in the graph).
+   */
+  get unfreedAllocations(): readonly bigint[] {
+    return this.#unfreed;
+  }
+
+  /**
+   * Frees, on `stream` (default `this.stream`), the graph memory the last launch left allocated
+   * (`cuMemFreeAsync` of each of `unfreedAllocations`), so the exec can be launched again. Work
+   * queued on `stream` before this call may still read the memory.
+   * @throws GraphError `GRAPH_ALLOCATION_NOT_FREED` when no launch left memory allocated;
+   *   DisposedError; CudaError from the driver.
+   */
+  freeAllocations(stream?: Stream): void {
+    const op = 'GraphExec.freeAllocations';
+    this[LIFETIME].assertAlive(op);
+    const s = this.#streamFor(op, stream);
+    if (!this.#allocated) {
+      throw new GraphError(
+        'InvalidPlan',
+        GraphErrorCode.AllocationNotFreed,
+        `${op}: nothing to free: ${this.#unfreed.length === 0 ? 'the graph leaves no allocation unfreed' : 'no launch since the last free left memory allocated'}`,
+      );
+    }
+    const h = s.handleFor(op);
+    makeCurrent(op, this.#ctx);
+    for (const a of this.#unfreed) {
+      const rc = mem.memFreeAsync(op, a, h);
+      if (rc !== 0) throw cudaError(rc, op, 'cuMemFreeAsync');
+    }
+    this.#allocated = false;
   }
 
   /**
@@ -176,7 +257,7 @@ export class GraphExec {
    *   kernel, memset or memcpy node (the only kinds CUDA enables and disables); DisposedError after
    *   dispose; CudaError from the driver.
    */
-  setNodeEnabled(node: number, enabled: boolean): void {
+  setNodeEnabled(node: CudaNode | number, enabled: boolean): void {
     const op = 'GraphExec.setNodeEnabled';
     const h = this.#switchable(op, node);
     const on = requireBoolean(op, 'enabled', enabled);
@@ -185,24 +266,114 @@ export class GraphExec {
   }
 
   /** Whether node `node` (its index in `graph.nodes()`) runs at launch (`cuGraphNodeGetEnabled`). @throws as `setNodeEnabled`. */
-  isNodeEnabled(node: number): boolean {
+  isNodeEnabled(node: CudaNode | number): boolean {
     const op = 'GraphExec.isNodeEnabled';
     const h = this.#switchable(op, node);
     makeCurrent(op, this.#ctx);
     return gr.nodeGetEnabled(op, this.#handle, h);
   }
 
-  /** The template's node at index `node`, refused unless CUDA can enable and disable its kind. */
+  /** The template's node (a CudaNode or its index), refused unless CUDA can enable and disable its kind. */
   #switchable(op: string, node: unknown): bigint {
     this[LIFETIME].assertAlive(op);
-    const handles = gr.graphNodes(op, this.#graph.handle);
-    const i = requireInt(op, 'node', node, 0, Math.max(0, handles.length - 1));
-    const h = handles[i]!;
-    const type = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] ?? 'unknown';
-    if (type !== 'kernel' && type !== 'memset' && type !== 'memcpy') {
-      throw new InvalidArgumentError(op, 'node', `node #${i} is a '${type}' node; CUDA enables and disables only kernel, memset and memcpy nodes`);
+    const n = targetNode(op, this.#target(), node, null);
+    if (n.type !== 'kernel' && n.type !== 'memset' && n.type !== 'memcpy') {
+      throw new InvalidArgumentError(op, 'node', `node #${n.index} is a '${n.type}' node; CUDA enables and disables only kernel, memset and memcpy nodes`);
     }
-    return h;
+    return n.handle;
+  }
+
+  /** What the per-node setters see of this exec. */
+  #target(): ExecTarget {
+    const exec = this;
+    return {
+      handle: this.#handle,
+      template: this.#template,
+      hold: (lives) => {
+        for (const l of lives) {
+          if (exec.#held.includes(l)) continue;
+          l.retain();
+          exec.#held.push(l);
+        }
+      },
+      own: (hf) => exec.#owned.push(hf),
+      hostCallsChanged: (node, ids) => {
+        const map = (exec.#hostIdsByNode ??= hostIdsByNode('GraphExec', exec.#template.handle));
+        map.set(node, [...ids]);
+        exec.#hostFunctions = Object.freeze([...map.values()].flat());
+      },
+    };
+  }
+
+  #setter(op: string): ExecTarget {
+    this[LIFETIME].assertAlive(op);
+    return this.#target();
+  }
+
+  /**
+   * Points kernel node `node` at a new launch (`cuGraphExecKernelNodeSetParams_v2`): `params` is
+   * a launch configuration (grid, block, sharedMem, args), with `kernel` to run another function
+   * of the same device (default: the node's own). Later launches run it; queued ones do not.
+   * `node` is a `CudaNode` of the graph the exec was instantiated from, or its index in that
+   * graph's `nodes()`. The exec holds the new module and buffers.
+   * @throws InvalidArgumentError naming the node for a node that is not a kernel node, a bad
+   *   configuration, arguments that do not fit the kernel; DisposedError; CudaError from the driver.
+   */
+  setKernelNodeParams(node: CudaNode | number, params: LaunchConfig & { readonly kernel?: Kernel }): void {
+    setKernelParams(this.#setter('GraphExec.setKernelNodeParams'), node, params);
+  }
+
+  /**
+   * New arguments for a kernel node, its function and shape kept (`cuGraphExecKernelNodeSetParams_v2`).
+   * `node` is the kernel's name (when one node runs it), a `CudaNode` or an index. Works on every
+   * exec: captured, built node by node, or lowered.
+   * @throws InvalidArgumentError for an unknown or ambiguous name, a node that is not a kernel
+   *   node, arguments that do not match the kernel's parameters.
+   */
+  setKernelArgs(node: string | number | CudaNode, args: readonly KernelArg[]): void {
+    this.setKernelArgsFor('GraphExec.setKernelArgs', node, args);
+  }
+
+  /** @internal `setKernelArgs` for `op` (`CapturedGraph.setKernelArgs` calls it). */
+  setKernelArgsFor(op: string, node: unknown, args: unknown): void {
+    setKernelArgs(op, this.#setter(op), node, args);
+  }
+
+  /**
+   * A copy node's memory and size (`cuGraphExecMemcpyNodeSetParams`): `{ dst, src, byteLength,
+   * dstOffset?, srcOffset? }`. CUDA updates 1-D copies only and keeps each side's memory kind and
+   * context: both are refused here first, naming the node.
+   */
+  setMemcpyNodeParams(node: CudaNode | number, params: MemcpyNodeParams): void {
+    setCopyParams(this.#setter('GraphExec.setMemcpyNodeParams'), node, params);
+  }
+
+  /** A fill node's destination, value and size (`cuGraphExecMemsetNodeSetParams`); CUDA keeps a 2-D fill's shape and a 1-D fill's single row. */
+  setMemsetNodeParams(node: CudaNode | number, params: MemsetNodeParams): void {
+    setFillParams(this.#setter('GraphExec.setMemsetNodeParams'), node, params);
+  }
+
+  /** The function a host node calls (`cuGraphExecHostNodeSetParams`): a plain function (the exec owns its HostFunction) or a HostFunction. */
+  setHostNodeParams(node: CudaNode | number, fn: (() => void) | HostFunction): void {
+    setHostParams(this.#setter('GraphExec.setHostNodeParams'), node, fn);
+  }
+
+  /**
+   * The parameters of a child graph node's nodes, from `child` (`cuGraphExecChildGraphNodeSetParams`):
+   * `child` must have the same topology and node order as the node's graph (refused here first).
+   */
+  setChildGraphNodeParams(node: CudaNode | number, child: Graph): void {
+    setChildParams(this.#setter('GraphExec.setChildGraphNodeParams'), node, child);
+  }
+
+  /** The event an event record node records (`cuGraphExecEventRecordNodeSetEvent`). */
+  setEventRecordNodeEvent(node: CudaNode | number, event: Event): void {
+    setEvent(this.#setter('GraphExec.setEventRecordNodeEvent'), true, node, event);
+  }
+
+  /** The event an event wait node waits on (`cuGraphExecEventWaitNodeSetEvent`). */
+  setEventWaitNodeEvent(node: CudaNode | number, event: Event): void {
+    setEvent(this.#setter('GraphExec.setEventWaitNodeEvent'), false, node, event);
   }
 
   /**
@@ -239,6 +410,7 @@ export class GraphExec {
     this.#graph = graph;
     this.#ownsGraph = false;
     this.#hostFunctions = graph.jsHostFunctionIds(op);
+    this.#hostIdsByNode = null;
     old[LIFETIME].release();
     if (oldOwned) old.dispose();
   }
@@ -254,7 +426,9 @@ export class GraphExec {
     // template first (as CuPy, PyTorch and C programs do right after instantiating): the driver
     // records the next capture faster after that order (docs/ffi-decision.md). What the graph's
     // work uses stays alive until both are gone.
-    if (this.#ownsGraph && !life.disposed && life.holders === 0 && graph[LIFETIME].holders === 1) {
+    // This exec holds its template twice while it is the current graph (see the constructor).
+    const mine = graph === this.#template ? 2 : 1;
+    if (this.#ownsGraph && !life.disposed && life.holders === 0 && graph[LIFETIME].holders === mine) {
       graph.destroyTemplateBeforeExec('GraphExec.dispose');
     }
     life.dispose();

@@ -1,10 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { privateConstructorError } from '../../errors/base.js';
-import { requireBoolean, requireInstance, requireOptions } from '../../util/validate.js';
-import { graph as gr, graphBuild as gb, module as mod, memory as mem } from '../../driver/result/index.js';
-import { CU, CU_GRAPH_NODE_TYPE, CU_MEMORYTYPE } from '../../driver/layouts.js';
+import { InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
+import { describe, requireBoolean, requireInstance, requireOneOf, requireOptions } from '../../util/validate.js';
+import type { CaptureMode } from '../capture/capture-mode.js';
+import { graph as gr } from '../../driver/result/index.js';
+import { CUDA_GRAPH_INSTANTIATE_FLAG, CU_GRAPH_DEPENDENCY_TYPE, CU_GRAPH_KERNEL_NODE_PORT, CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
 import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime, keepFailure, surfaceCleanupErrors, cleanupsDeferred } from '../core/lifetime.js';
@@ -15,8 +16,55 @@ import { computeGraphOf, jsHostFunctionIdsOf, readBackHandle, readContext, readN
 import type { Stream } from '../device/stream.js';
 import { GraphExec } from './graph-exec.js';
 import { checkInstantiateFlags, type InstantiateFlags } from './instantiate-flags.js';
-import type { CapturedNodeInfo, GraphReadBack } from './node-info.js';
+import type { CapturedNodeInfo, GraphNodeType, GraphReadBack } from './node-info.js';
+import { CudaNode, type GraphAllocation } from './cuda-node.js';
+import type { HostFunction } from '../host/host-function.js';
+import type { Kernel } from '../kernel/kernel.js';
+import type { LaunchConfig } from '../kernel/launch-config.js';
+import type { Event } from '../device/event.js';
+import type { MemcpyNodeParams, Memcpy3DNodeParams, MemsetNodeParams } from './node-params.js';
+import {
+  addAlloc, addChild, addCopy, addEdges, addEmpty, addEventNode, addFill, addFree, addHost, addKernel,
+  clonedNode, cloneOf, isFreedElsewhere, removeEdges, removeNode, MEMORY_NODE_RULE, type NodeEdge,
+} from './explicit-nodes.js';
 import { brands, registerBrand } from '../core/brands.js';
+
+/** `CU_GRAPH_DEBUG_DOT_FLAGS_*` by name: what `graph.debugDot({ flags })` adds to the DOT. */
+export const DOT_FLAGS = {
+  verbose: 1 << 0,
+  runtimeTypes: 1 << 1,
+  kernelNodeParams: 1 << 2,
+  memcpyNodeParams: 1 << 3,
+  memsetNodeParams: 1 << 4,
+  hostNodeParams: 1 << 5,
+  eventNodeParams: 1 << 6,
+  extSemasSignalNodeParams: 1 << 7,
+  extSemasWaitNodeParams: 1 << 8,
+  kernelNodeAttributes: 1 << 9,
+  handles: 1 << 10,
+  memAllocNodeParams: 1 << 11,
+  memFreeNodeParams: 1 << 12,
+  batchMemOpNodeParams: 1 << 13,
+  extraTopoInfo: 1 << 14,
+  conditionalNodeParams: 1 << 15,
+} as const;
+
+/** A name of `DOT_FLAGS`. */
+export type DotFlag = keyof typeof DOT_FLAGS;
+
+/** A capture into a graph, as `graph.captureInto` drives it (a `StreamGraphCapture`). */
+interface CaptureIntoGraph {
+  endGraph(): Graph;
+  dispose(): void;
+}
+
+/** `StreamGraphCapture.beginInto`, registered by its module (which imports this one). */
+let beginInto: ((stream: Stream, graph: Graph, options: unknown) => CaptureIntoGraph) | null = null;
+
+/** @internal Called once by the capture module. */
+export function registerCaptureInto(fn: (stream: Stream, graph: Graph, options: unknown) => CaptureIntoGraph): void {
+  beginInto = fn;
+}
 
 /**
  * A CUDA graph (`CUgraph`): the template a `GraphExec` is instantiated from. Captured graphs come
@@ -39,25 +87,165 @@ export class Graph {
   #jsHostFunctions: readonly number[] | null = null;
   /** Set once the `CUgraph` has been destroyed (by the Lifetime's cleanup or `destroyTemplateBeforeExec`). */
   readonly #destroyed = { done: false };
+  /** What the graph's work uses, each held once (released when the graph is destroyed). */
+  readonly #keep: Set<Lifetime>;
+  /** Host functions the graph made for plain JS callbacks (disposed with it). */
+  readonly #owned: HostFunction[];
+  /** The node object of each handle handed out, so one node is one object. */
+  readonly #nodes = new Map<bigint, CudaNode>();
+  /** Whether the graph has allocation or free nodes (CUDA's extra rules apply), null until known. */
+  #memoryNodes: boolean | null;
+  /** Live execs instantiated from this graph (a graph with memory nodes allows one). */
+  #instantiations = 0;
+  /** True while a stream capture records into this graph (`captureInto`, or the graph a capture hands out). */
+  #capturing = false;
 
   /**
    * @internal Wraps a `CUgraph` this object now owns; `held` are the resources its work uses
    * (already retained on its behalf; released when the graph is destroyed).
    */
-  constructor(key: typeof INTERNAL, device: Device, handle: bigint, held: readonly Lifetime[]) {
+  constructor(key: typeof INTERNAL, device: Device, handle: bigint, held: readonly Lifetime[], memoryNodes: boolean | null = null) {
     if (key !== INTERNAL) throw privateConstructorError('Graph', 'Graph.create() or a capture');
     this.device = device;
     this.#handle = handle;
-    const keep = [...held];
+    this.#memoryNodes = memoryNodes;
+    const keep = new Set(held);
+    const owned: HostFunction[] = [];
+    this.#keep = keep;
+    this.#owned = owned;
     const destroyed = this.#destroyed;
+    const nodes = this.#nodes;
     this[LIFETIME] = new Lifetime(`Graph 0x${handle.toString(16)}`, this, () => {
       try {
         if (!destroyed.done) keepFailure(gr.graphDestroy('Graph.dispose', handle), 'Graph.dispose', 'cuGraphDestroy');
         destroyed.done = true;
       } finally {
-        for (const l of keep.splice(0)) l.release();
+        for (const n of nodes.values()) n.markRemoved();
+        nodes.clear();
+        for (const l of keep) l.release();
+        keep.clear();
+        for (const h of owned.splice(0)) h.dispose();
       }
     });
+  }
+
+  /**
+   * @internal Makes the node object of a node just added: the graph takes a hold on each of
+   * `holds` it does not hold yet (so the user's variables may go), and forgets what it read once
+   * (host functions, memory nodes) that the new node may change.
+   */
+  attach(handle: bigint, type: GraphNodeType, holds: readonly Lifetime[], allocation: GraphAllocation | null = null): CudaNode {
+    for (const l of holds) {
+      if (this.#keep.has(l)) continue;
+      l.retain();
+      this.#keep.add(l);
+    }
+    const node = new CudaNode(INTERNAL, this, handle, type, allocation);
+    this.#nodes.set(handle, node);
+    this.#jsHostFunctions = null;
+    if (type === 'memAlloc' || type === 'memFree') this.#memoryNodes = true;
+    return node;
+  }
+
+  /** @internal The handle, alive or not (for the capture that records into this graph). */
+  handleUnchecked(): bigint {
+    return this.#handle;
+  }
+
+  /**
+   * @internal Marks the graph as being recorded into by a capture: `owned` false for the graph a
+   * live capture hands out (the capture owns it until it ends), true for the user's own graph.
+   */
+  beginCapture(owned: boolean): void {
+    this.#capturing = true;
+    if (!owned) this.#destroyed.done = true;
+  }
+
+  /**
+   * @internal The capture recording into this graph ended: with `handle` (this graph's) it
+   * succeeded and the graph takes over `held` (already retained for it); with 0n it failed, and
+   * a graph the capture owned is gone (this object is disposed; the user's own graph stays).
+   */
+  adoptCapture(handle: bigint, held: readonly Lifetime[], memoryNodes: boolean): void {
+    if (!this.#capturing) return;
+    this.#capturing = false;
+    this.#jsHostFunctions = null;
+    if (memoryNodes) this.#memoryNodes = true;
+    if (handle === 0n) {
+      if (this.#destroyed.done) this[LIFETIME].dispose();
+      return;
+    }
+    this.#destroyed.done = false;
+    for (const l of held) {
+      if (this.#keep.has(l)) l.release();
+      else this.#keep.add(l);
+    }
+  }
+
+  /** @internal Refuses `what` while a capture records into the graph. */
+  refuseWhileCapturing(op: string, what: string): void {
+    if (this.#capturing) throw new InvalidArgumentError(op, 'graph', `a stream capture is recording into this graph; ${what} after the capture ends (CUDA rule)`);
+  }
+
+  /** @internal A host function the graph made for a plain callback: disposed with the graph. */
+  own(hf: HostFunction): void {
+    this.#owned.push(hf);
+  }
+
+  /** @internal The node object of `handle` (one per node). */
+  nodeOf(op: string, handle: bigint): CudaNode {
+    let n = this.#nodes.get(handle);
+    if (n === undefined) {
+      n = CudaNode.read(op, this, handle);
+      this.#nodes.set(handle, n);
+    }
+    return n;
+  }
+
+  /** @internal Forgets a removed node. */
+  forget(handle: bigint): void {
+    this.#nodes.get(handle)?.markRemoved();
+    this.#nodes.delete(handle);
+    this.#jsHostFunctions = null;
+  }
+
+  /** @internal True when the graph has allocation or free nodes (read once from the driver when not known). */
+  hasMemoryNodes(op: string): boolean {
+    if (this.#memoryNodes === null) {
+      this.#memoryNodes = gr.graphNodes(op, this.#handle).some((h) => {
+        const t = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)];
+        return t === 'memAlloc' || t === 'memFree';
+      });
+    }
+    return this.#memoryNodes;
+  }
+
+  /**
+   * @internal The addresses of allocations this graph makes and nothing frees: no free node of
+   * this graph, and no free node cudagraph added to another graph. Each launch leaves them
+   * allocated until freed, so the graph cannot be launched again before that.
+   */
+  unfreedAllocations(op: string): bigint[] {
+    const allocs: bigint[] = [];
+    const freed = new Set<bigint>();
+    for (const h of gr.graphNodes(op, this.#handle)) {
+      const t = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)];
+      if (t === 'memAlloc') {
+        const n = this.#nodes.get(h);
+        if (n === undefined || !isFreedElsewhere(n)) allocs.push(gr.memAllocNodeParams(op, h).dptr);
+      } else if (t === 'memFree') freed.add(gr.memFreeNodeParams(op, h));
+    }
+    return allocs.filter((a) => !freed.has(a));
+  }
+
+  /** @internal The resources the graph holds (a clone takes the same). */
+  heldLifetimes(): Lifetime[] {
+    return [...this.#keep];
+  }
+
+  /** @internal Counts execs instantiated from this graph that are still alive. */
+  noteInstantiation(delta: 1 | -1): void {
+    this.#instantiations += delta;
   }
 
   /**
@@ -90,7 +278,183 @@ export class Graph {
     surfaceCleanupErrors(op);
     const d = device ?? Device.getFor(op, 0);
     makeCurrent(op, d.context);
-    return new Graph(INTERNAL, d, gr.graphCreate(op), []);
+    return new Graph(INTERNAL, d, gr.graphCreate(op), [], false);
+  }
+
+  /**
+   * Adds a kernel node running `kernel` with `config` (grid, block, shared memory, typed
+   * arguments, checked against the kernel's parameters), after `dependencies`
+   * (`cuGraphAddKernelNode_v2`). The driver copies the argument values; the graph holds the
+   * module and the buffers passed.
+   * @throws InvalidArgumentError for a bad configuration, a kernel of another device, or a
+   *   dependency that is not a node of this graph; DisposedError for a disposed graph, module,
+   *   buffer or removed node; CudaError from the driver. Nothing is added on failure.
+   */
+  addKernelNode(kernel: Kernel, config: LaunchConfig, dependencies?: readonly CudaNode[]): CudaNode {
+    return addKernel(this, kernel, config, dependencies);
+  }
+
+  /**
+   * Adds a copy (`cuGraphAddMemcpyNode`): 1-D (`{ dst, src, byteLength, dstOffset?, srcOffset? }`)
+   * or pitched 2-D/3-D (`{ dst: { memory, pitch, offset?, rows? }, src: …, width, height, depth? }`).
+   * Each side is a `DeviceBuffer` (of any device: two devices make a peer copy), a
+   * `PinnedHostBuffer`, or an allocation node's graph memory; every direction is allowed.
+   * @throws InvalidArgumentError for a copy past the end of its memory, a pitch below the width,
+   *   a zero size; as `addKernelNode` for the rest.
+   */
+  addMemcpyNode(params: MemcpyNodeParams | Memcpy3DNodeParams, dependencies?: readonly CudaNode[]): CudaNode {
+    return addCopy(this, params, dependencies);
+  }
+
+  /**
+   * Adds a fill (`cuGraphAddMemsetNode`) of `count` elements of 1, 2 or 4 bytes; with `rows` and
+   * `pitch`, a 2-D fill. `dst` is a `DeviceBuffer` or an allocation node.
+   * @throws InvalidArgumentError for a value that does not fit the element, an unaligned offset or
+   *   pitch, a fill past the end; as `addKernelNode` for the rest.
+   */
+  addMemsetNode(params: MemsetNodeParams, dependencies?: readonly CudaNode[]): CudaNode {
+    return addFill(this, params, dependencies);
+  }
+
+  /**
+   * Adds a host node calling `fn` on the JS thread (`cuGraphAddHostNode`). A plain function
+   * becomes a `HostFunction` the graph owns (`options.label` names it); a `HostFunction` is held.
+   * Host calls in a graph follow the rules of `HostFunction` (a call must not wait for the GPU).
+   */
+  addHostNode(fn: (() => void) | HostFunction, dependencies?: readonly CudaNode[], options?: { label?: string }): CudaNode {
+    return addHost(this, fn, dependencies, options);
+  }
+
+  /** Adds an empty node (`cuGraphAddEmptyNode`): no work, a point to join or fan out dependencies. */
+  addEmptyNode(dependencies?: readonly CudaNode[]): CudaNode {
+    return addEmpty(this, dependencies);
+  }
+
+  /** Adds a node recording `event` (`cuGraphAddEventRecordNode`); the graph holds the event. */
+  addEventRecordNode(event: Event, dependencies?: readonly CudaNode[]): CudaNode {
+    return addEventNode(this, true, event, dependencies);
+  }
+
+  /** Adds a node waiting for `event` (`cuGraphAddEventWaitNode`); the graph holds the event. */
+  addEventWaitNode(event: Event, dependencies?: readonly CudaNode[]): CudaNode {
+    return addEventNode(this, false, event, dependencies);
+  }
+
+  /**
+   * Adds a node running a copy of `child` (`cuGraphAddChildGraphNode`: later changes to `child`
+   * do not reach it). The graph holds `child` and what its work uses.
+   * @throws InvalidArgumentError for this graph itself, a graph of another device, or a child
+   *   with allocation or free nodes (CUDA's rule).
+   */
+  addChildGraphNode(child: Graph, dependencies?: readonly CudaNode[]): CudaNode {
+    return addChild(this, child, dependencies);
+  }
+
+  /**
+   * Adds an allocation node (`cuGraphAddMemAllocNode`): `byteLength` bytes of graph memory on
+   * the graph's device, whose address (`node.allocation.address`) is fixed now and valid for
+   * the nodes that run after this one (and before its free). Pass it to kernels as
+   * `arg.ptr(address)`, to copies and fills as the node itself.
+   */
+  addMemAllocNode(params: { byteLength: number }, dependencies?: readonly CudaNode[]): CudaNode {
+    return addAlloc(this, params, dependencies);
+  }
+
+  /**
+   * Adds a node freeing the memory of allocation node `alloc` (of this graph, or of another
+   * graph whose launches allocate it) (`cuGraphAddMemFreeNode`).
+   * @throws InvalidArgumentError for a node that is not an allocation node, or one already freed.
+   */
+  addMemFreeNode(alloc: CudaNode, dependencies?: readonly CudaNode[]): CudaNode {
+    return addFree(this, alloc, dependencies);
+  }
+
+  /**
+   * Adds edges (`cuGraphAddDependencies_v2`): `[from, to]` makes `to` run after `from`;
+   * `[from, to, { kind: 'programmatic', port }]` gives the edge data (as the model's edges).
+   * @throws InvalidArgumentError for a node of another graph, an edge that exists, an edge that
+   *   would close a cycle, edge data CUDA does not allow between those nodes. All or nothing.
+   */
+  addDependencies(edges: readonly NodeEdge[]): void {
+    addEdges(this, edges);
+  }
+
+  /**
+   * Removes edges (`cuGraphRemoveDependencies_v2`); each must exist, with the data given.
+   * @throws InvalidArgumentError for an edge the graph lacks, or a graph with memory nodes (CUDA's rule).
+   */
+  removeDependencies(edges: readonly NodeEdge[]): void {
+    removeEdges(this, edges);
+  }
+
+  /** Removes a node and its edges (`cuGraphDestroyNode`); the node object is then removed. */
+  removeNode(node: CudaNode): void {
+    removeNode(this, node);
+  }
+
+  /**
+   * A copy of the graph (`cuGraphClone`) that holds what this one holds; `clone.clonedNode(n)`
+   * finds the copy of node `n`.
+   * @throws InvalidArgumentError for a graph with allocation or free nodes (CUDA's rule).
+   */
+  clone(): Graph {
+    const { handle, held } = cloneOf(this);
+    return new Graph(INTERNAL, this.device, handle, held, false);
+  }
+
+  /** The node of this clone that `original` (a node of the graph it was cloned from) became (`cuGraphNodeFindInClone`). */
+  clonedNode(original: CudaNode): CudaNode {
+    return clonedNode(this, original);
+  }
+
+  /**
+   * Records the work `body` submits to `stream` as new nodes of this graph
+   * (`cuStreamBeginCaptureToGraph`), the first of them after `options.dependencies` (nodes of
+   * this graph; default none), and returns the nodes added. Fill a child graph or a loop body by
+   * capture, then mix in explicit nodes. `body` runs synchronously; if it throws, the capture is
+   * ended, the error propagates unchanged, and what was recorded before stays in the graph.
+   * @throws InvalidArgumentError as `StreamGraphCapture.beginInto`, or for an async `body`;
+   *   CudaError when ending the capture fails (901 names the first illegal call).
+   */
+  captureInto(stream: Stream, body: (stream: Stream) => void, options?: { dependencies?: readonly CudaNode[]; mode?: CaptureMode }): CudaNode[] {
+    const op = 'Graph.captureInto';
+    this[LIFETIME].assertAlive(op);
+    if (typeof body !== 'function') throw new InvalidArgumentError(op, 'body', `body must be a function (stream) => void, got ${describe(body)}`);
+    if (beginInto === null) throw new InvalidArgumentError(op, 'stream', 'stream capture is not loaded');
+    const before = new Set(gr.graphNodes(op, this.#handle));
+    const cap = beginInto(stream, this, options);
+    let result: unknown;
+    try {
+      result = body(stream);
+    } catch (e) {
+      cap.dispose();
+      throw e;
+    }
+    if (typeof (result as { then?: unknown } | null)?.then === 'function') {
+      cap.dispose();
+      throw new InvalidArgumentError(op, 'body', 'body returned a promise: captureInto records synchronous work only (await inside a capture lets other code submit to the stream); use GraphCaptureGuard for async bodies');
+    }
+    cap.endGraph();
+    return gr.graphNodes(op, this.#handle).filter((h) => !before.has(h)).map((h) => this.nodeOf(op, h));
+  }
+
+  /** Every node as a `CudaNode`, in the driver's order (node `i` is `nodes()[i]`). */
+  nodeRefs(): CudaNode[] {
+    const op = 'Graph.nodeRefs';
+    this[LIFETIME].assertAlive(op);
+    return gr.graphNodes(op, this.#handle).map((h) => this.nodeOf(op, h));
+  }
+
+  /** Every edge with its nodes and data (`cuGraphGetEdges_v2`). */
+  edgeRefs(): Array<{ from: CudaNode; to: CudaNode; kind: 'plain' | 'programmatic'; port: 'completion' | 'trigger' | 'launchOrder' }> {
+    const op = 'Graph.edgeRefs';
+    this[LIFETIME].assertAlive(op);
+    return gr.graphEdges(op, this.#handle).map((e) => ({
+      from: this.nodeOf(op, e.from),
+      to: this.nodeOf(op, e.to),
+      kind: e.type === CU_GRAPH_DEPENDENCY_TYPE.PROGRAMMATIC ? 'programmatic' : 'plain',
+      port: e.fromPort === CU_GRAPH_KERNEL_NODE_PORT.PROGRAMMATIC ? 'trigger' : e.fromPort === CU_GRAPH_KERNEL_NODE_PORT.LAUNCH_ORDER ? 'launchOrder' : 'completion',
+    }));
   }
 
   /** The `CUgraph` handle. @throws DisposedError after dispose. */
@@ -183,17 +547,25 @@ export class Graph {
 
   /**
    * The graph as Graphviz DOT, written by the driver (`cuGraphDebugDotPrint`) to a temporary
-   * file and read back. `verbose` adds every node's parameters.
+   * file and read back. `verbose` adds every node's parameters; `flags` picks what to add, by the
+   * names of `DOT_FLAGS` (`CU_GRAPH_DEBUG_DOT_FLAGS_*`), e.g. `['kernelNodeParams', 'handles']`.
    */
-  debugDot(options?: { verbose?: boolean }): string {
+  debugDot(options?: { verbose?: boolean; flags?: readonly DotFlag[] }): string {
     const op = 'Graph.debugDot';
     this[LIFETIME].assertAlive(op);
-    const o = requireOptions<{ verbose: boolean }>(op, options, ['verbose']);
+    const o = requireOptions<{ verbose: boolean; flags: readonly DotFlag[] }>(op, options, ['verbose', 'flags']);
     const verbose = o.verbose === undefined ? false : requireBoolean(op, 'verbose', o.verbose);
+    let bits = verbose ? DOT_FLAGS.verbose : 0;
+    if (o.flags !== undefined) {
+      if (!Array.isArray(o.flags)) throw new InvalidArgumentError(op, 'flags', `flags must be an array of ${Object.keys(DOT_FLAGS).join(', ')}, got ${describe(o.flags)}`);
+      o.flags.forEach((f: unknown, i) => {
+        bits |= DOT_FLAGS[requireOneOf(op, `flags[${i}]`, f, Object.keys(DOT_FLAGS) as DotFlag[])];
+      });
+    }
     const dir = mkdtempSync(join(tmpdir(), 'cudagraph-dot-'));
     try {
       const path = join(dir, 'graph.dot');
-      gr.graphDebugDotPrint(op, this.#handle, path, verbose ? CU.GRAPH_DEBUG_DOT_FLAGS_VERBOSE : 0);
+      gr.graphDebugDotPrint(op, this.#handle, path, bits);
       return readFileSync(path, 'utf8');
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -215,13 +587,19 @@ export class Graph {
   /** @internal Instantiation shared with `StreamGraphCapture.end`; `owns` makes the exec dispose this graph with itself. */
   instantiateFor(op: string, flags: unknown, stream: Stream | null, owns: boolean): GraphExec {
     this[LIFETIME].assertAlive(op);
+    this.refuseWhileCapturing(op, 'instantiate it');
     const f = checkInstantiateFlags(op, flags);
     makeCurrent(op, this.device.context);
     const upload = f.upload !== null ? f.upload.handleFor(op) : null;
+    const memory = this.hasMemoryNodes(op);
+    if (memory && this.#instantiations > 0) {
+      throw new InvalidArgumentError(op, 'graph', `the graph is already instantiated (an exec of it is alive; dispose it first): ${MEMORY_NODE_RULE}`);
+    }
     // The exec's default stream is fixed now: the given one, else the device's default stream.
     const launchOn = stream ?? this.device.stream();
     const exec = gr.graphInstantiate(op, this.#handle, f.bits, upload, (n) => this.describeNode(op, n));
-    return new GraphExec(INTERNAL, this, exec, launchOn, owns);
+    const unfreed = memory && (f.bits & CUDA_GRAPH_INSTANTIATE_FLAG.AUTO_FREE_ON_LAUNCH) === 0 ? this.unfreedAllocations(op) : [];
+    return new GraphExec(INTERNAL, this, exec, launchOn, owns, unfreed);
   }
 
   /**

@@ -178,7 +178,8 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
     throw e;
   }
   for (const l of ctx.held) l.retain();
-  const g = new Graph(INTERNAL, device, handle, [...ctx.held]);
+  const memory = graph.nodes().some((n) => n.kind === 'memAlloc' || n.kind === 'memFree');
+  const g = new Graph(INTERNAL, device, handle, [...ctx.held], memory);
   g.setJsHostFunctionIds(ctx.hostIds);
   return new LoweredGraph(INTERNAL, g, graph, handles, ctx.owned);
 }

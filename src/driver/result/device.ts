@@ -69,3 +69,24 @@ export function memGetInfo(op: string): { free: number; total: number } {
   if (rc !== 0) throw cudaError(rc, op, 'cuMemGetInfo_v2');
   return { free: Number(u64[0]!), total: Number(u64b[0]!) };
 }
+
+/** `CUgraphMem_attribute`: graph memory in use and reserved, now and at its high-water mark. */
+export const GRAPH_MEM_ATTR = { USED_CURRENT: 0, USED_HIGH: 1, RESERVED_CURRENT: 2, RESERVED_HIGH: 3 } as const;
+
+/** A graph-memory attribute of device `dev` in bytes (`cuDeviceGetGraphMemAttribute`, a `cuuint64_t`). */
+export function graphMemAttribute(op: string, dev: number, attr: number): number {
+  const out = new BigUint64Array(1);
+  check(driverSymbol(op, 'cuDeviceGetGraphMemAttribute')(dev, attr, out), op, 'cuDeviceGetGraphMemAttribute');
+  return Number(out[0]!);
+}
+
+/** Resets a high-water mark (`USED_HIGH` or `RESERVED_HIGH`) to zero (`cuDeviceSetGraphMemAttribute`). */
+export function resetGraphMemHigh(op: string, dev: number, attr: number): void {
+  const zero = new BigUint64Array(1);
+  check(driverSymbol(op, 'cuDeviceSetGraphMemAttribute')(dev, attr, zero), op, 'cuDeviceSetGraphMemAttribute');
+}
+
+/** Returns graph memory no launch uses to the OS (`cuDeviceGraphMemTrim`). */
+export function graphMemTrim(op: string, dev: number): void {
+  check(driverSymbol(op, 'cuDeviceGraphMemTrim')(dev), op, 'cuDeviceGraphMemTrim');
+}

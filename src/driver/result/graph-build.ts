@@ -29,8 +29,8 @@ export interface KernelNodeInput {
   readonly kernelParams: bigint;
 }
 
-/** Adds a kernel node with no dependencies (`cuGraphAddKernelNode_v2`). */
-export function addKernelNode(op: string, graph: bigint, p: KernelNodeInput): bigint {
+/** The `CUDA_KERNEL_NODE_PARAMS_v2` bytes of a launch (what adding a node and updating one in an exec take). */
+export function encodeKernelParams(p: KernelNodeInput): Uint8Array {
   const buf = new Uint8Array(K.size);
   const v = new DataView(buf.buffer);
   v.setBigUint64(K.func, p.func, true);
@@ -42,8 +42,17 @@ export function addKernelNode(op: string, graph: bigint, p: KernelNodeInput): bi
   v.setUint32(K.blockDimZ, p.block[2], true);
   v.setUint32(K.sharedMemBytes, p.sharedMem, true);
   v.setBigUint64(K.kernelParams, p.kernelParams, true);
+  return buf;
+}
+
+/** Dependencies of a node being added: its handles, or null for none. */
+export type Deps = BigUint64Array | null;
+
+/** Adds a kernel node after `deps` (`cuGraphAddKernelNode_v2`). */
+export function addKernelNode(op: string, graph: bigint, p: KernelNodeInput, deps: Deps = null): bigint {
+  const buf = encodeKernelParams(p);
   u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddKernelNode_v2')(u64, graph, null, 0, buf), op, 'cuGraphAddKernelNode_v2');
+  check(driverSymbol(op, 'cuGraphAddKernelNode_v2')(u64, graph, deps, deps?.length ?? 0, buf), op, 'cuGraphAddKernelNode_v2');
   return takeHandle();
 }
 
@@ -53,25 +62,87 @@ export interface CopyEnd {
   readonly address: bigint;
 }
 
-/** Adds a 1-D copy of `bytes` bytes (`cuGraphAddMemcpyNode` with a `CUDA_MEMCPY3D` of height and depth 1). */
-export function addMemcpyNode(op: string, graph: bigint, src: CopyEnd, dst: CopyEnd, bytes: number, ctx: bigint): bigint {
+/** One side of a pitched copy: where its first byte is, and its layout (bytes per row, rows per slice). */
+export interface PitchedEnd extends CopyEnd {
+  readonly pitch: number;
+  readonly height: number;
+}
+
+/** A copy of `depth` slices of `height` rows of `width` bytes (`CUDA_MEMCPY3D`). */
+export interface CopyShape {
+  readonly src: PitchedEnd;
+  readonly dst: PitchedEnd;
+  readonly width: number;
+  readonly height: number;
+  readonly depth: number;
+}
+
+/** The shape of a 1-D copy of `bytes` bytes: one row of one slice, pitches equal to the width. */
+export function linearCopy(src: CopyEnd, dst: CopyEnd, bytes: number): CopyShape {
+  return { src: { ...src, pitch: bytes, height: 1 }, dst: { ...dst, pitch: bytes, height: 1 }, width: bytes, height: 1, depth: 1 };
+}
+
+/** The `CUDA_MEMCPY3D` bytes of a copy (memory types host or device; unified addressing resolves peers). */
+export function encodeCopy(c: CopyShape): Uint8Array {
   const buf = new Uint8Array(C.size);
   const v = new DataView(buf.buffer);
   const kind = (e: CopyEnd): number => (e.host ? CU_MEMORYTYPE.HOST : CU_MEMORYTYPE.DEVICE);
-  v.setInt32(C.srcMemoryType, kind(src), true);
-  v.setBigUint64(src.host ? C.srcHost : C.srcDevice, src.address, true);
-  v.setInt32(C.dstMemoryType, kind(dst), true);
-  v.setBigUint64(dst.host ? C.dstHost : C.dstDevice, dst.address, true);
-  // A 1-D copy is one row of one slice; pitches equal to the width keep the driver's checks happy.
-  v.setBigUint64(C.srcPitch, BigInt(bytes), true);
-  v.setBigUint64(C.srcHeight, 1n, true);
-  v.setBigUint64(C.dstPitch, BigInt(bytes), true);
-  v.setBigUint64(C.dstHeight, 1n, true);
-  v.setBigUint64(C.WidthInBytes, BigInt(bytes), true);
-  v.setBigUint64(C.Height, 1n, true);
-  v.setBigUint64(C.Depth, 1n, true);
+  v.setInt32(C.srcMemoryType, kind(c.src), true);
+  v.setBigUint64(c.src.host ? C.srcHost : C.srcDevice, c.src.address, true);
+  v.setInt32(C.dstMemoryType, kind(c.dst), true);
+  v.setBigUint64(c.dst.host ? C.dstHost : C.dstDevice, c.dst.address, true);
+  v.setBigUint64(C.srcPitch, BigInt(c.src.pitch), true);
+  v.setBigUint64(C.srcHeight, BigInt(c.src.height), true);
+  v.setBigUint64(C.dstPitch, BigInt(c.dst.pitch), true);
+  v.setBigUint64(C.dstHeight, BigInt(c.dst.height), true);
+  v.setBigUint64(C.WidthInBytes, BigInt(c.width), true);
+  v.setBigUint64(C.Height, BigInt(c.height), true);
+  v.setBigUint64(C.Depth, BigInt(c.depth), true);
+  return buf;
+}
+
+/** Adds a copy after `deps` (`cuGraphAddMemcpyNode`). */
+export function addCopyNode(op: string, graph: bigint, copy: CopyShape, ctx: bigint, deps: Deps = null): bigint {
+  const buf = encodeCopy(copy);
   u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddMemcpyNode')(u64, graph, null, 0, buf, ctx), op, 'cuGraphAddMemcpyNode');
+  check(driverSymbol(op, 'cuGraphAddMemcpyNode')(u64, graph, deps, deps?.length ?? 0, buf, ctx), op, 'cuGraphAddMemcpyNode');
+  return takeHandle();
+}
+
+/** Adds a 1-D copy of `bytes` bytes (`cuGraphAddMemcpyNode` with a `CUDA_MEMCPY3D` of height and depth 1). */
+export function addMemcpyNode(op: string, graph: bigint, src: CopyEnd, dst: CopyEnd, bytes: number, ctx: bigint): bigint {
+  return addCopyNode(op, graph, linearCopy(src, dst, bytes), ctx);
+}
+
+/** A fill of `height` rows of `width` elements of `elementSize` bytes, rows `pitch` bytes apart (`CUDA_MEMSET_NODE_PARAMS`). */
+export interface FillShape {
+  readonly dst: bigint;
+  readonly value: number;
+  readonly elementSize: 1 | 2 | 4;
+  readonly width: number;
+  readonly height: number;
+  /** Bytes between rows (ignored by the driver for one row). */
+  readonly pitch: number;
+}
+
+/** The `CUDA_MEMSET_NODE_PARAMS` bytes of a fill. */
+export function encodeFill(f: FillShape): Uint8Array {
+  const buf = new Uint8Array(M.size);
+  const v = new DataView(buf.buffer);
+  v.setBigUint64(M.dst, f.dst, true);
+  v.setBigUint64(M.pitch, BigInt(f.pitch), true);
+  v.setUint32(M.value, f.value >>> 0, true);
+  v.setUint32(M.elementSize, f.elementSize, true);
+  v.setBigUint64(M.width, BigInt(f.width), true);
+  v.setBigUint64(M.height, BigInt(f.height), true);
+  return buf;
+}
+
+/** Adds a fill after `deps` (`cuGraphAddMemsetNode`). */
+export function addFillNode(op: string, graph: bigint, fill: FillShape, ctx: bigint, deps: Deps = null): bigint {
+  const buf = encodeFill(fill);
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphAddMemsetNode')(u64, graph, deps, deps?.length ?? 0, buf, ctx), op, 'cuGraphAddMemsetNode');
   return takeHandle();
 }
 
@@ -85,35 +156,42 @@ export function addMemsetNode(
   count: number,
   ctx: bigint,
 ): bigint {
-  const buf = new Uint8Array(M.size);
-  const v = new DataView(buf.buffer);
-  v.setBigUint64(M.dst, dst, true);
-  v.setBigUint64(M.pitch, 0n, true);
-  v.setUint32(M.value, value >>> 0, true);
-  v.setUint32(M.elementSize, elementSize, true);
-  v.setBigUint64(M.width, BigInt(count), true);
-  v.setBigUint64(M.height, 1n, true);
-  u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddMemsetNode')(u64, graph, null, 0, buf, ctx), op, 'cuGraphAddMemsetNode');
-  return takeHandle();
+  return addFillNode(op, graph, { dst, value, elementSize, width: count, height: 1, pitch: 0 }, ctx);
 }
 
-/** Adds a host-function node calling `fn(userData)` (`cuGraphAddHostNode`). */
-export function addHostNode(op: string, graph: bigint, fn: bigint, userData: bigint): bigint {
+/** The `CUDA_HOST_NODE_PARAMS` bytes of a host call. */
+export function encodeHost(fn: bigint, userData: bigint): Uint8Array {
   const buf = new Uint8Array(H.size);
   const v = new DataView(buf.buffer);
   v.setBigUint64(H.fn, fn, true);
   v.setBigUint64(H.userData, userData, true);
+  return buf;
+}
+
+/** Adds a host-function node calling `fn(userData)` (`cuGraphAddHostNode`). */
+export function addHostNode(op: string, graph: bigint, fn: bigint, userData: bigint, deps: Deps = null): bigint {
+  const buf = encodeHost(fn, userData);
   u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddHostNode')(u64, graph, null, 0, buf), op, 'cuGraphAddHostNode');
+  check(driverSymbol(op, 'cuGraphAddHostNode')(u64, graph, deps, deps?.length ?? 0, buf), op, 'cuGraphAddHostNode');
   return takeHandle();
 }
 
 /** Adds an empty node (`cuGraphAddEmptyNode`): no work, only dependencies. */
-export function addEmptyNode(op: string, graph: bigint): bigint {
+export function addEmptyNode(op: string, graph: bigint, deps: Deps = null): bigint {
   u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddEmptyNode')(u64, graph, null, 0), op, 'cuGraphAddEmptyNode');
+  check(driverSymbol(op, 'cuGraphAddEmptyNode')(u64, graph, deps, deps?.length ?? 0), op, 'cuGraphAddEmptyNode');
   return takeHandle();
+}
+
+/** The `CUgraphEdgeData` array of `data` (`[fromPort, type]` per edge), or null when every edge is a default one. */
+function encodeEdges(data: ReadonlyArray<readonly [fromPort: number, type: number]> | null): Uint8Array | null {
+  if (data === null) return null;
+  const out = new Uint8Array(data.length * E.size);
+  data.forEach(([port, type], i) => {
+    out[i * E.size + E.from_port] = port;
+    out[i * E.size + E.type] = type;
+  });
+  return out;
 }
 
 /**
@@ -128,35 +206,58 @@ export function addDependencies(
   data: ReadonlyArray<readonly [fromPort: number, type: number]> | null = null,
 ): void {
   if (from.length === 0) return;
-  let edgeData: Uint8Array | null = null;
-  if (data !== null) {
-    edgeData = new Uint8Array(from.length * E.size);
-    data.forEach(([port, type], i) => {
-      edgeData![i * E.size + E.from_port] = port;
-      edgeData![i * E.size + E.type] = type;
-    });
-  }
-  check(driverSymbol(op, 'cuGraphAddDependencies_v2')(graph, from, to, edgeData, from.length), op, 'cuGraphAddDependencies_v2');
+  check(driverSymbol(op, 'cuGraphAddDependencies_v2')(graph, from, to, encodeEdges(data), from.length), op, 'cuGraphAddDependencies_v2');
+}
+
+/** Removes the edges `from[i] → to[i]` in one call (`cuGraphRemoveDependencies_v2`; `data` must match each edge's). */
+export function removeDependencies(
+  op: string,
+  graph: bigint,
+  from: BigUint64Array,
+  to: BigUint64Array,
+  data: ReadonlyArray<readonly [fromPort: number, type: number]> | null = null,
+): void {
+  if (from.length === 0) return;
+  check(driverSymbol(op, 'cuGraphRemoveDependencies_v2')(graph, from, to, encodeEdges(data), from.length), op, 'cuGraphRemoveDependencies_v2');
+}
+
+/** A copy of `graph` (`cuGraphClone`): the caller owns it. */
+export function cloneGraph(op: string, graph: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphClone')(u64, graph), op, 'cuGraphClone');
+  return takeHandle();
+}
+
+/** The node of the clone `clone` that `original` became (`cuGraphNodeFindInClone`). */
+export function findInClone(op: string, original: bigint, clone: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphNodeFindInClone')(u64, original, clone), op, 'cuGraphNodeFindInClone');
+  return takeHandle();
+}
+
+/** Removes a node and its edges from its graph (`cuGraphDestroyNode`). */
+export function destroyNode(op: string, node: bigint): void {
+  check(driverSymbol(op, 'cuGraphDestroyNode')(node), op, 'cuGraphDestroyNode');
 }
 
 /** Adds an event record node recording `event` (`cuGraphAddEventRecordNode`). */
-export function addEventRecordNode(op: string, graph: bigint, event: bigint): bigint {
+export function addEventRecordNode(op: string, graph: bigint, event: bigint, deps: Deps = null): bigint {
   u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddEventRecordNode')(u64, graph, null, 0, event), op, 'cuGraphAddEventRecordNode');
+  check(driverSymbol(op, 'cuGraphAddEventRecordNode')(u64, graph, deps, deps?.length ?? 0, event), op, 'cuGraphAddEventRecordNode');
   return takeHandle();
 }
 
 /** Adds an event wait node waiting on `event` (`cuGraphAddEventWaitNode`). */
-export function addEventWaitNode(op: string, graph: bigint, event: bigint): bigint {
+export function addEventWaitNode(op: string, graph: bigint, event: bigint, deps: Deps = null): bigint {
   u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddEventWaitNode')(u64, graph, null, 0, event), op, 'cuGraphAddEventWaitNode');
+  check(driverSymbol(op, 'cuGraphAddEventWaitNode')(u64, graph, deps, deps?.length ?? 0, event), op, 'cuGraphAddEventWaitNode');
   return takeHandle();
 }
 
 /** Adds a child graph node running a clone of `child` (`cuGraphAddChildGraphNode`; `child` stays the caller's). */
-export function addChildGraphNode(op: string, graph: bigint, child: bigint): bigint {
+export function addChildGraphNode(op: string, graph: bigint, child: bigint, deps: Deps = null): bigint {
   u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddChildGraphNode')(u64, graph, null, 0, child), op, 'cuGraphAddChildGraphNode');
+  check(driverSymbol(op, 'cuGraphAddChildGraphNode')(u64, graph, deps, deps?.length ?? 0, child), op, 'cuGraphAddChildGraphNode');
   return takeHandle();
 }
 
@@ -164,7 +265,7 @@ export function addChildGraphNode(op: string, graph: bigint, child: bigint): big
  * Adds an allocation node of `bytes` bytes on device `device` (`cuGraphAddMemAllocNode`, pinned
  * device memory, no peer access). Returns the node and the address the driver fixed for it.
  */
-export function addMemAllocNode(op: string, graph: bigint, bytes: number, device: number): { node: bigint; dptr: bigint } {
+export function addMemAllocNode(op: string, graph: bigint, bytes: number, device: number, deps: Deps = null): { node: bigint; dptr: bigint } {
   const buf = new Uint8Array(A.size);
   const v = new DataView(buf.buffer);
   v.setInt32(A.poolProps + P.allocType, CU.MEM_ALLOCATION_TYPE_PINNED, true);
@@ -172,15 +273,15 @@ export function addMemAllocNode(op: string, graph: bigint, bytes: number, device
   v.setInt32(A.poolProps + P.location + L.id, device, true);
   v.setBigUint64(A.bytesize, BigInt(bytes), true);
   u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddMemAllocNode')(u64, graph, null, 0, buf), op, 'cuGraphAddMemAllocNode');
+  check(driverSymbol(op, 'cuGraphAddMemAllocNode')(u64, graph, deps, deps?.length ?? 0, buf), op, 'cuGraphAddMemAllocNode');
   const node = takeHandle();
   return { node, dptr: v.getBigUint64(A.dptr, true) };
 }
 
 /** Adds a free node freeing `dptr`, an address an allocation node returned (`cuGraphAddMemFreeNode`). */
-export function addMemFreeNode(op: string, graph: bigint, dptr: bigint): bigint {
+export function addMemFreeNode(op: string, graph: bigint, dptr: bigint, deps: Deps = null): bigint {
   u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddMemFreeNode')(u64, graph, null, 0, dptr), op, 'cuGraphAddMemFreeNode');
+  check(driverSymbol(op, 'cuGraphAddMemFreeNode')(u64, graph, deps, deps?.length ?? 0, dptr), op, 'cuGraphAddMemFreeNode');
   return takeHandle();
 }
 

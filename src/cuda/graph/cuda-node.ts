@@ -1,0 +1,153 @@
+import { DisposedError, InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
+import { describe } from '../../util/validate.js';
+import { graph as gr } from '../../driver/result/index.js';
+import { CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
+import { INTERNAL, LIFETIME } from '../core/internal.js';
+import { readContext, readNode } from './read-back.js';
+import type { CapturedNodeInfo, GraphNodeType } from './node-info.js';
+import type { Graph } from './graph.js';
+
+/** The graph memory an allocation node reserves: fixed when the node is added (`cuGraphAddMemAllocNode`). */
+export interface GraphAllocation {
+  /** The address every launch's allocation has (pass it as `arg.ptr(address)`). */
+  readonly address: bigint;
+  readonly byteLength: number;
+  /** The device ordinal it lives on. */
+  readonly device: number;
+}
+
+/**
+ * One node of a CUDA graph (`CUgraphNode`), as `graph.add…Node` returns it and `graph.nodeRefs()`
+ * lists it: pass it as a dependency of later nodes, to `graph.addDependencies`, to an exec's
+ * per-node setters (`exec.setKernelNodeParams(node, …)`), or to `capture.insert`. A node belongs
+ * to one graph; `graph.removeNode(node)` or the graph's dispose ends it.
+ *
+ * @example
+ * const a = g.addKernelNode(fill, { grid: 4, block: 256, args: [x, arg.u32(1), arg.i32(n)] });
+ * const b = g.addMemcpyNode({ dst: host, src: x, byteLength: 4 * n }, [a]);
+ * console.log(b.type, b.dependencies().map(String)); // 'memcpy' ['CudaNode(kernel #0)']
+ */
+export class CudaNode {
+  /** The graph the node belongs to. */
+  readonly graph: Graph;
+  /** The node's kind (`cuGraphNodeGetType`). */
+  readonly type: GraphNodeType;
+  /** For an allocation node: the memory it reserves; null for every other kind. */
+  readonly allocation: GraphAllocation | null;
+  readonly #handle: bigint;
+  #removed = false;
+
+  /** @internal Made by the graph (`graph.add…Node`, `graph.nodeRefs()`). */
+  constructor(key: typeof INTERNAL, graph: Graph, handle: bigint, type: GraphNodeType, allocation: GraphAllocation | null) {
+    if (key !== INTERNAL) throw privateConstructorError('CudaNode', 'graph.add…Node() or graph.nodeRefs()');
+    this.graph = graph;
+    this.#handle = handle;
+    this.type = type;
+    this.allocation = allocation;
+    Object.freeze(this.allocation);
+  }
+
+  /** @internal True for a CudaNode this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is CudaNode {
+    return typeof value === 'object' && value !== null && #handle in value;
+  }
+
+  /** @internal The node of `handle` in `graph`, its kind read from the driver. */
+  static read(op: string, graph: Graph, handle: bigint): CudaNode {
+    const type = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, handle)] ?? 'unknown';
+    let allocation: GraphAllocation | null = null;
+    if (type === 'memAlloc') {
+      const p = gr.memAllocNodeParams(op, handle);
+      allocation = { address: p.dptr, byteLength: p.bytesize, device: p.device };
+    }
+    return new CudaNode(INTERNAL, graph, handle, type, allocation);
+  }
+
+  /** The `CUgraphNode` handle. @throws DisposedError once removed or its graph is disposed. */
+  get handle(): bigint {
+    return this.handleFor('CudaNode.handle');
+  }
+
+  /** @internal The handle, checked alive for `op`. */
+  handleFor(op: string): bigint {
+    this.graph[LIFETIME].assertAlive(op);
+    if (this.#removed) throw new DisposedError(op, `${this} (removed from its graph)`);
+    return this.#handle;
+  }
+
+  /** True once removed from its graph, or once the graph is disposed. */
+  get removed(): boolean {
+    return this.#removed || this.graph.disposed;
+  }
+
+  /** @internal Marks the node removed (`graph.removeNode`). */
+  markRemoved(): void {
+    this.#removed = true;
+  }
+
+  /** The node's position in `graph.nodes()` (the driver's order; it changes when nodes are removed). */
+  get index(): number {
+    const op = 'CudaNode.index';
+    const h = this.handleFor(op);
+    return gr.graphNodes(op, this.graph.handle).indexOf(h);
+  }
+
+  /** The node's kind and parameters, read from the driver (the same record as `graph.nodes()[index]`). */
+  info(): CapturedNodeInfo {
+    const op = 'CudaNode.info';
+    const h = this.handleFor(op);
+    return readNode(op, h, this.index, readContext());
+  }
+
+  /** The nodes this one runs after (`cuGraphGetEdges_v2` of its graph). */
+  dependencies(): CudaNode[] {
+    return this.#neighbours('CudaNode.dependencies', true);
+  }
+
+  /** The nodes that run after this one. */
+  dependents(): CudaNode[] {
+    return this.#neighbours('CudaNode.dependents', false);
+  }
+
+  #neighbours(op: string, before: boolean): CudaNode[] {
+    const h = this.handleFor(op);
+    const out: CudaNode[] = [];
+    for (const e of gr.graphEdges(op, this.graph.handle)) {
+      if ((before ? e.to : e.from) === h) out.push(this.graph.nodeOf(op, before ? e.from : e.to));
+    }
+    return out;
+  }
+
+  toString(): string {
+    return `CudaNode(${this.type}${this.#removed ? ', removed' : ''})`;
+  }
+}
+
+/**
+ * Checks that `value` is a live node of `graph` and returns its handle.
+ * @throws InvalidArgumentError for a non-node or a node of another graph; DisposedError for a removed one.
+ */
+export function nodeHandleIn(op: string, name: string, value: unknown, graph: Graph): bigint {
+  if (!CudaNode.is(value)) throw new InvalidArgumentError(op, name, `${name} must be a CudaNode (from graph.add…Node or graph.nodeRefs()), got ${describe(value)}`);
+  if (value.graph !== graph) throw new InvalidArgumentError(op, name, `${name} is ${value} of another graph; a node can only be used with the graph it belongs to`);
+  return value.handleFor(op);
+}
+
+/**
+ * Checks a dependency list (`undefined` for none): an array of distinct live nodes of `graph`.
+ * Returns their handles, or null for none.
+ */
+export function dependencyHandles(op: string, deps: unknown, graph: Graph, name = 'dependencies'): BigUint64Array | null {
+  if (deps === undefined) return null;
+  if (!Array.isArray(deps)) throw new InvalidArgumentError(op, name, `${name} must be an array of CudaNodes, got ${describe(deps)}`);
+  if (deps.length === 0) return null;
+  const out = new BigUint64Array(deps.length);
+  const seen = new Set<bigint>();
+  deps.forEach((d, i) => {
+    const h = nodeHandleIn(op, `${name}[${i}]`, d, graph);
+    if (seen.has(h)) throw new InvalidArgumentError(op, `${name}[${i}]`, `${name}[${i}] repeats a node already listed; list each dependency once`);
+    seen.add(h);
+    out[i] = h;
+  });
+  return out;
+}

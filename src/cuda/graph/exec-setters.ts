@@ -1,0 +1,273 @@
+/**
+ * Updating one node of a `GraphExec` in place (`exec.set…NodeParams`, `exec.setKernelArgs`):
+ * the node is named by its `CudaNode` or its index in the template's `nodes()`, its kind is
+ * checked, the parameters are checked as for adding the node (node-params.ts), and the rules the
+ * driver applies to each kind are refused here first, naming the node and the rule. Launches
+ * already queued keep the old parameters; the template graph is not changed.
+ */
+import { InvalidArgumentError } from '../../errors/base.js';
+import { describe, requireInt } from '../../util/validate.js';
+import { graph as gr, graphBuild as gb, execUpdate as xu, module as mod } from '../../driver/result/index.js';
+import { CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
+import { LIFETIME } from '../core/internal.js';
+import { makeCurrent } from '../core/context.js';
+import type { Lifetime } from '../core/lifetime.js';
+import { brands } from '../core/brands.js';
+import { HostFunction, hostTrampoline, isHostTrampoline } from '../host/host-function.js';
+import { normalizeArg, type KernelArg, type KernelArgValue } from '../kernel/arg.js';
+import { checkArgs, type LaunchConfig } from '../kernel/launch-config.js';
+import type { Kernel } from '../kernel/kernel.js';
+import { packScratch } from '../kernel/packed-args.js';
+import { CudaNode } from './cuda-node.js';
+import { kernelFunction, resolveCopy, resolveFill, resolveKernel, type KernelFunction, type MemsetNodeParams } from './node-params.js';
+import { checkChild, checkEvent } from './explicit-nodes.js';
+import { jsHostFunctionIdsOf } from './read-back.js';
+import type { GraphNodeType } from './node-info.js';
+import type { Graph } from './graph.js';
+
+/** What a setter needs of the exec: its handle, its template, and a way to hold resources. */
+export interface ExecTarget {
+  readonly handle: bigint;
+  /** The graph the exec was instantiated from: per-node setters name its nodes. */
+  readonly template: Graph;
+  /** Holds `lives` for the exec's life (launches made after the update use them). */
+  hold(lives: readonly Lifetime[]): void;
+  /** A host function the exec made for a plain callback (disposed with it). */
+  own(hf: HostFunction): void;
+  /** The host function (id) node `node` now calls, or the ids a child graph node now calls: the exec recounts its host calls. */
+  hostCallsChanged(node: bigint, ids: readonly number[]): void;
+}
+
+/** A node of the template named by its `CudaNode` or index, with its kind. */
+export interface TargetNode {
+  readonly handle: bigint;
+  readonly index: number;
+  readonly type: GraphNodeType;
+}
+
+/** `#3 (memcpy)`: a node for messages. */
+export function nodeText(n: TargetNode): string {
+  return `node #${n.index} (${n.type})`;
+}
+
+/** Resolves `node` (a CudaNode of the template, or its index) and checks its kind is one of `kinds` (null: any). */
+export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: readonly GraphNodeType[] | null): TargetNode {
+  const handles = gr.graphNodes(op, t.template.handle);
+  let handle: bigint;
+  let index: number;
+  if (CudaNode.is(node)) {
+    if (node.graph !== t.template) {
+      throw new InvalidArgumentError(op, 'node', `node is ${node} of another graph; name a node of the graph the exec was instantiated from (or its index)`);
+    }
+    handle = node.handleFor(op);
+    index = handles.indexOf(handle);
+  } else if (typeof node === 'number') {
+    index = requireInt(op, 'node', node, 0, Math.max(0, handles.length - 1));
+    handle = handles[index]!;
+  } else {
+    throw new InvalidArgumentError(op, 'node', `node must be a CudaNode or a node index, got ${describe(node)}`);
+  }
+  const type: GraphNodeType = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, handle)] ?? 'unknown';
+  const n = { handle, index, type };
+  if (kinds !== null && !kinds.includes(type)) throw new InvalidArgumentError(op, 'node', `node #${index} is a '${type}' node, not a ${kinds.join(' or ')} node`);
+  return n;
+}
+
+/** `exec.setKernelNodeParams`: a new function (same device), launch shape and arguments. */
+export function setKernelParams(t: ExecTarget, node: unknown, params: unknown): void {
+  const op = 'GraphExec.setKernelNodeParams';
+  const n = targetNode(op, t, node, ['kernel']);
+  if (typeof params !== 'object' || params === null) throw new InvalidArgumentError(op, 'params', `params must be { kernel?, grid, block, sharedMem?, args }, got ${describe(params)}`);
+  const { kernel, ...config } = params as LaunchConfig & { kernel?: Kernel };
+  let fn: KernelFunction;
+  if (kernel !== undefined) {
+    if (typeof kernel !== 'object' || kernel === null || !brands.Module.is((kernel as Kernel).module)) {
+      throw new InvalidArgumentError(op, 'params.kernel', `kernel must be a Kernel, got ${describe(kernel)}`);
+    }
+    kernel.module[LIFETIME].assertAlive(op);
+    fn = kernelFunction(kernel);
+  } else {
+    // Keep the node's function: the template's (a CUfunction, or a library kernel's handle).
+    const p = gr.kernelNodeParams(op, n.handle);
+    const func = p.func !== 0n ? p.func : p.kern;
+    fn = { name: safeName(op, func, p.func === 0n), func, paramSizes: mod.functionParamSizes(op, func), device: t.template.device, keep: null };
+  }
+  const k = resolveKernel(op, fn, config, t.template.device);
+  makeCurrent(op, t.template.device.context);
+  xu.setKernel(op, t.handle, n.handle, k.input);
+  t.hold(k.holds);
+}
+
+function safeName(op: string, func: bigint, library: boolean): string {
+  try {
+    return mod.functionName(op, func, library);
+  } catch {
+    return 'kernel';
+  }
+}
+
+/**
+ * `exec.setKernelArgs`: new arguments for a kernel node, keeping its function and shape. `node` is
+ * the kernel's name (when one node runs it), a CudaNode or an index.
+ */
+export function setKernelArgs(op: string, t: ExecTarget, node: unknown, args: unknown): void {
+  if (!Array.isArray(args)) throw new InvalidArgumentError(op, 'args', `args must be an array, got ${describe(args)}`);
+  const values: KernelArgValue[] = args.map((a: KernelArg, i) => normalizeArg(op, i, a));
+  const n = typeof node === 'string' ? kernelNamed(op, t, node) : targetNode(op, t, node, ['kernel']);
+  const p = gr.kernelNodeParams(op, n.handle);
+  const func = p.func !== 0n ? p.func : p.kern;
+  checkArgs(op, 'name' in n ? (n.name as string) : safeName(op, func, p.func === 0n), values, mod.functionParamSizes(op, func));
+  const params = packScratch(values, (b) => b.ptrFor(op));
+  makeCurrent(op, t.template.device.context);
+  gr.execKernelNodeSetArgs(op, t.handle, n.handle, params);
+  t.hold(values.flatMap((v) => (v.buffer === null ? [] : [v.buffer[LIFETIME]])));
+}
+
+function kernelNamed(op: string, t: ExecTarget, name: string): TargetNode & { name: string } {
+  const handles = gr.graphNodes(op, t.template.handle);
+  const hits: Array<TargetNode & { name: string }> = [];
+  const names = new Set<string>();
+  handles.forEach((h, index) => {
+    if (CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] !== 'kernel') return;
+    const p = gr.kernelNodeParams(op, h);
+    const fn = p.func !== 0n ? p.func : p.kern;
+    let kname: string;
+    try {
+      kname = mod.functionName(op, fn, p.func === 0n);
+    } catch {
+      return;
+    }
+    names.add(kname);
+    if (kname === name) hits.push({ handle: h, index, type: 'kernel', name: kname });
+  });
+  if (hits.length === 1) return hits[0]!;
+  throw new InvalidArgumentError(
+    op,
+    'node',
+    hits.length === 0
+      ? `no kernel node runs '${name}' (kernels in the graph: ${[...names].join(', ') || 'none'})`
+      : `${hits.length} kernel nodes run '${name}' (indices ${hits.map((h) => h.index).join(', ')}); name one by its index`,
+  );
+}
+
+/** `exec.setMemcpyNodeParams`: CUDA updates 1-D copies only, between memory of the same contexts. */
+export function setCopyParams(t: ExecTarget, node: unknown, params: unknown): void {
+  const op = 'GraphExec.setMemcpyNodeParams';
+  const n = targetNode(op, t, node, ['memcpy']);
+  if (typeof params === 'object' && params !== null && 'width' in params) {
+    throw new InvalidArgumentError(op, 'params', `${nodeText(n)}: CUDA updates 1-D copies only (cuGraphExecMemcpyNodeSetParams); give { dst, src, byteLength }`);
+  }
+  const c = resolveCopy(op, params, t.template.device);
+  const was = gr.memcpyNodeParams(op, n.handle);
+  if (was.height > 1 || was.depth > 1) {
+    throw new InvalidArgumentError(op, 'node', `${nodeText(n)} is a ${was.depth > 1 ? '3-D' : '2-D'} copy; CUDA updates 1-D copies only (re-instantiate, or update the exec from a new graph)`);
+  }
+  const side = (type: number): 'host' | 'device' => (type === 1 ? 'host' : 'device');
+  const wasSrc = side(was.srcMemoryType);
+  const wasDst = side(was.dstMemoryType);
+  const nowSrc = c.input.src.host ? 'host' : 'device';
+  const nowDst = c.input.dst.host ? 'host' : 'device';
+  if (was.srcMemoryType !== 4 && was.dstMemoryType !== 4 && (wasSrc !== nowSrc || wasDst !== nowDst)) {
+    throw new InvalidArgumentError(op, 'params', `${nodeText(n)} copies ${wasSrc} → ${wasDst} memory; the update copies ${nowSrc} → ${nowDst} (CUDA keeps a copy node's memory kinds and contexts)`);
+  }
+  makeCurrent(op, t.template.device.context);
+  xu.setCopy(op, t.handle, n.handle, c.input, t.template.device.context);
+  t.hold(c.holds);
+}
+
+/** `exec.setMemsetNodeParams`: CUDA keeps a 2-D fill's shape and a 1-D fill's single row. */
+export function setFillParams(t: ExecTarget, node: unknown, params: unknown): void {
+  const op = 'GraphExec.setMemsetNodeParams';
+  const n = targetNode(op, t, node, ['memset']);
+  const f = resolveFill(op, params as MemsetNodeParams, t.template.device);
+  const was = gr.memsetNodeParams(op, n.handle);
+  const wasRows = Math.max(1, was.height);
+  if (wasRows > 1 && (f.input.height !== wasRows || f.input.width !== was.width || f.input.elementSize !== was.elementSize)) {
+    throw new InvalidArgumentError(
+      op,
+      'params',
+      `${nodeText(n)} is a 2-D fill of ${wasRows} rows of ${was.width} × ${was.elementSize}-byte elements; CUDA refuses any change of a 2-D fill's shape`,
+    );
+  }
+  if (wasRows === 1 && f.input.height > 1) throw new InvalidArgumentError(op, 'params', `${nodeText(n)} is a 1-D fill; CUDA refuses changing its height (rows)`);
+  makeCurrent(op, t.template.device.context);
+  xu.setFill(op, t.handle, n.handle, f.input, t.template.device.context);
+  t.hold(f.holds);
+}
+
+/** `exec.setHostNodeParams`: a plain function becomes a HostFunction the exec owns. */
+export function setHostParams(t: ExecTarget, node: unknown, fn: unknown): void {
+  const op = 'GraphExec.setHostNodeParams';
+  const n = targetNode(op, t, node, ['hostCallback']);
+  let hf: HostFunction;
+  let made = false;
+  if (brands.HostFunction.is(fn)) {
+    fn[LIFETIME].assertAlive(op);
+    hf = fn;
+  } else if (typeof fn === 'function') {
+    hf = HostFunction.create(fn as () => void);
+    made = true;
+  } else throw new InvalidArgumentError(op, 'fn', `fn must be a function or a HostFunction, got ${describe(fn)}`);
+  try {
+    makeCurrent(op, t.template.device.context);
+    xu.setHost(op, t.handle, n.handle, hostTrampoline(), BigInt(hf.id));
+  } catch (e) {
+    if (made) hf.dispose();
+    throw e;
+  }
+  t.hold([hf[LIFETIME]]);
+  if (made) t.own(hf);
+  t.hostCallsChanged(n.handle, [hf.id]);
+}
+
+/** `exec.setChildGraphNodeParams`: `child` must have the node's child graph's topology (same kinds in the same order, same edges). */
+export function setChildParams(t: ExecTarget, node: unknown, child: unknown): void {
+  const op = 'GraphExec.setChildGraphNodeParams';
+  const n = targetNode(op, t, node, ['graph']);
+  const c = checkChild(op, child, t.template);
+  const was = gr.childGraphNodeGraph(op, n.handle);
+  const kinds = (g: bigint): string => gr.graphNodes(op, g).map((h) => gr.graphNodeType(op, h)).join(',');
+  const wasKinds = kinds(was);
+  const nowKinds = kinds(c.handle);
+  const wasEdges = gr.graphEdges(op, was).length;
+  const nowEdges = gr.graphEdges(op, c.handle).length;
+  if (wasKinds !== nowKinds || wasEdges !== nowEdges) {
+    const count = (s: string): number => (s === '' ? 0 : s.split(',').length);
+    throw new InvalidArgumentError(
+      op,
+      'child',
+      `${nodeText(n)} runs a graph of ${count(wasKinds)} nodes and ${wasEdges} edges; the new child has ${count(nowKinds)} nodes and ${nowEdges} edges${
+        count(wasKinds) === count(nowKinds) && wasEdges === nowEdges ? ' but other node kinds or order' : ''
+      } (CUDA needs the same topology and node order)`,
+    );
+  }
+  makeCurrent(op, t.template.device.context);
+  xu.setChildGraph(op, t.handle, n.handle, c.handle);
+  t.hold([c[LIFETIME]]);
+  t.hostCallsChanged(n.handle, jsHostFunctionIdsOf(op, c.handle, 2));
+}
+
+/** `exec.setEventRecordNodeEvent` / `exec.setEventWaitNodeEvent`. */
+export function setEvent(t: ExecTarget, record: boolean, node: unknown, event: unknown): void {
+  const op = record ? 'GraphExec.setEventRecordNodeEvent' : 'GraphExec.setEventWaitNodeEvent';
+  const n = targetNode(op, t, node, [record ? 'eventRecord' : 'waitEvent']);
+  const e = checkEvent(op, event, t.template);
+  makeCurrent(op, t.template.device.context);
+  (record ? xu.setRecordEvent : xu.setWaitEvent)(op, t.handle, n.handle, e.handleFor(op));
+  t.hold([e[LIFETIME]]);
+}
+
+/** Node kinds whose host calls the exec counts: the ids each top-level host or child node of `graph` calls. */
+export function hostIdsByNode(op: string, graph: bigint): Map<bigint, number[]> {
+  const out = new Map<bigint, number[]>();
+  for (const h of gr.graphNodes(op, graph)) {
+    const type = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)];
+    if (type === 'hostCallback') {
+      const p = gb.hostNodeParams(op, h);
+      if (isHostTrampoline(p.fn)) out.set(h, [Number(p.userData)]);
+    } else if (type === 'graph') {
+      out.set(h, jsHostFunctionIdsOf(op, gr.childGraphNodeGraph(op, h), 2));
+    }
+  }
+  return out;
+}

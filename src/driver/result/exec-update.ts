@@ -1,0 +1,44 @@
+/**
+ * Updating one node of an executable graph in place (`cuGraphExec*NodeSetParams`,
+ * `cuGraphExecEvent*NodeSetEvent`): the exec's later launches run the new parameters; launches
+ * already queued and the template node are not changed. The parameters are encoded as for adding
+ * the node (graph-build.ts), so one layout serves both.
+ */
+import { driverSymbol } from '../sys.js';
+import { check } from './check.js';
+import { encodeCopy, encodeFill, encodeHost, encodeKernelParams, type CopyShape, type FillShape, type KernelNodeInput } from './graph-build.js';
+
+/** A kernel node's function, launch shape and arguments (`cuGraphExecKernelNodeSetParams_v2`). */
+export function setKernel(op: string, exec: bigint, node: bigint, p: KernelNodeInput): void {
+  check(driverSymbol(op, 'cuGraphExecKernelNodeSetParams_v2')(exec, node, encodeKernelParams(p)), op, 'cuGraphExecKernelNodeSetParams_v2');
+}
+
+/** A copy node's addresses and size (`cuGraphExecMemcpyNodeSetParams`; 1-D copies only, same contexts). */
+export function setCopy(op: string, exec: bigint, node: bigint, copy: CopyShape, ctx: bigint): void {
+  check(driverSymbol(op, 'cuGraphExecMemcpyNodeSetParams')(exec, node, encodeCopy(copy), ctx), op, 'cuGraphExecMemcpyNodeSetParams');
+}
+
+/** A fill node's destination and value (`cuGraphExecMemsetNodeSetParams`). */
+export function setFill(op: string, exec: bigint, node: bigint, fill: FillShape, ctx: bigint): void {
+  check(driverSymbol(op, 'cuGraphExecMemsetNodeSetParams')(exec, node, encodeFill(fill), ctx), op, 'cuGraphExecMemsetNodeSetParams');
+}
+
+/** A host node's function and data (`cuGraphExecHostNodeSetParams`). */
+export function setHost(op: string, exec: bigint, node: bigint, fn: bigint, userData: bigint): void {
+  check(driverSymbol(op, 'cuGraphExecHostNodeSetParams')(exec, node, encodeHost(fn, userData)), op, 'cuGraphExecHostNodeSetParams');
+}
+
+/** A child graph node's graph: same topology, parameters from `child` (`cuGraphExecChildGraphNodeSetParams`). */
+export function setChildGraph(op: string, exec: bigint, node: bigint, child: bigint): void {
+  check(driverSymbol(op, 'cuGraphExecChildGraphNodeSetParams')(exec, node, child), op, 'cuGraphExecChildGraphNodeSetParams');
+}
+
+/** The event an event record node records (`cuGraphExecEventRecordNodeSetEvent`). */
+export function setRecordEvent(op: string, exec: bigint, node: bigint, event: bigint): void {
+  check(driverSymbol(op, 'cuGraphExecEventRecordNodeSetEvent')(exec, node, event), op, 'cuGraphExecEventRecordNodeSetEvent');
+}
+
+/** The event an event wait node waits on (`cuGraphExecEventWaitNodeSetEvent`). */
+export function setWaitEvent(op: string, exec: bigint, node: bigint, event: bigint): void {
+  check(driverSymbol(op, 'cuGraphExecEventWaitNodeSetEvent')(exec, node, event), op, 'cuGraphExecEventWaitNodeSetEvent');
+}
