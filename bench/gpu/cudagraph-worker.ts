@@ -7,8 +7,8 @@
  * cudagraph-only `-seq` rows submit the same N launches as one `LaunchSequence`, built untimed.
  */
 import { readFileSync } from 'node:fs';
-import { Device, DeviceBuffer, Module, StreamGraphCapture, arg } from '../../src/index.js';
-import type { GraphExec, LaunchSequence, PreparedLaunch, Stream } from '../../src/index.js';
+import { Device, DeviceBuffer, Graph, Module, StreamGraphCapture, arg } from '../../src/index.js';
+import type { CudaNode, GraphExec, Kernel, KernelArg, LaunchConfig, LaunchSequence, PreparedLaunch, Stream } from '../../src/index.js';
 import { nativeStatus } from '../../src/driver/hot.js';
 import { packageVersion, repoRoot } from './paths.js';
 import { serve, type BenchImpl, type WorkerInfo } from './worker-loop.js';
@@ -26,6 +26,9 @@ class CudagraphImpl implements BenchImpl<GraphExec> {
   private readonly buffer: DeviceBuffer;
   private readonly empty: PreparedLaunch;
   private readonly add2: PreparedLaunch;
+  /** The `add2` kernel and its launch, for the graphs built node by node. */
+  private readonly add2Kernel: Kernel;
+  private readonly add2Config: LaunchConfig;
   /** The `-seq` rows' sequences of n `empty` launches, by n (built on first use, outside the timed span). */
   private readonly sequences = new Map<number, LaunchSequence>();
 
@@ -37,7 +40,9 @@ class CudagraphImpl implements BenchImpl<GraphExec> {
     this.buffer = DeviceBuffer.alloc(this.device, ELEMENTS * 4);
     this.buffer.memsetAsync(this.stream, 0, { elementSize: 4 });
     this.empty = module.function('empty').prepare({ grid: 1, block: 32, args: [] });
-    this.add2 = module.function('add2').prepare({ grid: 1, block: ELEMENTS, args: [this.buffer, arg.i32(ELEMENTS)] });
+    this.add2Kernel = module.function('add2');
+    this.add2Config = { grid: 1, block: ELEMENTS, args: [this.buffer, arg.i32(ELEMENTS)] };
+    this.add2 = this.add2Kernel.prepare(this.add2Config);
     this.stream.synchronize();
   }
 
@@ -118,6 +123,54 @@ class CudagraphImpl implements BenchImpl<GraphExec> {
     const t1 = now();
     s.synchronize();
     return Number(t1 - t0);
+  }
+
+  /** A chain of n `add2` kernel nodes, each added after the one before; ns of the adding loop only. */
+  build(n: number): number {
+    const g = Graph.create(this.device);
+    const k = this.add2Kernel;
+    const c = this.add2Config;
+    let prev: CudaNode = g.addKernelNode(k, c);
+    const t0 = now();
+    for (let i = 1; i < n; i++) prev = g.addKernelNode(k, c, [prev]);
+    const t1 = now();
+    g.dispose();
+    return Number(t1 - t0);
+  }
+
+  updateRow(n: number, reps: number): { update: number[]; toggle: number[]; reinstantiate: number[] } {
+    const g = Graph.create(this.device);
+    const k = this.add2Kernel;
+    const nodes: CudaNode[] = [g.addKernelNode(k, this.add2Config)];
+    for (let i = 1; i < n; i++) nodes.push(g.addKernelNode(k, this.add2Config, [nodes[i - 1]!]));
+    const exec = g.instantiate(undefined, this.stream);
+    const mid = nodes[n >> 1]!;
+    // Two argument lists, alternated so every update changes a value.
+    const args: ReadonlyArray<readonly KernelArg[]> = [
+      [this.buffer, arg.i32(ELEMENTS - 1)],
+      [this.buffer, arg.i32(ELEMENTS)],
+    ];
+    const out = { update: [] as number[], toggle: [] as number[], reinstantiate: [] as number[] };
+    try {
+      for (let i = -1; i < reps; i++) {
+        const t0 = now();
+        exec.setKernelArgs(mid, args[i & 1]!);
+        const t1 = now();
+        exec.setNodeEnabled(mid, (i & 1) !== 0);
+        const t2 = now();
+        const again = g.instantiate(undefined, this.stream);
+        const t3 = now();
+        again.dispose();
+        if (i < 0) continue;
+        out.update.push(Number(t1 - t0));
+        out.toggle.push(Number(t2 - t1));
+        out.reinstantiate.push(Number(t3 - t2));
+      }
+    } finally {
+      exec.dispose();
+      g.dispose();
+    }
+    return out;
   }
 
   destroy(graph: GraphExec): void {

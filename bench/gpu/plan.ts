@@ -17,6 +17,9 @@ export interface Step {
 /** The workers that know the `-seq` rows: cudagraph, on the addon and forced onto koffi. */
 export const SEQUENCE_IMPLS: readonly string[] = ['cudagraph', 'cudagraph-koffi'];
 
+/** The workers with explicit graph construction: C and cudagraph. */
+export const EXPLICIT_IMPLS: readonly string[] = ['c', ...SEQUENCE_IMPLS];
+
 /** Whether implementation `id` runs `step`. */
 export function runsStep(step: Step, id: string): boolean {
   return step.only === undefined || step.only.includes(id);
@@ -59,6 +62,9 @@ export const STEPS: readonly Step[] = [
   // cudagraph only, after the issue's rows (their step indices, and the JSON's raw arrays, stay put).
   { row: 'eager-seq', n: 1000, repsDivisor: 1, only: SEQUENCE_IMPLS },
   { row: 'capture-seq', n: 1000, repsDivisor: 1, only: SEQUENCE_IMPLS },
+  // Graphs built node by node: C and cudagraph only.
+  { row: 'build', n: 10000, repsDivisor: 3, only: EXPLICIT_IMPLS },
+  { row: 'update', n: 10000, repsDivisor: 1, only: EXPLICIT_IMPLS },
 ];
 
 function row(step: number, metric: string, label: string, hostCost = true): TableRow {
@@ -91,6 +97,10 @@ export const TABLE_ROWS: readonly TableRow[] = [
   row(8, 'replay', 'replay back to back, per node', false),
   extraRow(9, 'eager', 'eager launch via LaunchSequence, per kernel', 0),
   extraRow(10, 'capture', 'capture via LaunchSequence, per node', 2),
+  row(11, 'build', 'explicit construction (chain of kernel nodes), per node'),
+  row(12, 'update', 'update 1 kernel node in place (new args), one call'),
+  row(12, 'toggle', 'disable / enable 1 node, one call'),
+  row(12, 'reinstantiate', 're-instantiate the whole graph instead, one call'),
 ];
 
 /** The command for `step` with `reps` base repetitions (at least 3 after thinning). */

@@ -10,9 +10,11 @@ import { describe, requireInt } from '../../src/util/validate.js';
 /**
  * The rows a worker knows. `-args` rows launch the 2-argument kernel `add2` instead of `empty`.
  * `-seq` rows submit the N launches of `empty` as one cudagraph `LaunchSequence`; only the cudagraph
- * worker knows them (the plan sends them to no other worker).
+ * worker knows them (the plan sends them to no other worker). `build` and `update` work on a graph
+ * built node by node (N `add2` kernel nodes in a chain); the C and cudagraph workers know them
+ * (CuPy and PyTorch have no explicit graph construction).
  */
-export const ROW_NAMES = ['eager', 'eager-args', 'capture', 'capture-args', 'launch', 'replay', 'eager-seq', 'capture-seq'] as const;
+export const ROW_NAMES = ['eager', 'eager-args', 'capture', 'capture-args', 'launch', 'replay', 'eager-seq', 'capture-seq', 'build', 'update'] as const;
 export type RowName = (typeof ROW_NAMES)[number];
 
 /**
@@ -41,6 +43,8 @@ export const ROW_METRICS: Readonly<Record<RowName, readonly string[]>> = {
   replay: ['replay'],
   'eager-seq': ['eager'],
   'capture-seq': ['capture', 'instantiate', 'total'],
+  build: ['build'],
+  update: ['update', 'toggle', 'reinstantiate'],
 };
 
 /** `row <name> <n> <reps> <launches>`: run row `name` at size `n`, `reps` timed repetitions. */

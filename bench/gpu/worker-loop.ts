@@ -36,6 +36,14 @@ export interface BenchImpl<G> {
   eagerSequence?(n: number): number;
   /** begin + the same sequence on the capturing stream, then end + instantiate; absent elsewhere. */
   captureSequence?(n: number): { captureNs: number; instantiateNs: number; graph: G };
+  /** n `add2` kernel nodes added to an empty graph, each after the one before (ns; destroyed untimed). */
+  build?(n: number): number;
+  /**
+   * A chain of n `add2` kernel nodes, instantiated (untimed); then `reps` repetitions (after one
+   * warm-up) of: one in-place update of the middle node's arguments, one disable or enable of it,
+   * one instantiation of the whole graph (ns each; the new exec destroyed untimed).
+   */
+  updateRow?(n: number, reps: number): { update: number[]; toggle: number[]; reinstantiate: number[] };
 }
 
 /** The capture metrics of `reps` repetitions (after one warm-up) of `capture`, in µs per node. */
@@ -53,9 +61,9 @@ function captureSamples<G>(impl: BenchImpl<G>, n: number, reps: number, capture:
 }
 
 /** The optional method `name` of `impl`, bound, or an error naming the row this worker cannot run. */
-function optional<G, K extends 'eagerSequence' | 'captureSequence'>(impl: BenchImpl<G>, name: K, row: string): NonNullable<BenchImpl<G>[K]> {
+function optional<G, K extends 'eagerSequence' | 'captureSequence' | 'build' | 'updateRow'>(impl: BenchImpl<G>, name: K, row: string): NonNullable<BenchImpl<G>[K]> {
   const f = impl[name];
-  if (typeof f !== 'function') throw new Error(`row ${row}: this implementation has no launch sequence`);
+  if (typeof f !== 'function') throw new Error(`row ${row}: this implementation has no ${name === 'build' || name === 'updateRow' ? 'explicit graph construction' : 'launch sequence'}`);
   return f.bind(impl) as NonNullable<BenchImpl<G>[K]>;
 }
 
@@ -86,6 +94,19 @@ export function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): RowReply {
     case 'capture-seq': {
       const capture = optional(impl, 'captureSequence', row);
       Object.assign(samples, captureSamples(impl, n, reps, () => capture(n)));
+      break;
+    }
+    case 'build': {
+      const build = optional(impl, 'build', row);
+      build(n);
+      samples.build = Array.from({ length: reps }, () => build(n) / 1e3 / n);
+      break;
+    }
+    case 'update': {
+      const r = optional(impl, 'updateRow', row)(n, reps);
+      samples.update = r.update.map((ns) => ns / 1e3);
+      samples.toggle = r.toggle.map((ns) => ns / 1e3);
+      samples.reinstantiate = r.reinstantiate.map((ns) => ns / 1e3);
       break;
     }
     case 'launch':

@@ -214,7 +214,83 @@ static int launch_warmup_reps(int n) {
   return r < 1 ? 1 : r > 1000 ? 1000 : r;
 }
 
+/* The `add2` launch as a kernel node's parameters. */
+static CUDA_KERNEL_NODE_PARAMS add2_node(void **params) {
+  CUDA_KERNEL_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.func = fn_add2;
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = ADD2_ELEMENTS;
+  p.blockDimY = p.blockDimZ = 1;
+  p.kernelParams = params;
+  return p;
+}
+
+/* A chain of n `add2` kernel nodes in `graph` (cuGraphAddKernelNode, each after the one before);
+ * `mid` receives the middle node when not NULL. */
+static int add_chain(CUgraph graph, int n, CUgraphNode *mid) {
+  CUDA_KERNEL_NODE_PARAMS p = add2_node(add2_params);
+  CUgraphNode prev = NULL, node;
+  CHECK(cuGraphAddKernelNode(&prev, graph, NULL, 0, &p));
+  if (mid && n == 1) *mid = prev;
+  for (int i = 1; i < n; i++) {
+    CHECK(cuGraphAddKernelNode(&node, graph, &prev, 1, &p));
+    if (mid && i == n / 2) *mid = node;
+    prev = node;
+  }
+  return 0;
+}
+
+/* build: the n - 1 calls after the first node of a chain of n kernel nodes, per node; the graph is
+ * destroyed outside the span. */
+static int rep_build(int n, double *per_node) {
+  CUgraph graph;
+  CHECK(cuGraphCreate(&graph, 0));
+  CUDA_KERNEL_NODE_PARAMS p = add2_node(add2_params);
+  CUgraphNode prev, node;
+  if (check(cuGraphAddKernelNode(&prev, graph, NULL, 0, &p), "cuGraphAddKernelNode")) { cuGraphDestroy(graph); return -1; }
+  double t0 = now_us();
+  for (int i = 1; i < n; i++) {
+    if (check(cuGraphAddKernelNode(&node, graph, &prev, 1, &p), "cuGraphAddKernelNode")) { cuGraphDestroy(graph); return -1; }
+    prev = node;
+  }
+  double t1 = now_us();
+  CHECK(cuGraphDestroy(graph));
+  *per_node = (t1 - t0) / n;
+  return 0;
+}
+
 static double xs_a[MAX_REPS], xs_b[MAX_REPS], xs_c[MAX_REPS];
+
+/* update: on a chain of n kernel nodes, instantiated once, each repetition times one in-place
+ * update of the middle node's arguments (cuGraphExecKernelNodeSetParams, alternating the count
+ * argument), one disable or enable of it (cuGraphNodeSetEnabled), and one instantiation of the
+ * whole graph (the exec destroyed outside the span). */
+static int run_update(int n, int reps) {
+  CUgraph graph;
+  CUgraphExec exec, again;
+  CUgraphNode mid = NULL;
+  CHECK(cuGraphCreate(&graph, 0));
+  if (add_chain(graph, n, &mid) || check(cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate")) { cuGraphDestroy(graph); return -1; }
+  int counts[2] = {ADD2_ELEMENTS - 1, ADD2_ELEMENTS};
+  void *params[2][2] = {{&buf, &counts[0]}, {&buf, &counts[1]}};
+  CUDA_KERNEL_NODE_PARAMS p[2] = {add2_node(params[0]), add2_node(params[1])};
+  int failed = 0;
+  for (int i = -1; i < reps && !failed; i++) {
+    double t0 = now_us();
+    failed |= check(cuGraphExecKernelNodeSetParams(exec, mid, &p[i & 1]), "cuGraphExecKernelNodeSetParams");
+    double t1 = now_us();
+    failed |= check(cuGraphNodeSetEnabled(exec, mid, (i & 1) != 0), "cuGraphNodeSetEnabled");
+    double t2 = now_us();
+    failed |= check(cuGraphInstantiate(&again, graph, 0), "cuGraphInstantiate");
+    double t3 = now_us();
+    if (!failed) cuGraphExecDestroy(again);
+    if (i >= 0) { xs_a[i] = t1 - t0; xs_b[i] = t2 - t1; xs_c[i] = t3 - t2; }
+  }
+  cuGraphExecDestroy(exec);
+  cuGraphDestroy(graph);
+  return failed ? -1 : 0;
+}
 
 /* Runs one row: an untimed warm-up repetition (index -1), then `reps` timed ones. */
 static int run_row(const char *row, int n, int reps, int launches) {
@@ -257,6 +333,23 @@ static int run_row(const char *row, int n, int reps, int launches) {
     printf("{\"ok\":true,\"row\":\"%s\",\"n\":%d,\"samples\":{", row, n);
     print_samples(row, xs_a, reps, 1);
     if (is_launch) print_samples("timer", xs_b, reps, 0);
+    printf("}}\n");
+    return 0;
+  }
+  if (!strcmp(row, "build")) {
+    for (int i = -1; i < reps; i++)
+      if (rep_build(n, i < 0 ? &scratch_a : &xs_a[i])) return -1;
+    printf("{\"ok\":true,\"row\":\"%s\",\"n\":%d,\"samples\":{", row, n);
+    print_samples("build", xs_a, reps, 1);
+    printf("}}\n");
+    return 0;
+  }
+  if (!strcmp(row, "update")) {
+    if (run_update(n, reps)) return -1;
+    printf("{\"ok\":true,\"row\":\"%s\",\"n\":%d,\"samples\":{", row, n);
+    print_samples("update", xs_a, reps, 1);
+    print_samples("toggle", xs_b, reps, 0);
+    print_samples("reinstantiate", xs_c, reps, 0);
     printf("}}\n");
     return 0;
   }

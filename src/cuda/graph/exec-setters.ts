@@ -30,47 +30,85 @@ export interface ExecTarget {
   readonly handle: bigint;
   /** The graph the exec was instantiated from: per-node setters name its nodes. */
   readonly template: Graph;
+  /** The graph whose parameters the exec runs now (`template`, or the graph of the last `update`). */
+  readonly current: Graph;
   /** Holds `lives` for the exec's life (launches made after the update use them). */
   hold(lives: readonly Lifetime[]): void;
   /** A host function the exec made for a plain callback (disposed with it). */
   own(hf: HostFunction): void;
   /** The host function (id) node `node` now calls, or the ids a child graph node now calls: the exec recounts its host calls. */
   hostCallsChanged(node: bigint, ids: readonly number[]): void;
+  /** What the exec's kernel nodes run now, by node (filled on first use; kept in step by `setKernelNodeParams`). */
+  readonly kernels: Map<bigint, ExecKernel>;
+}
+
+/** A kernel node of an exec as it runs now: its function and the launch bytes (`CUDA_KERNEL_NODE_PARAMS_v2`). */
+export interface ExecKernel {
+  readonly name: string;
+  readonly func: bigint;
+  readonly paramSizes: readonly number[] | null;
+  /** The node's parameters; `setKernelArgs` rewrites only the argument pointer. */
+  readonly params: Uint8Array;
 }
 
 /** A node of the template named by its `CudaNode` or index, with its kind. */
 export interface TargetNode {
   readonly handle: bigint;
+  /** Its position in the template's `nodes()` (read when a message needs it). */
   readonly index: number;
   readonly type: GraphNodeType;
 }
 
-/** `#3 (memcpy)`: a node for messages. */
+/** `node #3 (memcpy)`: a node for messages. */
 export function nodeText(n: TargetNode): string {
   return `node #${n.index} (${n.type})`;
 }
 
-/** Resolves `node` (a CudaNode of the template, or its index) and checks its kind is one of `kinds` (null: any). */
+/**
+ * Resolves `node` (a CudaNode of the template, or its index) and checks its kind is one of `kinds`
+ * (null: any). A CudaNode costs no driver call: its handle and kind are known.
+ */
 export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: readonly GraphNodeType[] | null): TargetNode {
-  const handles = gr.graphNodes(op, t.template.handle);
-  let handle: bigint;
-  let index: number;
+  let n: TargetNode;
   if (CudaNode.is(node)) {
     if (node.graph !== t.template) {
       throw new InvalidArgumentError(op, 'node', `node is ${node} of another graph; name a node of the graph the exec was instantiated from (or its index)`);
     }
-    handle = node.handleFor(op);
-    index = handles.indexOf(handle);
+    const handle = node.handleFor(op);
+    n = {
+      handle,
+      type: node.type,
+      get index() {
+        return gr.graphNodes(op, t.template.handle).indexOf(handle);
+      },
+    };
   } else if (typeof node === 'number') {
-    index = requireInt(op, 'node', node, 0, Math.max(0, handles.length - 1));
-    handle = handles[index]!;
+    const handles = gr.graphNodes(op, t.template.handle);
+    const index = requireInt(op, 'node', node, 0, Math.max(0, handles.length - 1));
+    const handle = handles[index]!;
+    n = { handle, index, type: CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, handle)] ?? 'unknown' };
   } else {
     throw new InvalidArgumentError(op, 'node', `node must be a CudaNode or a node index, got ${describe(node)}`);
   }
-  const type: GraphNodeType = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, handle)] ?? 'unknown';
-  const n = { handle, index, type };
-  if (kinds !== null && !kinds.includes(type)) throw new InvalidArgumentError(op, 'node', `node #${index} is a '${type}' node, not a ${kinds.join(' or ')} node`);
+  if (kinds !== null && !kinds.includes(n.type)) throw new InvalidArgumentError(op, 'node', `node #${n.index} is a '${n.type}' node, not a ${kinds.join(' or ')} node`);
   return n;
+}
+
+/** What kernel node `handle` runs now (read from the template the first time). */
+function execKernel(op: string, t: ExecTarget, handle: bigint): ExecKernel {
+  let k = t.kernels.get(handle);
+  if (k === undefined) {
+    // After `update(graph)` the exec runs that graph's parameters: its node in the same position
+    // (the driver pairs the nodes of graphs of one topology in the order they were added).
+    const from = t.current === t.template ? handle : gr.graphNodes(op, t.current.handle)[gr.graphNodes(op, t.template.handle).indexOf(handle)] ?? handle;
+    const params = gr.kernelNodeParamBytes(op, from);
+    const p = gr.kernelNodeParams(op, from);
+    const library = p.func === 0n;
+    const func = library ? p.kern : p.func;
+    k = { name: safeName(op, func, library), func, paramSizes: mod.functionParamSizes(op, func), params };
+    t.kernels.set(handle, k);
+  }
+  return k;
 }
 
 /** `exec.setKernelNodeParams`: a new function (same device), launch shape and arguments. */
@@ -87,15 +125,16 @@ export function setKernelParams(t: ExecTarget, node: unknown, params: unknown): 
     kernel.module[LIFETIME].assertAlive(op);
     fn = kernelFunction(kernel);
   } else {
-    // Keep the node's function: the template's (a CUfunction, or a library kernel's handle).
-    const p = gr.kernelNodeParams(op, n.handle);
-    const func = p.func !== 0n ? p.func : p.kern;
-    fn = { name: safeName(op, func, p.func === 0n), func, paramSizes: mod.functionParamSizes(op, func), device: t.template.device, keep: null };
+    // Keep the function the node runs now.
+    const now = execKernel(op, t, n.handle);
+    fn = { name: now.name, func: now.func, paramSizes: now.paramSizes, device: t.template.device, keep: null };
   }
   const k = resolveKernel(op, fn, config, t.template.device);
+  const bytes = gb.encodeKernelParams(k.input);
   makeCurrent(op, t.template.device.context);
-  xu.setKernel(op, t.handle, n.handle, k.input);
+  xu.setKernelBytes(op, t.handle, n.handle, bytes);
   t.hold(k.holds);
+  t.kernels.set(n.handle, { name: fn.name, func: fn.func, paramSizes: fn.paramSizes, params: bytes });
 }
 
 function safeName(op: string, func: bigint, library: boolean): string {
@@ -114,12 +153,11 @@ export function setKernelArgs(op: string, t: ExecTarget, node: unknown, args: un
   if (!Array.isArray(args)) throw new InvalidArgumentError(op, 'args', `args must be an array, got ${describe(args)}`);
   const values: KernelArgValue[] = args.map((a: KernelArg, i) => normalizeArg(op, i, a));
   const n = typeof node === 'string' ? kernelNamed(op, t, node) : targetNode(op, t, node, ['kernel']);
-  const p = gr.kernelNodeParams(op, n.handle);
-  const func = p.func !== 0n ? p.func : p.kern;
-  checkArgs(op, 'name' in n ? (n.name as string) : safeName(op, func, p.func === 0n), values, mod.functionParamSizes(op, func));
-  const params = packScratch(values, (b) => b.ptrFor(op));
+  const k = execKernel(op, t, n.handle);
+  checkArgs(op, k.name, values, k.paramSizes);
+  const address = packScratch(values, (b) => b.ptrFor(op));
   makeCurrent(op, t.template.device.context);
-  gr.execKernelNodeSetArgs(op, t.handle, n.handle, params);
+  xu.setKernelArgs(op, t.handle, n.handle, k.params, address);
   t.hold(values.flatMap((v) => (v.buffer === null ? [] : [v.buffer[LIFETIME]])));
 }
 

@@ -66,6 +66,8 @@ export class GraphExec {
   #hostIdsByNode: Map<bigint, number[]> | null = null;
   /** Host functions the exec made for plain callbacks given to setters. */
   readonly #owned: HostFunction[] = [];
+  /** What the per-node setters use (made on first use). */
+  #setterTarget: ExecTarget | null = null;
 
   /** @internal Made by `Graph.instantiate` and `StreamGraphCapture.end`. */
   constructor(key: typeof INTERNAL, graph: Graph, handle: bigint, stream: Stream, ownsGraph: boolean, unfreed: readonly bigint[] = []) {
@@ -283,26 +285,33 @@ export class GraphExec {
     return n.handle;
   }
 
-  /** What the per-node setters see of this exec. */
+  /** What the per-node setters see of this exec (made once). */
   #target(): ExecTarget {
+    if (this.#setterTarget !== null) return this.#setterTarget;
     const exec = this;
-    return {
+    const held = this.#held;
+    this.#setterTarget = {
       handle: this.#handle,
       template: this.#template,
+      get current() {
+        return exec.#graph;
+      },
+      kernels: new Map(),
       hold: (lives) => {
         for (const l of lives) {
-          if (exec.#held.includes(l)) continue;
+          if (held.includes(l)) continue;
           l.retain();
-          exec.#held.push(l);
+          held.push(l);
         }
       },
-      own: (hf) => exec.#owned.push(hf),
+      own: (hf) => void exec.#owned.push(hf),
       hostCallsChanged: (node, ids) => {
         const map = (exec.#hostIdsByNode ??= hostIdsByNode('GraphExec', exec.#template.handle));
         map.set(node, [...ids]);
         exec.#hostFunctions = Object.freeze([...map.values()].flat());
       },
     };
+    return this.#setterTarget;
   }
 
   #setter(op: string): ExecTarget {
@@ -411,6 +420,8 @@ export class GraphExec {
     this.#ownsGraph = false;
     this.#hostFunctions = graph.jsHostFunctionIds(op);
     this.#hostIdsByNode = null;
+    // The exec now runs the new graph's parameters: what the setters remembered is stale.
+    this.#setterTarget?.kernels.clear();
     old[LIFETIME].release();
     if (oldOwned) old.dispose();
   }

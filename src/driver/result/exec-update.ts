@@ -6,11 +6,28 @@
  */
 import { driverSymbol } from '../sys.js';
 import { check } from './check.js';
+import { KERNEL_NODE_PARAMS as K } from '../layouts.js';
 import { encodeCopy, encodeFill, encodeHost, encodeKernelParams, type CopyShape, type FillShape, type KernelNodeInput } from './graph-build.js';
 
 /** A kernel node's function, launch shape and arguments (`cuGraphExecKernelNodeSetParams_v2`). */
 export function setKernel(op: string, exec: bigint, node: bigint, p: KernelNodeInput): void {
-  check(driverSymbol(op, 'cuGraphExecKernelNodeSetParams_v2')(exec, node, encodeKernelParams(p)), op, 'cuGraphExecKernelNodeSetParams_v2');
+  setKernelBytes(op, exec, node, encodeKernelParams(p));
+}
+
+/** `setKernel` with the `CUDA_KERNEL_NODE_PARAMS_v2` bytes already encoded. */
+export function setKernelBytes(op: string, exec: bigint, node: bigint, params: Uint8Array): void {
+  check(driverSymbol(op, 'cuGraphExecKernelNodeSetParams_v2')(exec, node, params), op, 'cuGraphExecKernelNodeSetParams_v2');
+}
+
+/**
+ * New arguments for a kernel node, the rest of its launch kept: `params` are the node's current
+ * bytes, whose argument pointer becomes `kernelParams` (the driver copies the values during the call).
+ */
+export function setKernelArgs(op: string, exec: bigint, node: bigint, params: Uint8Array, kernelParams: bigint): void {
+  const v = new DataView(params.buffer, params.byteOffset, params.byteLength);
+  v.setBigUint64(K.kernelParams, kernelParams, true);
+  v.setBigUint64(K.extra, 0n, true);
+  setKernelBytes(op, exec, node, params);
 }
 
 /** A copy node's addresses and size (`cuGraphExecMemcpyNodeSetParams`; 1-D copies only, same contexts). */

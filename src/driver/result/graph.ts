@@ -145,6 +145,13 @@ export function graphNodeType(op: string, node: bigint): number {
   return i32[0]!;
 }
 
+/** A kernel node's parameters as the driver's bytes (`CUDA_KERNEL_NODE_PARAMS_v2`, from `cuGraphKernelNodeGetParams_v2`). */
+export function kernelNodeParamBytes(op: string, node: bigint): Uint8Array {
+  const buf = new Uint8Array(K.size);
+  check(driverSymbol(op, 'cuGraphKernelNodeGetParams_v2')(node, buf), op, 'cuGraphKernelNodeGetParams_v2');
+  return buf;
+}
+
 /** A kernel node's parameters (`cuGraphKernelNodeGetParams_v2`). */
 export function kernelNodeParams(
   op: string,
