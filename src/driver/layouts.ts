@@ -178,6 +178,58 @@ export const CUDA_GRAPH_INSTANTIATE_RESULT = [
 /** `CUmemorytype`. */
 export const CU_MEMORYTYPE = { HOST: 1, DEVICE: 2, ARRAY: 3, UNIFIED: 4 } as const;
 
+/** `CUlaunchConfig` (what `cuLaunchKernelEx` takes). */
+export const LAUNCH_CONFIG = {
+  size: 56,
+  gridDimX: 0,
+  gridDimY: 4,
+  gridDimZ: 8,
+  blockDimX: 12,
+  blockDimY: 16,
+  blockDimZ: 20,
+  sharedMemBytes: 24,
+  hStream: 32,
+  attrs: 40,
+  numAttrs: 48,
+} as const;
+
+/** `CUlaunchAttribute`: the id, then the 64-byte `CUlaunchAttributeValue` union at `value`. */
+export const LAUNCH_ATTRIBUTE = { size: 72, id: 0, value: 8 } as const;
+
+/** `CUlaunchAttributeID` values cudagraph sets (launches and kernel nodes). */
+export const CU_LAUNCH_ATTRIBUTE = {
+  CLUSTER_DIMENSION: 4,
+  PROGRAMMATIC_STREAM_SERIALIZATION: 6,
+  PROGRAMMATIC_EVENT: 7,
+  PRIORITY: 8,
+} as const;
+
+/** `CUgraphMem_attribute`: graph memory in use and reserved, now and at its high-water mark. */
+export const CU_GRAPH_MEM_ATTR = { USED_MEM_CURRENT: 0, USED_MEM_HIGH: 1, RESERVED_MEM_CURRENT: 2, RESERVED_MEM_HIGH: 3 } as const;
+
+/** `CUstreamUpdateCaptureDependencies_flags`. */
+export const CU_STREAM_CAPTURE_DEPENDENCIES = { ADD: 0, SET: 1 } as const;
+
+/** `CUgraphDebugDot_flags`, by cudagraph's name (`graph.debugDot({ flags })`). */
+export const CU_GRAPH_DEBUG_DOT_FLAGS = {
+  verbose: 1 << 0,
+  runtimeTypes: 1 << 1,
+  kernelNodeParams: 1 << 2,
+  memcpyNodeParams: 1 << 3,
+  memsetNodeParams: 1 << 4,
+  hostNodeParams: 1 << 5,
+  eventNodeParams: 1 << 6,
+  extSemasSignalNodeParams: 1 << 7,
+  extSemasWaitNodeParams: 1 << 8,
+  kernelNodeAttributes: 1 << 9,
+  handles: 1 << 10,
+  memAllocNodeParams: 1 << 11,
+  memFreeNodeParams: 1 << 12,
+  batchMemOpNodeParams: 1 << 13,
+  extraTopoInfo: 1 << 14,
+  conditionalNodeParams: 1 << 15,
+} as const;
+
 /** Other driver constants cudagraph passes (values from cuda.h). */
 export const CU = {
   STREAM_NON_BLOCKING: 1,

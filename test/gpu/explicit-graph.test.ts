@@ -29,6 +29,12 @@ const N = 1024;
 const GRID = N / 256;
 
 const SOURCE = `
+extern "C" __global__ void pdl_step(unsigned int *p, int n) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = p[i] * 2u + 1u;
+  asm volatile("griddepcontrol.launch_dependents;");
+}
 extern "C" __global__ void add_u32(unsigned int *p, unsigned int v, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) p[i] += v;
@@ -131,12 +137,15 @@ gpuSuite('graphs built node by node', () => {
     const b = g.addKernelNode(add, cfg(x, 1));
     const c = g.addEmptyNode();
     g.addDependencies([[a, b, { kind: 'programmatic' }], [b, c]]);
+    const name = (n: CudaNode): string => (n === a ? 'a' : n === b ? 'b' : n === c ? 'c' : '?');
+    const edges = g.edgeRefs().map((e) => [name(e.from), name(e.to), e.kind, e.port]);
     assert.deepEqual(
-      g.edgeRefs().map((e) => [e.from === a ? 'a' : 'b', e.to === b ? 'b' : 'c', e.kind, e.port]),
+      [...edges].sort(),
       [
         ['a', 'b', 'programmatic', 'trigger'],
         ['b', 'c', 'plain', 'completion'],
       ],
+      JSON.stringify(edges),
     );
     refused(() => g.addDependencies([[c, a]]), InvalidArgumentError, 'Graph.addDependencies', /would make a dependency cycle/);
     refused(() => g.addDependencies([[a, b]]), InvalidArgumentError, 'Graph.addDependencies', /exists already/);
@@ -389,6 +398,46 @@ gpuSuite('graphs built node by node', () => {
     assert.throws(() => g.captureInto(s, () => { throw mine; }), (e: unknown) => e === mine);
     assert.equal(s.query(), true);
     g.addEmptyNode();
+    x.dispose();
+  });
+
+  test('launch attributes: eager and captured (programmatic edges), on graph nodes; refusals', () => {
+    const x = DeviceBuffer.alloc(d, 4 * N);
+    const host = new Uint32Array(N);
+    const step = m.function('pdl_step');
+    const pdl = { grid: GRID, block: 256, args: [x, arg.i32(N)], attributes: { programmaticStreamSerialization: true } };
+    // Eager: a chain of 5 PDL launches computes what 5 plain ones do: 0 → 1 → 3 → 7 → 15 → 31.
+    x.memsetAsync(s, 0);
+    for (let i = 0; i < 5; i++) step.launch(s, i === 0 ? { ...pdl, attributes: { cluster: [2], priority: d.streamPriorityRange().greatest } } : pdl);
+    s.synchronize();
+    x.copyToHost(host);
+    assert.ok(host.every((v) => v === 31), `eager PDL chain: ${host[0]}`);
+    // Captured: the driver records programmatic edges between the kernels.
+    const cap = StreamGraphCapture.begin(s);
+    for (let i = 0; i < 4; i++) step.launch(s, pdl);
+    const g = cap.endGraph();
+    const kinds = g.edgeRefs().map((e) => `${e.kind}/${e.port}`);
+    assert.equal(kinds.length, 3);
+    assert.ok(kinds.every((k) => k === 'programmatic/trigger'), JSON.stringify(kinds));
+    assert.ok(g.toComputeGraph().edgeRecords().every((e) => e.kind === 'programmatic'));
+    x.memsetAsync(s, 0);
+    using exec = g.instantiate(undefined, s);
+    g.dispose();
+    exec.launch();
+    s.synchronize();
+    x.copyToHost(host);
+    assert.ok(host.every((v) => v === 15), `graphed PDL chain: ${host[0]}`);
+    // A kernel node with a cluster shape and a priority, instantiated with useNodePriority.
+    using g2 = Graph.create(d);
+    g2.addKernelNode(step, { grid: GRID, block: 256, args: [x, arg.i32(N)], attributes: { cluster: [2], priority: 0 } });
+    using e2 = g2.instantiate({ useNodePriority: true }, s);
+    e2.launch();
+    s.synchronize();
+    refused(() => g2.addKernelNode(step, pdl), InvalidArgumentError, 'Graph.addKernelNode', /programmatic launch attributes are for stream launches/);
+    refused(() => step.launch(s, { ...pdl, attributes: { cluster: [3] } }), InvalidArgumentError, 'Kernel.launch', /must be a multiple of the cluster/);
+    refused(() => step.prepare(pdl), InvalidArgumentError, 'Kernel.prepare', /takes no launch attributes/);
+    refused(() => step.launch(s, { ...pdl, attributes: { priority: 1.5 } }), InvalidArgumentError, 'Kernel.launch', /attributes\.priority/);
+    refused(() => step.launch(s, { ...pdl, attributes: { nope: 1 } as never }), InvalidArgumentError, 'Kernel.launch', /unknown field of attributes 'nope'/);
     x.dispose();
   });
 });

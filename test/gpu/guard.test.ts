@@ -423,7 +423,7 @@ gpuSuite('GraphCaptureGuard and CapturedGraph', () => {
     refused(() => graph.setKernelArgs('add_u32', [b, arg.f64(1), arg.i32(N)]), /args\[1\] is f64/);
     refused(() => graph.setKernelArgs('add_u32', [b, 1 as never, arg.i32(N)]), /plain numbers are refused/);
     refused(() => graph.setKernelArgs('nope', [b, arg.u32(1), arg.i32(N)]), /no kernel node runs 'nope' \(kernels in the graph: add_u32\)/);
-    refused(() => graph.setKernelArgs(memsetAt, [b, arg.u32(1), arg.i32(N)]), new RegExp(`node #${memsetAt} is not a kernel node`));
+    refused(() => graph.setKernelArgs(memsetAt, [b, arg.u32(1), arg.i32(N)]), new RegExp(`node #${memsetAt} is a 'memset' node, not a kernel node`));
     refused(() => graph.setKernelArgs(9, [b, arg.u32(1), arg.i32(N)]), /node must be an integer/);
     s.synchronize();
     assert.equal(allEqual(u32(b), 25), true, 'refused calls changed nothing');

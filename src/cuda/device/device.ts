@@ -2,7 +2,7 @@ import { CudaError } from '../../errors/cuda-error.js';
 import { privateConstructorError } from '../../errors/base.js';
 import { requireInt, requireOptions, requireBoolean } from '../../util/validate.js';
 import { init, device as dev } from '../../driver/result/index.js';
-import { CU } from '../../driver/layouts.js';
+import { CU, CU_GRAPH_MEM_ATTR } from '../../driver/layouts.js';
 import { INTERNAL } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { surfaceCleanupErrors } from '../core/lifetime.js';
@@ -148,16 +148,16 @@ export class Device {
     const reset = o.resetHigh === undefined ? false : requireBoolean(op, 'resetHigh', o.resetHigh);
     surfaceCleanupErrors(op);
     makeCurrent(op, this.context);
-    const A = dev.GRAPH_MEM_ATTR;
+    const A = CU_GRAPH_MEM_ATTR;
     const out = {
-      used: dev.graphMemAttribute(op, this.handle, A.USED_CURRENT),
-      usedHigh: dev.graphMemAttribute(op, this.handle, A.USED_HIGH),
-      reserved: dev.graphMemAttribute(op, this.handle, A.RESERVED_CURRENT),
-      reservedHigh: dev.graphMemAttribute(op, this.handle, A.RESERVED_HIGH),
+      used: dev.graphMemAttribute(op, this.handle, A.USED_MEM_CURRENT),
+      usedHigh: dev.graphMemAttribute(op, this.handle, A.USED_MEM_HIGH),
+      reserved: dev.graphMemAttribute(op, this.handle, A.RESERVED_MEM_CURRENT),
+      reservedHigh: dev.graphMemAttribute(op, this.handle, A.RESERVED_MEM_HIGH),
     };
     if (reset) {
-      dev.resetGraphMemHigh(op, this.handle, A.USED_HIGH);
-      dev.resetGraphMemHigh(op, this.handle, A.RESERVED_HIGH);
+      dev.resetGraphMemHigh(op, this.handle, A.USED_MEM_HIGH);
+      dev.resetGraphMemHigh(op, this.handle, A.RESERVED_MEM_HIGH);
     }
     return out;
   }

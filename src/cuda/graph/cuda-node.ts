@@ -43,8 +43,7 @@ export class CudaNode {
     this.graph = graph;
     this.#handle = handle;
     this.type = type;
-    this.allocation = allocation;
-    Object.freeze(this.allocation);
+    this.allocation = allocation === null ? null : Object.freeze(allocation);
   }
 
   /** @internal True for a CudaNode this class made (a brand check, not `instanceof`). */
@@ -133,14 +132,21 @@ export function nodeHandleIn(op: string, name: string, value: unknown, graph: Gr
   return value.handleFor(op);
 }
 
+/** The array of a one-dependency call, reused: the driver reads it during the call only. */
+const one = new BigUint64Array(1);
+
 /**
  * Checks a dependency list (`undefined` for none): an array of distinct live nodes of `graph`.
- * Returns their handles, or null for none.
+ * Returns their handles (an array the next call may reuse: pass it to the driver at once), or null for none.
  */
 export function dependencyHandles(op: string, deps: unknown, graph: Graph, name = 'dependencies'): BigUint64Array | null {
   if (deps === undefined) return null;
   if (!Array.isArray(deps)) throw new InvalidArgumentError(op, name, `${name} must be an array of CudaNodes, got ${describe(deps)}`);
   if (deps.length === 0) return null;
+  if (deps.length === 1) {
+    one[0] = nodeHandleIn(op, `${name}[0]`, deps[0], graph);
+    return one;
+  }
   const out = new BigUint64Array(deps.length);
   const seen = new Set<bigint>();
   deps.forEach((d, i) => {

@@ -130,6 +130,9 @@ export function setKernelParams(t: ExecTarget, node: unknown, params: unknown): 
     fn = { name: now.name, func: now.func, paramSizes: now.paramSizes, device: t.template.device, keep: null };
   }
   const k = resolveKernel(op, fn, config, t.template.device);
+  if (k.attributes !== null) {
+    throw new InvalidArgumentError(op, 'params.attributes', `${nodeText(n)}: an exec's kernel node keeps the attributes it was instantiated with; set them on the graph's node (addKernelNode) and instantiate again`);
+  }
   const bytes = gb.encodeKernelParams(k.input);
   makeCurrent(op, t.template.device.context);
   xu.setKernelBytes(op, t.handle, n.handle, bytes);
@@ -161,22 +164,15 @@ export function setKernelArgs(op: string, t: ExecTarget, node: unknown, args: un
   t.hold(values.flatMap((v) => (v.buffer === null ? [] : [v.buffer[LIFETIME]])));
 }
 
-function kernelNamed(op: string, t: ExecTarget, name: string): TargetNode & { name: string } {
-  const handles = gr.graphNodes(op, t.template.handle);
-  const hits: Array<TargetNode & { name: string }> = [];
+/** The kernel node running `name` now (the function a setter gave it, else the template's). */
+function kernelNamed(op: string, t: ExecTarget, name: string): TargetNode {
+  const hits: TargetNode[] = [];
   const names = new Set<string>();
-  handles.forEach((h, index) => {
+  gr.graphNodes(op, t.template.handle).forEach((h, index) => {
     if (CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] !== 'kernel') return;
-    const p = gr.kernelNodeParams(op, h);
-    const fn = p.func !== 0n ? p.func : p.kern;
-    let kname: string;
-    try {
-      kname = mod.functionName(op, fn, p.func === 0n);
-    } catch {
-      return;
-    }
-    names.add(kname);
-    if (kname === name) hits.push({ handle: h, index, type: 'kernel', name: kname });
+    const k = execKernel(op, t, h);
+    names.add(k.name);
+    if (k.name === name) hits.push({ handle: h, index, type: 'kernel' });
   });
   if (hits.length === 1) return hits[0]!;
   throw new InvalidArgumentError(

@@ -7,7 +7,7 @@
  */
 import { InvalidArgumentError, CudagraphError } from '../../errors/base.js';
 import { describe, requireInt, requireInstance, requireOptions, requireName } from '../../util/validate.js';
-import { graph as gr, graphBuild as gb } from '../../driver/result/index.js';
+import { graph as gr, graphBuild as gb, launchEx as lx } from '../../driver/result/index.js';
 import { CU_GRAPH_DEPENDENCY_TYPE, CU_GRAPH_KERNEL_NODE_PORT } from '../../driver/layouts.js';
 import { readEdgeSpec, edgeDataOf, PLAIN_EDGE } from '../../model/edge-data.js';
 import type { EdgeSpec } from '../../model/node.js';
@@ -48,7 +48,16 @@ export function addKernel(graph: Graph, kernel: Kernel, config: unknown, deps: u
   kernel.module[LIFETIME].assertAlive(op);
   const k = resolveKernel(op, kernelFunction(kernel), config, graph.device);
   makeCurrent(op, graph.device.context);
-  return graph.attach(gb.addKernelNode(op, graph.handle, k.input, d), 'kernel', k.holds);
+  const handle = gb.addKernelNode(op, graph.handle, k.input, d);
+  if (k.attributes !== null) {
+    try {
+      lx.setKernelNodeAttributes(op, handle, k.attributes);
+    } catch (e) {
+      gb.destroyNode(op, handle);
+      throw e;
+    }
+  }
+  return graph.attach(handle, 'kernel', k.holds);
 }
 
 /** `graph.addMemcpyNode`. */

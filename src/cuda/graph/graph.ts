@@ -5,7 +5,7 @@ import { InvalidArgumentError, privateConstructorError } from '../../errors/base
 import { describe, requireBoolean, requireInstance, requireOneOf, requireOptions } from '../../util/validate.js';
 import type { CaptureMode } from '../capture/capture-mode.js';
 import { graph as gr } from '../../driver/result/index.js';
-import { CUDA_GRAPH_INSTANTIATE_FLAG, CU_GRAPH_DEPENDENCY_TYPE, CU_GRAPH_KERNEL_NODE_PORT, CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
+import { CUDA_GRAPH_INSTANTIATE_FLAG, CU_GRAPH_DEBUG_DOT_FLAGS, CU_GRAPH_DEPENDENCY_TYPE, CU_GRAPH_KERNEL_NODE_PORT, CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
 import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime, keepFailure, surfaceCleanupErrors, cleanupsDeferred } from '../core/lifetime.js';
@@ -30,24 +30,7 @@ import {
 import { brands, registerBrand } from '../core/brands.js';
 
 /** `CU_GRAPH_DEBUG_DOT_FLAGS_*` by name: what `graph.debugDot({ flags })` adds to the DOT. */
-export const DOT_FLAGS = {
-  verbose: 1 << 0,
-  runtimeTypes: 1 << 1,
-  kernelNodeParams: 1 << 2,
-  memcpyNodeParams: 1 << 3,
-  memsetNodeParams: 1 << 4,
-  hostNodeParams: 1 << 5,
-  eventNodeParams: 1 << 6,
-  extSemasSignalNodeParams: 1 << 7,
-  extSemasWaitNodeParams: 1 << 8,
-  kernelNodeAttributes: 1 << 9,
-  handles: 1 << 10,
-  memAllocNodeParams: 1 << 11,
-  memFreeNodeParams: 1 << 12,
-  batchMemOpNodeParams: 1 << 13,
-  extraTopoInfo: 1 << 14,
-  conditionalNodeParams: 1 << 15,
-} as const;
+export const DOT_FLAGS = CU_GRAPH_DEBUG_DOT_FLAGS;
 
 /** A name of `DOT_FLAGS`. */
 export type DotFlag = keyof typeof DOT_FLAGS;

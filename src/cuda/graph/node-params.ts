@@ -12,7 +12,7 @@ import type { Device } from '../device/device.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
 import type { PinnedHostBuffer } from '../memory/pinned-host-buffer.js';
 import type { Kernel } from '../kernel/kernel.js';
-import { checkConfig, type LaunchConfig } from '../kernel/launch-config.js';
+import { checkConfig, type CheckedAttributes, type LaunchConfig } from '../kernel/launch-config.js';
 import { packScratch } from '../kernel/packed-args.js';
 import { brands } from '../core/brands.js';
 import { CudaNode } from './cuda-node.js';
@@ -185,14 +185,21 @@ export function kernelFunction(kernel: Kernel): KernelFunction {
 }
 
 /** Checks a kernel launch for a node: the function on `device`, its configuration and arguments. */
-export function resolveKernel(op: string, fn: KernelFunction, config: unknown, device: Device): Resolved<gb.KernelNodeInput> {
+export function resolveKernel(op: string, fn: KernelFunction, config: unknown, device: Device): Resolved<gb.KernelNodeInput> & { readonly attributes: CheckedAttributes | null } {
   if (fn.device !== device) {
     throw new InvalidArgumentError(op, 'kernel', `kernel '${fn.name}' is loaded on ${fn.device}; the graph runs on ${device}`);
   }
   const c = checkConfig(op, fn.name, config as LaunchConfig, fn.paramSizes);
+  if (c.attributes !== null && (c.attributes.programmaticStreamSerialization || c.attributes.programmaticEvent !== null)) {
+    throw new InvalidArgumentError(
+      op,
+      'attributes',
+      'programmatic launch attributes are for stream launches; in a graph, give the kernel node a programmatic edge (addDependencies([[from, to, { kind: "programmatic" }]]))',
+    );
+  }
   const holds: Lifetime[] = fn.keep === null ? [] : [fn.keep];
   for (const a of c.args) if (a.buffer !== null) holds.push(a.buffer[LIFETIME]);
   // The driver copies the argument values while it adds or updates the node: a scratch block will do.
   const kernelParams = packScratch(c.args, (b) => b.ptrFor(op));
-  return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams }, holds };
+  return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams }, holds, attributes: c.attributes };
 }

@@ -1,6 +1,6 @@
-import { privateConstructorError } from '../../errors/base.js';
+import { InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
 import { requireInstance } from '../../util/validate.js';
-import { launch as ln, module as mod } from '../../driver/result/index.js';
+import { launch as ln, launchEx as lx, module as mod } from '../../driver/result/index.js';
 import { INTERNAL, CAPTURE, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { checkConfig, type LaunchConfig } from './launch-config.js';
@@ -71,11 +71,19 @@ export class Kernel {
     const ptrOf = (b: DeviceBuffer): bigint => b.ptrFor(op);
     const params = packScratch(c.args, ptrOf);
     makeCurrent(op, this.module.device.context);
-    ln.launchKernel(op, this.#handle, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.sharedMem, h, params);
+    if (c.attributes === null) {
+      ln.launchKernel(op, this.#handle, c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2], c.sharedMem, h, params);
+    } else {
+      if (c.attributes.event !== null && c.attributes.event.device !== this.module.device) {
+        throw new InvalidArgumentError(op, 'attributes.programmaticEvent.event', `the event belongs to ${c.attributes.event.device}; the kernel runs on ${this.module.device}`);
+      }
+      lx.launchKernelEx(op, this.#handle, c.grid, c.block, c.sharedMem, h, params, c.attributes);
+    }
     const sink = stream[CAPTURE];
     if (sink !== null) {
       sink.retain(this.module[LIFETIME]);
       for (const a of c.args) if (a.buffer !== null) sink.retain(a.buffer[LIFETIME]);
+      if (c.attributes?.event) sink.retain(c.attributes.event[LIFETIME]);
     }
   }
 
@@ -87,6 +95,9 @@ export class Kernel {
     const op = 'Kernel.prepare';
     this.module[LIFETIME].assertAlive(op);
     const c = checkConfig(op, this.name, config, this.paramSizes);
+    if (c.attributes !== null) {
+      throw new InvalidArgumentError(op, 'attributes', 'a prepared launch takes no launch attributes (its hot path is cuLaunchKernel); launch with attributes through kernel.launch');
+    }
     return new PreparedLaunch(INTERNAL, this, this.#handle, c);
   }
 

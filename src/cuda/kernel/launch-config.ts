@@ -1,6 +1,9 @@
 /** Validation of a launch configuration: grid and block dimensions, shared memory, arguments. */
 import { InvalidArgumentError } from '../../errors/base.js';
-import { describe, requireOptions, requirePositiveU32, requireU32 } from '../../util/validate.js';
+import { describe, requireBoolean, requireInstance, requireInt, requireOptions, requirePositiveU32, requireU32 } from '../../util/validate.js';
+import type { LaunchAttributeValues } from '../../driver/result/launch-ex.js';
+import type { Event } from '../device/event.js';
+import { brands } from '../core/brands.js';
 import { normalizeArg, type KernelArg, type KernelArgValue } from './arg.js';
 
 /** Grid or block dimensions: `n`, `[x]`, `[x, y]` or `[x, y, z]` (missing ones are 1). */
@@ -16,6 +19,28 @@ export interface LaunchConfig {
   readonly sharedMem?: number;
   /** One argument per kernel parameter, in order. */
   readonly args: readonly KernelArg[];
+  /** Launch attributes (`cuLaunchKernelEx`): `kernel.launch` and graph kernel nodes take them. */
+  readonly attributes?: LaunchAttributes;
+}
+
+/**
+ * Launch attributes (`CUlaunchAttribute`). `cluster` and `priority` also become a kernel node's
+ * attributes; the programmatic ones are for stream launches (eager, or captured: the driver then
+ * records a programmatic edge to the kernel before).
+ */
+export interface LaunchAttributes {
+  /** Thread-block cluster shape (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`; compute capability 9.0+; the grid must be a multiple). */
+  readonly cluster?: Dim3;
+  /** Priority of this launch (`CU_LAUNCH_ATTRIBUTE_PRIORITY`), in `device.streamPriorityRange()`; a graph node's is used with `useNodePriority`. */
+  readonly priority?: number;
+  /**
+   * Programmatic dependent launch (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`): the
+   * kernel may start before the kernel before it in the stream has finished; it must wait for
+   * that kernel's results itself (`cudaGridDependencySynchronize()`, PTX `griddepcontrol.wait`).
+   */
+  readonly programmaticStreamSerialization?: boolean;
+  /** `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT`: `event` is recorded once every block has triggered (or, with `triggerAtBlockStart`, started). */
+  readonly programmaticEvent?: { readonly event: Event; readonly triggerAtBlockStart?: boolean };
 }
 
 /** A checked launch configuration. */
@@ -24,6 +49,13 @@ export interface CheckedConfig {
   readonly block: readonly [number, number, number];
   readonly sharedMem: number;
   readonly args: readonly KernelArgValue[];
+  /** The launch attributes, or null for a plain launch. */
+  readonly attributes: CheckedAttributes | null;
+}
+
+/** Checked attributes: the driver values, and the event a programmatic event names (kept alive by its user). */
+export interface CheckedAttributes extends LaunchAttributeValues {
+  readonly event: Event | null;
 }
 
 /** Parses a `Dim3`. @throws InvalidArgumentError naming `name`. */
@@ -48,7 +80,7 @@ export function checkConfig(
   config: unknown,
   paramSizes: readonly number[] | null,
 ): CheckedConfig {
-  const c = requireOptions<LaunchConfig>(op, config, ['grid', 'block', 'sharedMem', 'args']);
+  const c = requireOptions<LaunchConfig>(op, config, ['grid', 'block', 'sharedMem', 'args', 'attributes']);
   if (config === undefined) throw new InvalidArgumentError(op, 'config', 'config { grid, block, args } is required');
   const grid = parseDim3(op, 'grid', c.grid);
   const block = parseDim3(op, 'block', c.block);
@@ -56,7 +88,27 @@ export function checkConfig(
   if (!Array.isArray(c.args)) throw new InvalidArgumentError(op, 'args', `args must be an array, got ${describe(c.args)}`);
   const args = c.args.map((a, i) => normalizeArg(op, i, a));
   checkArgs(op, kernelName, args, paramSizes);
-  return { grid, block, sharedMem, args };
+  return { grid, block, sharedMem, args, attributes: c.attributes === undefined ? null : checkAttributes(op, c.attributes, grid) };
+}
+
+/** Checks `attributes`; `grid` is the launch's (a cluster must divide it). */
+export function checkAttributes(op: string, attributes: unknown, grid: readonly [number, number, number]): CheckedAttributes {
+  const a = requireOptions<LaunchAttributes>(op, attributes, ['cluster', 'priority', 'programmaticStreamSerialization', 'programmaticEvent'], 'attributes');
+  const cluster = a.cluster === undefined ? null : parseDim3(op, 'attributes.cluster', a.cluster);
+  if (cluster !== null && cluster.some((c, i) => grid[i]! % c !== 0)) {
+    throw new InvalidArgumentError(op, 'attributes.cluster', `the grid [${grid.join(', ')}] must be a multiple of the cluster [${cluster.join(', ')}] in every dimension`);
+  }
+  const priority = a.priority === undefined ? null : requireInt(op, 'attributes.priority', a.priority, -(2 ** 31), 2 ** 31 - 1);
+  const pss = a.programmaticStreamSerialization === undefined ? false : requireBoolean(op, 'attributes.programmaticStreamSerialization', a.programmaticStreamSerialization);
+  let programmaticEvent: CheckedAttributes['programmaticEvent'] = null;
+  let event: Event | null = null;
+  if (a.programmaticEvent !== undefined) {
+    const pe = requireOptions<{ event: Event; triggerAtBlockStart: boolean }>(op, a.programmaticEvent, ['event', 'triggerAtBlockStart'], 'attributes.programmaticEvent');
+    event = requireInstance(op, 'attributes.programmaticEvent.event', pe.event, brands.Event);
+    const atStart = pe.triggerAtBlockStart === undefined ? false : requireBoolean(op, 'attributes.programmaticEvent.triggerAtBlockStart', pe.triggerAtBlockStart);
+    programmaticEvent = { event: event.handleFor(op), triggerAtBlockStart: atStart };
+  }
+  return { cluster, priority, programmaticStreamSerialization: pss, programmaticEvent, event };
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { driverSymbol, koffi } from '../sys.js';
 import { check } from './check.js';
-import { GRAPH_EDGE_DATA as E } from '../layouts.js';
+import { GRAPH_EDGE_DATA as E, CU_STREAM_CAPTURE_DEPENDENCIES } from '../layouts.js';
 
 /** What a capturing stream reports. */
 export interface CaptureInfo {
@@ -45,7 +45,7 @@ export function captureInfo(op: string, stream: bigint): CaptureInfo {
 }
 
 /** `CU_STREAM_ADD_CAPTURE_DEPENDENCIES` / `CU_STREAM_SET_CAPTURE_DEPENDENCIES`. */
-export const CAPTURE_DEPENDENCIES = { ADD: 0, SET: 1 } as const;
+export const CAPTURE_DEPENDENCIES = CU_STREAM_CAPTURE_DEPENDENCIES;
 
 /** Adds `nodes` to, or makes them, the frontier of the capture on `stream` (`cuStreamUpdateCaptureDependencies_v2`). */
 export function updateCaptureDependencies(op: string, stream: bigint, nodes: BigUint64Array, mode: number): void {

@@ -70,9 +70,6 @@ export function memGetInfo(op: string): { free: number; total: number } {
   return { free: Number(u64[0]!), total: Number(u64b[0]!) };
 }
 
-/** `CUgraphMem_attribute`: graph memory in use and reserved, now and at its high-water mark. */
-export const GRAPH_MEM_ATTR = { USED_CURRENT: 0, USED_HIGH: 1, RESERVED_CURRENT: 2, RESERVED_HIGH: 3 } as const;
-
 /** A graph-memory attribute of device `dev` in bytes (`cuDeviceGetGraphMemAttribute`, a `cuuint64_t`). */
 export function graphMemAttribute(op: string, dev: number, attr: number): number {
   const out = new BigUint64Array(1);

@@ -31,8 +31,22 @@ export interface KernelNodeInput {
 
 /** The `CUDA_KERNEL_NODE_PARAMS_v2` bytes of a launch (what adding a node and updating one in an exec take). */
 export function encodeKernelParams(p: KernelNodeInput): Uint8Array {
-  const buf = new Uint8Array(K.size);
-  const v = new DataView(buf.buffer);
+  return encodeKernelParamsInto(new Uint8Array(K.size), p);
+}
+
+/**
+ * One block for the kernel parameters of a call that reads them before it returns (adding a node:
+ * the driver copies them), so adding many nodes allocates nothing per node.
+ */
+const kernelScratch = new Uint8Array(K.size);
+const kernelScratchView = new DataView(kernelScratch.buffer);
+
+/** Writes the `CUDA_KERNEL_NODE_PARAMS_v2` bytes of `p` into `buf` (72 bytes; the unused fields zero). */
+function encodeKernelParamsInto(buf: Uint8Array, p: KernelNodeInput, view?: DataView): Uint8Array {
+  const v = view ?? new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  v.setBigUint64(K.extra, 0n, true);
+  v.setBigUint64(K.kern, 0n, true);
+  v.setBigUint64(K.ctx, 0n, true);
   v.setBigUint64(K.func, p.func, true);
   v.setUint32(K.gridDimX, p.grid[0], true);
   v.setUint32(K.gridDimY, p.grid[1], true);
@@ -50,7 +64,7 @@ export type Deps = BigUint64Array | null;
 
 /** Adds a kernel node after `deps` (`cuGraphAddKernelNode_v2`). */
 export function addKernelNode(op: string, graph: bigint, p: KernelNodeInput, deps: Deps = null): bigint {
-  const buf = encodeKernelParams(p);
+  const buf = encodeKernelParamsInto(kernelScratch, p, kernelScratchView);
   u64[0] = 0n;
   check(driverSymbol(op, 'cuGraphAddKernelNode_v2')(u64, graph, deps, deps?.length ?? 0, buf), op, 'cuGraphAddKernelNode_v2');
   return takeHandle();

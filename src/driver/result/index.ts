@@ -17,6 +17,7 @@ export * as nvrtc from './nvrtc.js';
 export * as graphBuild from './graph-build.js';
 export * as execUpdate from './exec-update.js';
 export * as captureSplice from './capture-splice.js';
+export * as launchEx from './launch-ex.js';
 export * as host from './host.js';
 export { cudaError, check, setCaptureErrorListener } from './check.js';
 // The host-call gate and the process-wide record, for the object layer's policy (driver/host-gate.ts).
