@@ -11,6 +11,7 @@ import { Device, DeviceBuffer, Graph, Module, StreamGraphCapture, arg } from '..
 import type { CudaNode, GraphExec, Kernel, KernelArg, LaunchConfig, LaunchSequence, PreparedLaunch, Stream } from '../../src/index.js';
 import { nativeStatus } from '../../src/driver/hot.js';
 import { packageVersion, repoRoot } from './paths.js';
+import { UPDATE_CALLS } from './protocol.js';
 import { serve, type BenchImpl, type WorkerInfo } from './worker-loop.js';
 
 /** Elements of the `add2` buffer: grid 1, block 256, like PyTorch's x.add_(1) on 256 floats. */
@@ -154,16 +155,16 @@ class CudagraphImpl implements BenchImpl<GraphExec> {
     try {
       for (let i = -1; i < reps; i++) {
         const t0 = now();
-        exec.setKernelArgs(mid, args[i & 1]!);
+        for (let j = 0; j < UPDATE_CALLS; j++) exec.setKernelArgs(mid, args[j & 1]!);
         const t1 = now();
-        exec.setNodeEnabled(mid, (i & 1) !== 0);
+        for (let j = 0; j < UPDATE_CALLS; j++) exec.setNodeEnabled(mid, (j & 1) !== 0);
         const t2 = now();
         const again = g.instantiate(undefined, this.stream);
         const t3 = now();
         again.dispose();
         if (i < 0) continue;
-        out.update.push(Number(t1 - t0));
-        out.toggle.push(Number(t2 - t1));
+        out.update.push(Number(t1 - t0) / UPDATE_CALLS);
+        out.toggle.push(Number(t2 - t1) / UPDATE_CALLS);
         out.reinstantiate.push(Number(t3 - t2));
       }
     } finally {

@@ -30,6 +30,12 @@ export function launchWarmupReps(n: number): number {
   return Math.min(1000, Math.max(1, Math.ceil(10000 / n)));
 }
 
+/**
+ * Calls per repetition of the `update` row's per-call metrics (`update`, `toggle`), timed together
+ * (bench/gpu/c/worker.c repeats the number): one call alone is near the clock's resolution.
+ */
+export const UPDATE_CALLS = 100;
+
 /** Launches per repetition of the `replay` row when a command does not say. */
 export const DEFAULT_REPLAY_LAUNCHES = 10;
 

@@ -40,8 +40,9 @@ export interface BenchImpl<G> {
   build?(n: number): number;
   /**
    * A chain of n `add2` kernel nodes, instantiated (untimed); then `reps` repetitions (after one
-   * warm-up) of: one in-place update of the middle node's arguments, one disable or enable of it,
-   * one instantiation of the whole graph (ns each; the new exec destroyed untimed).
+   * warm-up) of: `UPDATE_CALLS` in-place updates of the middle node's arguments, `UPDATE_CALLS`
+   * disables and enables of it (ns per call), one instantiation of the whole graph (ns; the new
+   * exec destroyed untimed).
    */
   updateRow?(n: number, reps: number): { update: number[]; toggle: number[]; reinstantiate: number[] };
 }

@@ -262,10 +262,13 @@ static int rep_build(int n, double *per_node) {
 
 static double xs_a[MAX_REPS], xs_b[MAX_REPS], xs_c[MAX_REPS];
 
-/* update: on a chain of n kernel nodes, instantiated once, each repetition times one in-place
- * update of the middle node's arguments (cuGraphExecKernelNodeSetParams, alternating the count
- * argument), one disable or enable of it (cuGraphNodeSetEnabled), and one instantiation of the
- * whole graph (the exec destroyed outside the span). */
+/* Calls per repetition of the update row's two per-call metrics (bench/gpu/protocol.ts). */
+#define UPDATE_CALLS 100
+
+/* update: on a chain of n kernel nodes, instantiated once, each repetition times UPDATE_CALLS
+ * in-place updates of the middle node's arguments (cuGraphExecKernelNodeSetParams, alternating the
+ * count argument), then UPDATE_CALLS disables and enables of it (cuGraphNodeSetEnabled), per call;
+ * then one instantiation of the whole graph (the exec destroyed outside the span). */
 static int run_update(int n, int reps) {
   CUgraph graph;
   CUgraphExec exec, again;
@@ -278,14 +281,16 @@ static int run_update(int n, int reps) {
   int failed = 0;
   for (int i = -1; i < reps && !failed; i++) {
     double t0 = now_us();
-    failed |= check(cuGraphExecKernelNodeSetParams(exec, mid, &p[i & 1]), "cuGraphExecKernelNodeSetParams");
+    for (int j = 0; j < UPDATE_CALLS; j++)
+      failed |= check(cuGraphExecKernelNodeSetParams(exec, mid, &p[j & 1]), "cuGraphExecKernelNodeSetParams");
     double t1 = now_us();
-    failed |= check(cuGraphNodeSetEnabled(exec, mid, (i & 1) != 0), "cuGraphNodeSetEnabled");
+    for (int j = 0; j < UPDATE_CALLS; j++)
+      failed |= check(cuGraphNodeSetEnabled(exec, mid, (j & 1) != 0), "cuGraphNodeSetEnabled");
     double t2 = now_us();
     failed |= check(cuGraphInstantiate(&again, graph, 0), "cuGraphInstantiate");
     double t3 = now_us();
     if (!failed) cuGraphExecDestroy(again);
-    if (i >= 0) { xs_a[i] = t1 - t0; xs_b[i] = t2 - t1; xs_c[i] = t3 - t2; }
+    if (i >= 0) { xs_a[i] = (t1 - t0) / UPDATE_CALLS; xs_b[i] = (t2 - t1) / UPDATE_CALLS; xs_c[i] = t3 - t2; }
   }
   cuGraphExecDestroy(exec);
   cuGraphDestroy(graph);

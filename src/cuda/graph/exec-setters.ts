@@ -8,7 +8,7 @@
 import { InvalidArgumentError } from '../../errors/base.js';
 import { describe, requireInt } from '../../util/validate.js';
 import { graph as gr, graphBuild as gb, execUpdate as xu, module as mod } from '../../driver/result/index.js';
-import { CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
+import { CU_GRAPH_NODE_TYPE, KERNEL_NODE_PARAMS as K } from '../../driver/layouts.js';
 import { LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import type { Lifetime } from '../core/lifetime.js';
@@ -103,6 +103,8 @@ function execKernel(op: string, t: ExecTarget, handle: bigint): ExecKernel {
     const from = t.current === t.template ? handle : gr.graphNodes(op, t.current.handle)[gr.graphNodes(op, t.template.handle).indexOf(handle)] ?? handle;
     const params = gr.kernelNodeParamBytes(op, from);
     const p = gr.kernelNodeParams(op, from);
+    // Name the function once: a CUfunction alone (the driver fills in its kernel and context too).
+    if (p.func !== 0n) params.fill(0, K.kern, K.ctx + 8);
     const library = p.func === 0n;
     const func = library ? p.kern : p.func;
     k = { name: safeName(op, func, library), func, paramSizes: mod.functionParamSizes(op, func), params };

@@ -197,9 +197,8 @@ export function addEmptyNode(op: string, graph: bigint, deps: Deps = null): bigi
   return takeHandle();
 }
 
-/** The `CUgraphEdgeData` array of `data` (`[fromPort, type]` per edge), or null when every edge is a default one. */
-function encodeEdges(data: ReadonlyArray<readonly [fromPort: number, type: number]> | null): Uint8Array | null {
-  if (data === null) return null;
+/** The `CUgraphEdgeData` array of `data` (`[fromPort, type]` per edge). */
+function encodeEdges(data: ReadonlyArray<readonly [fromPort: number, type: number]>): Uint8Array {
   const out = new Uint8Array(data.length * E.size);
   data.forEach(([port, type], i) => {
     out[i * E.size + E.from_port] = port;
@@ -209,8 +208,38 @@ function encodeEdges(data: ReadonlyArray<readonly [fromPort: number, type: numbe
 }
 
 /**
- * Adds the edges `from[i] → to[i]` in one call (`cuGraphAddDependencies_v2`). `data` holds each
- * edge's `[fromPort, type]` (`CUgraphEdgeData`), or is null when every edge is a default one.
+ * Calls `call` (`cuGraphAddDependencies_v2` or `cuGraphRemoveDependencies_v2`) once per distinct
+ * edge data: the CUDA 13.0 driver (580) applies the first `CUgraphEdgeData` of a call to every
+ * edge of it (measured: a programmatic, a plain and a launch-order edge added in one call all read
+ * back programmatic; added in three calls, each reads back as given). Default edges go in one call.
+ */
+function byEdgeData(
+  from: BigUint64Array,
+  to: BigUint64Array,
+  data: ReadonlyArray<readonly [fromPort: number, type: number]> | null,
+  call: (from: BigUint64Array, to: BigUint64Array, edgeData: Uint8Array | null, n: number) => void,
+): void {
+  if (data === null) {
+    call(from, to, null, from.length);
+    return;
+  }
+  const groups = new Map<number, number[]>();
+  data.forEach(([port, type], i) => {
+    const key = port * 256 + type;
+    let g = groups.get(key);
+    if (g === undefined) groups.set(key, (g = []));
+    g.push(i);
+  });
+  for (const [key, edges] of groups) {
+    const f = BigUint64Array.from(edges, (i) => from[i]!);
+    const t = BigUint64Array.from(edges, (i) => to[i]!);
+    call(f, t, key === 0 ? null : encodeEdges(edges.map(() => [Math.floor(key / 256), key % 256] as const)), edges.length);
+  }
+}
+
+/**
+ * Adds the edges `from[i] → to[i]` (`cuGraphAddDependencies_v2`, one call per distinct edge data).
+ * `data` holds each edge's `[fromPort, type]` (`CUgraphEdgeData`), or is null when every edge is a default one.
  */
 export function addDependencies(
   op: string,
@@ -220,10 +249,11 @@ export function addDependencies(
   data: ReadonlyArray<readonly [fromPort: number, type: number]> | null = null,
 ): void {
   if (from.length === 0) return;
-  check(driverSymbol(op, 'cuGraphAddDependencies_v2')(graph, from, to, encodeEdges(data), from.length), op, 'cuGraphAddDependencies_v2');
+  const add = driverSymbol(op, 'cuGraphAddDependencies_v2');
+  byEdgeData(from, to, data, (f, t, e, n) => check(add(graph, f, t, e, n), op, 'cuGraphAddDependencies_v2'));
 }
 
-/** Removes the edges `from[i] → to[i]` in one call (`cuGraphRemoveDependencies_v2`; `data` must match each edge's). */
+/** Removes the edges `from[i] → to[i]` (`cuGraphRemoveDependencies_v2`; `data` must match each edge's). */
 export function removeDependencies(
   op: string,
   graph: bigint,
@@ -232,7 +262,8 @@ export function removeDependencies(
   data: ReadonlyArray<readonly [fromPort: number, type: number]> | null = null,
 ): void {
   if (from.length === 0) return;
-  check(driverSymbol(op, 'cuGraphRemoveDependencies_v2')(graph, from, to, encodeEdges(data), from.length), op, 'cuGraphRemoveDependencies_v2');
+  const remove = driverSymbol(op, 'cuGraphRemoveDependencies_v2');
+  byEdgeData(from, to, data, (f, t, e, n) => check(remove(graph, f, t, e, n), op, 'cuGraphRemoveDependencies_v2'));
 }
 
 /** A copy of `graph` (`cuGraphClone`): the caller owns it. */
