@@ -34,6 +34,8 @@ export interface ExecTarget {
   readonly current: Graph;
   /** Holds `lives` for the exec's life (launches made after the update use them). */
   hold(lives: readonly Lifetime[]): void;
+  /** `hold` of one. */
+  holdOne(life: Lifetime): void;
   /** A host function the exec made for a plain callback (disposed with it). */
   own(hf: HostFunction): void;
   /** The host function (id) node `node` now calls, or the ids a child graph node now calls: the exec recounts its host calls. */
@@ -49,19 +51,26 @@ export interface ExecKernel {
   readonly paramSizes: readonly number[] | null;
   /** The node's parameters; `setKernelArgs` rewrites only the argument pointer. */
   readonly params: Uint8Array;
+  /** A view of `params`. */
+  readonly view: DataView;
 }
 
 /** A node of the template named by its `CudaNode` or index, with its kind. */
 export interface TargetNode {
   readonly handle: bigint;
-  /** Its position in the template's `nodes()` (read when a message needs it). */
+  /** Its position in the template's `nodes()`, or -1 when not read yet (`indexIn` reads it for messages). */
   readonly index: number;
   readonly type: GraphNodeType;
 }
 
+/** The node's position in the template's `nodes()`. */
+function indexIn(op: string, t: ExecTarget, n: TargetNode): number {
+  return n.index >= 0 ? n.index : gr.graphNodes(op, t.template.handle).indexOf(n.handle);
+}
+
 /** `node #3 (memcpy)`: a node for messages. */
-export function nodeText(n: TargetNode): string {
-  return `node #${n.index} (${n.type})`;
+export function nodeText(op: string, t: ExecTarget, n: TargetNode): string {
+  return `node #${indexIn(op, t, n)} (${n.type})`;
 }
 
 /**
@@ -74,14 +83,7 @@ export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: read
     if (node.graph !== t.template) {
       throw new InvalidArgumentError(op, 'node', `node is ${node} of another graph; name a node of the graph the exec was instantiated from (or its index)`);
     }
-    const handle = node.handleFor(op);
-    n = {
-      handle,
-      type: node.type,
-      get index() {
-        return gr.graphNodes(op, t.template.handle).indexOf(handle);
-      },
-    };
+    n = { handle: node.handleFor(op), index: -1, type: node.type };
   } else if (typeof node === 'number') {
     const handles = gr.graphNodes(op, t.template.handle);
     const index = requireInt(op, 'node', node, 0, Math.max(0, handles.length - 1));
@@ -90,9 +92,13 @@ export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: read
   } else {
     throw new InvalidArgumentError(op, 'node', `node must be a CudaNode or a node index, got ${describe(node)}`);
   }
-  if (kinds !== null && !kinds.includes(n.type)) throw new InvalidArgumentError(op, 'node', `node #${n.index} is a '${n.type}' node, not a ${kinds.join(' or ')} node`);
+  if (kinds !== null && !kinds.includes(n.type)) {
+    throw new InvalidArgumentError(op, 'node', `node #${indexIn(op, t, n)} is a '${n.type}' node, not a ${kinds.join(' or ')} node`);
+  }
   return n;
 }
+
+const KERNEL: readonly GraphNodeType[] = ['kernel'];
 
 /** What kernel node `handle` runs now (read from the template the first time). */
 function execKernel(op: string, t: ExecTarget, handle: bigint): ExecKernel {
@@ -107,7 +113,7 @@ function execKernel(op: string, t: ExecTarget, handle: bigint): ExecKernel {
     if (p.func !== 0n) params.fill(0, K.kern, K.ctx + 8);
     const library = p.func === 0n;
     const func = library ? p.kern : p.func;
-    k = { name: safeName(op, func, library), func, paramSizes: mod.functionParamSizes(op, func), params };
+    k = { name: safeName(op, func, library), func, paramSizes: mod.functionParamSizes(op, func), params, view: new DataView(params.buffer, params.byteOffset, params.byteLength) };
     t.kernels.set(handle, k);
   }
   return k;
@@ -133,13 +139,13 @@ export function setKernelParams(t: ExecTarget, node: unknown, params: unknown): 
   }
   const k = resolveKernel(op, fn, config, t.template.device);
   if (k.attributes !== null) {
-    throw new InvalidArgumentError(op, 'params.attributes', `${nodeText(n)}: an exec's kernel node keeps the attributes it was instantiated with; set them on the graph's node (addKernelNode) and instantiate again`);
+    throw new InvalidArgumentError(op, 'params.attributes', `${nodeText(op, t, n)}: an exec's kernel node keeps the attributes it was instantiated with; set them on the graph's node (addKernelNode) and instantiate again`);
   }
   const bytes = gb.encodeKernelParams(k.input);
   makeCurrent(op, t.template.device.context);
   xu.setKernelBytes(op, t.handle, n.handle, bytes);
   t.hold(k.holds);
-  t.kernels.set(n.handle, { name: fn.name, func: fn.func, paramSizes: fn.paramSizes, params: bytes });
+  t.kernels.set(n.handle, { name: fn.name, func: fn.func, paramSizes: fn.paramSizes, params: bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
 }
 
 function safeName(op: string, func: bigint, library: boolean): string {
@@ -156,14 +162,15 @@ function safeName(op: string, func: bigint, library: boolean): string {
  */
 export function setKernelArgs(op: string, t: ExecTarget, node: unknown, args: unknown): void {
   if (!Array.isArray(args)) throw new InvalidArgumentError(op, 'args', `args must be an array, got ${describe(args)}`);
-  const values: KernelArgValue[] = args.map((a: KernelArg, i) => normalizeArg(op, i, a));
-  const n = typeof node === 'string' ? kernelNamed(op, t, node) : targetNode(op, t, node, ['kernel']);
+  const values: KernelArgValue[] = new Array<KernelArgValue>(args.length);
+  for (let i = 0; i < args.length; i++) values[i] = normalizeArg(op, i, args[i] as KernelArg);
+  const n = typeof node === 'string' ? kernelNamed(op, t, node) : targetNode(op, t, node, KERNEL);
   const k = execKernel(op, t, n.handle);
   checkArgs(op, k.name, values, k.paramSizes);
   const address = packScratch(values, (b) => b.ptrFor(op));
   makeCurrent(op, t.template.device.context);
-  xu.setKernelArgs(op, t.handle, n.handle, k.params, address);
-  t.hold(values.flatMap((v) => (v.buffer === null ? [] : [v.buffer[LIFETIME]])));
+  xu.setKernelArgs(op, t.handle, n.handle, k.params, k.view, address);
+  for (const v of values) if (v.buffer !== null) t.holdOne(v.buffer[LIFETIME]);
 }
 
 /** The kernel node running `name` now (the function a setter gave it, else the template's). */
@@ -191,12 +198,12 @@ export function setCopyParams(t: ExecTarget, node: unknown, params: unknown): vo
   const op = 'GraphExec.setMemcpyNodeParams';
   const n = targetNode(op, t, node, ['memcpy']);
   if (typeof params === 'object' && params !== null && 'width' in params) {
-    throw new InvalidArgumentError(op, 'params', `${nodeText(n)}: CUDA updates 1-D copies only (cuGraphExecMemcpyNodeSetParams); give { dst, src, byteLength }`);
+    throw new InvalidArgumentError(op, 'params', `${nodeText(op, t, n)}: CUDA updates 1-D copies only (cuGraphExecMemcpyNodeSetParams); give { dst, src, byteLength }`);
   }
   const c = resolveCopy(op, params, t.template.device);
   const was = gr.memcpyNodeParams(op, n.handle);
   if (was.height > 1 || was.depth > 1) {
-    throw new InvalidArgumentError(op, 'node', `${nodeText(n)} is a ${was.depth > 1 ? '3-D' : '2-D'} copy; CUDA updates 1-D copies only (re-instantiate, or update the exec from a new graph)`);
+    throw new InvalidArgumentError(op, 'node', `${nodeText(op, t, n)} is a ${was.depth > 1 ? '3-D' : '2-D'} copy; CUDA updates 1-D copies only (re-instantiate, or update the exec from a new graph)`);
   }
   const side = (type: number): 'host' | 'device' => (type === 1 ? 'host' : 'device');
   const wasSrc = side(was.srcMemoryType);
@@ -204,7 +211,7 @@ export function setCopyParams(t: ExecTarget, node: unknown, params: unknown): vo
   const nowSrc = c.input.src.host ? 'host' : 'device';
   const nowDst = c.input.dst.host ? 'host' : 'device';
   if (was.srcMemoryType !== 4 && was.dstMemoryType !== 4 && (wasSrc !== nowSrc || wasDst !== nowDst)) {
-    throw new InvalidArgumentError(op, 'params', `${nodeText(n)} copies ${wasSrc} → ${wasDst} memory; the update copies ${nowSrc} → ${nowDst} (CUDA keeps a copy node's memory kinds and contexts)`);
+    throw new InvalidArgumentError(op, 'params', `${nodeText(op, t, n)} copies ${wasSrc} → ${wasDst} memory; the update copies ${nowSrc} → ${nowDst} (CUDA keeps a copy node's memory kinds and contexts)`);
   }
   makeCurrent(op, t.template.device.context);
   xu.setCopy(op, t.handle, n.handle, c.input, t.template.device.context);
@@ -222,10 +229,10 @@ export function setFillParams(t: ExecTarget, node: unknown, params: unknown): vo
     throw new InvalidArgumentError(
       op,
       'params',
-      `${nodeText(n)} is a 2-D fill of ${wasRows} rows of ${was.width} × ${was.elementSize}-byte elements; CUDA refuses any change of a 2-D fill's shape`,
+      `${nodeText(op, t, n)} is a 2-D fill of ${wasRows} rows of ${was.width} × ${was.elementSize}-byte elements; CUDA refuses any change of a 2-D fill's shape`,
     );
   }
-  if (wasRows === 1 && f.input.height > 1) throw new InvalidArgumentError(op, 'params', `${nodeText(n)} is a 1-D fill; CUDA refuses changing its height (rows)`);
+  if (wasRows === 1 && f.input.height > 1) throw new InvalidArgumentError(op, 'params', `${nodeText(op, t, n)} is a 1-D fill; CUDA refuses changing its height (rows)`);
   makeCurrent(op, t.template.device.context);
   xu.setFill(op, t.handle, n.handle, f.input, t.template.device.context);
   t.hold(f.holds);
@@ -272,7 +279,7 @@ export function setChildParams(t: ExecTarget, node: unknown, child: unknown): vo
     throw new InvalidArgumentError(
       op,
       'child',
-      `${nodeText(n)} runs a graph of ${count(wasKinds)} nodes and ${wasEdges} edges; the new child has ${count(nowKinds)} nodes and ${nowEdges} edges${
+      `${nodeText(op, t, n)} runs a graph of ${count(wasKinds)} nodes and ${wasEdges} edges; the new child has ${count(nowKinds)} nodes and ${nowEdges} edges${
         count(wasKinds) === count(nowKinds) && wasEdges === nowEdges ? ' but other node kinds or order' : ''
       } (CUDA needs the same topology and node order)`,
     );

@@ -290,7 +290,9 @@ export class GraphExec {
     if (this.#setterTarget !== null) return this.#setterTarget;
     const exec = this;
     const held = this.#held;
-    this.#setterTarget = {
+    // The holds setters add (a set, so a repeated update checks one lookup).
+    const heldSet = new Set<Lifetime>(held);
+    const target: ExecTarget = {
       handle: this.#handle,
       template: this.#template,
       get current() {
@@ -298,11 +300,13 @@ export class GraphExec {
       },
       kernels: new Map(),
       hold: (lives) => {
-        for (const l of lives) {
-          if (held.includes(l)) continue;
-          l.retain();
-          held.push(l);
-        }
+        for (const l of lives) target.holdOne(l);
+      },
+      holdOne: (l) => {
+        if (heldSet.has(l)) return;
+        l.retain();
+        held.push(l);
+        heldSet.add(l);
       },
       own: (hf) => void exec.#owned.push(hf),
       hostCallsChanged: (node, ids) => {
@@ -311,7 +315,8 @@ export class GraphExec {
         exec.#hostFunctions = Object.freeze([...map.values()].flat());
       },
     };
-    return this.#setterTarget;
+    this.#setterTarget = target;
+    return target;
   }
 
   #setter(op: string): ExecTarget {

@@ -21,10 +21,10 @@ export function setKernelBytes(op: string, exec: bigint, node: bigint, params: U
 
 /**
  * New arguments for a kernel node, the rest of its launch kept: `params` are the node's current
- * bytes, whose argument pointer becomes `kernelParams` (the driver copies the values during the call).
+ * bytes (`v` a view of them), whose argument pointer becomes `kernelParams` (the driver copies the
+ * values during the call).
  */
-export function setKernelArgs(op: string, exec: bigint, node: bigint, params: Uint8Array, kernelParams: bigint): void {
-  const v = new DataView(params.buffer, params.byteOffset, params.byteLength);
+export function setKernelArgs(op: string, exec: bigint, node: bigint, params: Uint8Array, v: DataView, kernelParams: bigint): void {
   v.setBigUint64(K.kernelParams, kernelParams, true);
   v.setBigUint64(K.extra, 0n, true);
   setKernelBytes(op, exec, node, params);
