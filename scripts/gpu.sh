@@ -13,7 +13,8 @@ with a shortened soak). Logs and result files go to $OUT (default /tmp/cudagraph
 tests, the benchmarks' tables and a summary table (exit status, seconds, pass/fail/skip per step)
 are printed last; the script exits 1 when a step failed. Options add steps:
 
-  --bench [budget]  bench:gpu, stopped after about <budget> seconds (default 90)
+  --bench [budget]  bench:gpu, stopped after about <budget> seconds (default 90), then bench:pdl
+                    (programmatic dependent launch on a chain of short kernels, eager and graphed)
   --pin <cpus>      with --bench (implied): after the unpinned bench:gpu, a second one with every
                     worker pinned to <cpus> (taskset -c); the two runs go to $OUT/unpinned and
                     $OUT/pinned
@@ -130,6 +131,8 @@ if [ -n "$bench" ]; then
     benches+=("$out/bench.log")
   fi
 fi
+# What programmatic dependent launch saves on a chain of short kernels (writes $out/pdl-chain.json).
+[ -z "$bench" ] || { step "bench:pdl" "$out/pdl.log" env OUT="$out" timeout 200 node dist/bench/pdl-chain.js; benches+=("$out/pdl.log"); }
 [ "$nccl" = 0 ] || step "bench:nccl" "$out/nccl-bench.log" \
   timeout 150 node dist/bench/nccl.js --iters 100 --rounds 3 --out "$out/nccl-bench.json"
 
