@@ -1,7 +1,7 @@
 /**
- * The README's driver-backed capture example, run as written on the GPU: compiled with the
- * project's tsc (it uses `using` and top-level await) and checked against the output its last
- * comment promises.
+ * The README's driver-backed capture example, and the graph built node by node that continues it,
+ * run as written on the GPU: compiled with the project's tsc (they use `using` and top-level await)
+ * and checked against the output each one's last comment promises.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,15 +21,19 @@ gpuSuite("README's driver-backed capture example", () => {
       .map((m) => m[1]!)
       .find((code) => code.includes('StreamGraphCapture.begin(stream'));
     assert.ok(block, 'README has the driver-backed capture example');
-    const promised = /\n\/\/ (.*)\n$/.exec(block)?.[1];
-    assert.ok(promised, 'the example ends with a comment showing its output');
+    const next = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((code) => code.includes('Graph.create(device)'));
+    assert.ok(next, 'README has the example of a graph built node by node');
+    const promisedOf = (code: string): string | undefined => /\n\/\/ (.*)\n$/.exec(code)?.[1];
+    assert.ok(promisedOf(block) && promisedOf(next), 'each example ends with a comment showing its output');
+    const promised = `${promisedOf(block)}\n${promisedOf(next)}`;
     // Inside the project, so tsc finds @types/node; the package name points at the build.
     const dir = join(root, 'dist', 'readme-example');
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     try {
       const index = join(root, 'dist', 'src', 'index.js');
-      writeFileSync(join(dir, 'example.ts'), block.replace("from 'cudagraph'", `from ${JSON.stringify(index)}`));
+      const code = `${block}\n${next}`.replaceAll("from 'cudagraph'", `from ${JSON.stringify(index)}`);
+      writeFileSync(join(dir, 'example.ts'), code);
       writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
       const tsc = spawnSync(
         process.execPath,
