@@ -443,6 +443,8 @@ export interface DriverApi {
    * CUkernelNodeAttrValue *value_out)`
    */
   cuGraphKernelNodeGetAttribute(hNode: Handle, attr: number, value_out: HostPtr): number;
+  /** `CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)` */
+  cuEventRecordWithFlags(hEvent: Handle, hStream: Handle, flags: number): number;
 }
 
 /** A driver symbol cudagraph binds. */
@@ -599,4 +601,5 @@ export const DRIVER_PROTOTYPES: { readonly [K in DriverSymbol]: string } = {
   cuLaunchKernelEx: 'int cuLaunchKernelEx(const void *config, void *f, void *kernelParams, void *extra)',
   cuGraphKernelNodeSetAttribute: 'int cuGraphKernelNodeSetAttribute(void *hNode, int attr, const void *value)',
   cuGraphKernelNodeGetAttribute: 'int cuGraphKernelNodeGetAttribute(void *hNode, int attr, void *value_out)',
+  cuEventRecordWithFlags: 'int cuEventRecordWithFlags(void *hEvent, void *hStream, unsigned int flags)',
 };

@@ -207,6 +207,9 @@ export const CU_LAUNCH_ATTRIBUTE = {
 /** `CUgraphMem_attribute`: graph memory in use and reserved, now and at its high-water mark. */
 export const CU_GRAPH_MEM_ATTR = { USED_MEM_CURRENT: 0, USED_MEM_HIGH: 1, RESERVED_MEM_CURRENT: 2, RESERVED_MEM_HIGH: 3 } as const;
 
+/** `CU_EVENT_RECORD_EXTERNAL` / `CU_EVENT_WAIT_EXTERNAL`: under capture, an event record or wait node instead of a capture dependency. */
+export const CU_EVENT_EXTERNAL = { RECORD: 1, WAIT: 1 } as const;
+
 /** `CUstreamUpdateCaptureDependencies_flags`. */
 export const CU_STREAM_CAPTURE_DEPENDENCIES = { ADD: 0, SET: 1 } as const;
 

@@ -177,6 +177,7 @@ export const DRIVER_WAITS: { readonly [K in DriverSymbol]: HostWait } = {
   cuLaunchKernelEx: 'queue',
   cuGraphKernelNodeSetAttribute: 'none',
   cuGraphKernelNodeGetAttribute: 'none',
+  cuEventRecordWithFlags: 'queue',
 };
 
 /** A koffi function's asynchronous form: runs the call on a worker thread, then calls back. */

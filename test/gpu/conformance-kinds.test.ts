@@ -1,6 +1,7 @@
 /**
  * Conformance for the node kinds beyond kernels, copies, fills and host calls: workloads captured
- * on the device that produce graph memory (`allocAsync` / `freeAsync` under capture), a child graph
+ * on the device that produce external event record and wait nodes, graph memory (`allocAsync` /
+ * `freeAsync` under capture), a child graph
  * spliced into a capture (`capture.insert`), and programmatic dependent launch (launches with
  * `programmaticStreamSerialization`), each read back with `Graph.toComputeGraph()` and compared
  * with the same workload recorded by the model (`StreamCapture({ semantics: 'cuda' })`): the same
@@ -8,7 +9,7 @@
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DeviceBuffer, Graph, StreamCapture, StreamGraphCapture, StreamId, type ComputeGraph } from '../../src/index.js';
+import { CaptureEvent, DeviceBuffer, Graph, InvalidArgumentError, StreamCapture, StreamGraphCapture, StreamId, type ComputeGraph } from '../../src/index.js';
 import { gpuSuite } from './gpu.js';
 import { GpuResources } from '../conformance/gpu-recorder.js';
 import { asReference, compareGraphs, signature } from '../conformance/compare.js';
@@ -83,6 +84,41 @@ gpuSuite('conformance: the other node kinds, device against model', () => {
     m.recordChildGraph(s0, inner.endCapture(s0));
     m.recordKernel(s0, 'k_b', 1, 32, 0);
     compare('child graph', g.toComputeGraph(), m.endCapture(s0));
+    s.dispose();
+  });
+
+  test('external events under capture: event record and wait nodes, as the model\'s recordExternalEvent / waitExternalEvent', () => {
+    const s = d.createStream();
+    const done = d.createEvent();
+    const ready = d.createEvent();
+    const cap = StreamGraphCapture.begin(s);
+    res.module.function('k_a').launch(s, kernel('k_a'));
+    done.record(s, { external: true });
+    res.module.function('k_b').launch(s, kernel('k_b'));
+    s.wait(ready, { external: true });
+    res.module.function('k_c').launch(s, kernel('k_c'));
+    using g = cap.endGraph();
+    const m = new StreamCapture({ semantics: 'cuda' });
+    m.beginCapture(s0);
+    m.recordKernel(s0, 'k_a', 1, 32, 0);
+    m.recordExternalEvent(s0, CaptureEvent(0));
+    m.recordKernel(s0, 'k_b', 1, 32, 0);
+    m.waitExternalEvent(s0, CaptureEvent(1));
+    m.recordKernel(s0, 'k_c', 1, 32, 0);
+    compare('external events', g.toComputeGraph(), m.endCapture(s0));
+    const info = g.readBack().nodes;
+    assert.deepEqual(info.filter((n) => n.event).map((n) => [n.type, n.event!.handle]).sort(), [['eventRecord', done.handle], ['waitEvent', ready.handle]].sort());
+    // The graph holds the events; launched after ready is recorded elsewhere, it records done.
+    const side = d.createStream();
+    ready.record(side);
+    using exec = g.instantiate(undefined, s);
+    exec.launch();
+    s.synchronize();
+    assert.equal(done.query(), true);
+    // Outside a capture CUDA refuses the external flags: cudagraph says so first.
+    assert.throws(() => done.record(s, { external: true }), (e: unknown) => e instanceof InvalidArgumentError && /^Event\.record: external records are for a capturing stream/.test((e as Error).message));
+    assert.throws(() => s.wait(ready, { external: true }), (e: unknown) => e instanceof InvalidArgumentError && /^Stream\.wait: external waits are for a capturing stream/.test((e as Error).message));
+    side.dispose();
     s.dispose();
   });
 

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
 import { requireInstance, requireOptions, requireBoolean } from '../../util/validate.js';
 import { event as ev } from '../../driver/result/index.js';
-import { CU } from '../../driver/layouts.js';
+import { CU, CU_EVENT_EXTERNAL } from '../../driver/layouts.js';
 import { INTERNAL, CAPTURE, RECORDED_IN, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime, keepFailure } from '../core/lifetime.js';
@@ -79,13 +79,29 @@ export class Event {
     return this.#handle;
   }
 
-  /** Records the event at the current end of `stream`'s work; returns the event. */
-  record(stream: Stream): this {
+  /**
+   * Records the event at the current end of `stream`'s work; returns the event. With
+   * `{ external: true }`, on a capturing stream, the capture gets an event record node instead
+   * (`cuEventRecordWithFlags` with `CU_EVENT_RECORD_EXTERNAL`): every launch of the graph records
+   * the event, for work outside the graph to wait on. The graph then holds the event.
+   * @throws InvalidArgumentError for `external` outside a capture (CUDA refuses it there).
+   */
+  record(stream: Stream, options?: { external?: boolean }): this {
     const op = 'Event.record';
     this[LIFETIME].assertAlive(op);
     requireInstance(op, 'stream', stream, brands.Stream);
-    ev.eventRecord(op, this.#handle, stream.handleFor(op));
-    this[RECORDED_IN] = stream[CAPTURE];
+    const o = requireOptions<{ external: boolean }>(op, options, ['external']);
+    const external = o.external === undefined ? false : requireBoolean(op, 'external', o.external);
+    const h = stream.handleFor(op);
+    const sink = stream[CAPTURE];
+    if (!external) {
+      ev.eventRecord(op, this.#handle, h);
+      this[RECORDED_IN] = sink;
+      return this;
+    }
+    if (sink === null) throw new InvalidArgumentError(op, 'options', 'external records are for a capturing stream (an event record node); outside a capture, record without it');
+    ev.eventRecordWithFlags(op, this.#handle, h, CU_EVENT_EXTERNAL.RECORD);
+    sink.retain(this[LIFETIME]);
     return this;
   }
 

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, DisposedError, privateConstructorError } from '../../errors/base.js';
-import { describe, requireInstance } from '../../util/validate.js';
+import { describe, requireBoolean, requireInstance, requireOptions } from '../../util/validate.js';
 import { stream as st } from '../../driver/result/index.js';
-import { CU } from '../../driver/layouts.js';
+import { CU, CU_EVENT_EXTERNAL } from '../../driver/layouts.js';
 import { INTERNAL, CAPTURE, RECORDED_IN, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { Lifetime, keepFailure } from '../core/lifetime.js';
@@ -198,11 +198,24 @@ export class Stream {
   /**
    * Makes future work on this stream wait for the work before `event`'s last record. When the
    * event was recorded in a capturing stream, this stream joins that capture (as the driver does).
+   * With `{ external: true }`, on a capturing stream, the capture gets an event wait node instead
+   * (`CU_EVENT_WAIT_EXTERNAL`): every launch of the graph waits for the event's record made outside
+   * it. The graph then holds the event.
+   * @throws InvalidArgumentError for `external` outside a capture (CUDA refuses it there).
    */
-  wait(event: Event): this {
+  wait(event: Event, options?: { external?: boolean }): this {
     const op = 'Stream.wait';
     const h = this.handleFor(op);
     requireInstance(op, 'event', event, brands.Event);
+    const o = requireOptions<{ external: boolean }>(op, options, ['external']);
+    const external = o.external === undefined ? false : requireBoolean(op, 'external', o.external);
+    if (external) {
+      const sink = this.#cell.sink;
+      if (sink === null) throw new InvalidArgumentError(op, 'options', 'external waits are for a capturing stream (an event wait node); outside a capture, wait without it');
+      st.streamWaitEvent(op, h, event.handleFor(op), CU_EVENT_EXTERNAL.WAIT);
+      sink.retain(event[LIFETIME]);
+      return this;
+    }
     st.streamWaitEvent(op, h, event.handleFor(op));
     const sink = event[RECORDED_IN];
     if (sink !== null && this.#cell.sink === null) sink.join(this);
@@ -213,12 +226,12 @@ export class Stream {
    * Records `event` (or a new event, returned) at the current end of this stream's work.
    * @throws InvalidArgumentError if `event` is not an Event of the same device.
    */
-  record(event?: Event): Event {
+  record(event?: Event, options?: { external?: boolean }): Event {
     const op = 'Stream.record';
     this.handleFor(op);
     if (event !== undefined) requireInstance(op, 'event', event, brands.Event);
     const e = event ?? this.device.createEvent();
-    e.record(this);
+    e.record(this, options);
     return e;
   }
 

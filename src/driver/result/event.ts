@@ -22,6 +22,11 @@ export function eventRecord(op: string, event: bigint, stream: bigint): void {
   check(driverSymbol(op, 'cuEventRecord')(event, stream), op, 'cuEventRecord');
 }
 
+/** Records the event with `flags` (`cuEventRecordWithFlags`; `CU_EVENT_RECORD_EXTERNAL` under capture makes an event record node). */
+export function eventRecordWithFlags(op: string, event: bigint, stream: bigint, flags: number): void {
+  check(driverSymbol(op, 'cuEventRecordWithFlags')(event, stream, flags), op, 'cuEventRecordWithFlags');
+}
+
 /** True when the work before the event's last record is done (`cuEventQuery`). */
 export function eventQuery(op: string, event: bigint): boolean {
   const rc = driverSymbol(op, 'cuEventQuery')(event);

@@ -72,6 +72,6 @@ export function pollUntilDone(done: () => boolean, resolve: () => void, reject: 
 }
 
 /** Makes future work on `stream` wait for `event`'s last record (`cuStreamWaitEvent`). */
-export function streamWaitEvent(op: string, stream: bigint, event: bigint): void {
-  check(driverSymbol(op, 'cuStreamWaitEvent')(stream, event, 0), op, 'cuStreamWaitEvent');
+export function streamWaitEvent(op: string, stream: bigint, event: bigint, flags = 0): void {
+  check(driverSymbol(op, 'cuStreamWaitEvent')(stream, event, flags), op, 'cuStreamWaitEvent');
 }
