@@ -12,7 +12,7 @@ import type { Device } from '../device/device.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
 import type { PinnedHostBuffer } from '../memory/pinned-host-buffer.js';
 import type { Kernel } from '../kernel/kernel.js';
-import { checkConfig, type CheckedAttributes, type LaunchConfig } from '../kernel/launch-config.js';
+import { checkConfig, type CheckedAttributes, type CheckedConfig, type LaunchConfig } from '../kernel/launch-config.js';
 import { packScratch } from '../kernel/packed-args.js';
 import { brands } from '../core/brands.js';
 import { CudaNode } from './cuda-node.js';
@@ -184,22 +184,89 @@ export function kernelFunction(kernel: Kernel): KernelFunction {
   return { name: kernel.name, func: kernel.handle, paramSizes: kernel.paramSizes, device: kernel.module.device, keep: kernel.module[LIFETIME] };
 }
 
+/**
+ * The last check of each configuration object given for kernel nodes, with what it was checked
+ * against: a program that adds many nodes with one config object (the usual loop) has it checked
+ * once. Every call still compares the object's contents with the checked ones (each field, each
+ * argument by identity: `arg.*` values are frozen) and checks every buffer alive, so a config
+ * changed in place is checked again, never trusted.
+ */
+interface CheckedKernelConfig {
+  readonly func: bigint;
+  readonly grid: unknown;
+  readonly block: unknown;
+  readonly gridItems: readonly unknown[] | null;
+  readonly blockItems: readonly unknown[] | null;
+  readonly sharedMem: unknown;
+  readonly argsRef: unknown;
+  readonly argItems: readonly unknown[];
+  readonly keys: number;
+  readonly checked: CheckedConfig;
+  readonly holds: readonly Lifetime[];
+}
+const checkedConfigs = new WeakMap<object, CheckedKernelConfig>();
+
+const itemsOf = (d: unknown): readonly unknown[] | null => (Array.isArray(d) ? [...(d as unknown[])] : null);
+const sameItems = (a: readonly unknown[] | null, d: unknown): boolean => {
+  if (a === null) return !Array.isArray(d);
+  if (!Array.isArray(d) || d.length !== a.length) return false;
+  for (let i = 0; i < a.length; i++) if (d[i] !== a[i]) return false;
+  return true;
+};
+
+/** The memo of `config` when it still holds exactly what was checked for `fn`, else null. */
+function memoOf(config: object, fn: KernelFunction): CheckedKernelConfig | null {
+  const m = checkedConfigs.get(config);
+  if (m === undefined || m.func !== fn.func) return null;
+  const c = config as Partial<LaunchConfig>;
+  if (c.grid !== m.grid || c.block !== m.block || c.sharedMem !== m.sharedMem || c.args !== m.argsRef || c.attributes !== undefined) return null;
+  if (!sameItems(m.gridItems, c.grid) || !sameItems(m.blockItems, c.block) || !sameItems(m.argItems, c.args)) return null;
+  if (Object.keys(config).length !== m.keys) return null;
+  return m;
+}
+
 /** Checks a kernel launch for a node: the function on `device`, its configuration and arguments. */
 export function resolveKernel(op: string, fn: KernelFunction, config: unknown, device: Device): Resolved<gb.KernelNodeInput> & { readonly attributes: CheckedAttributes | null } {
   if (fn.device !== device) {
     throw new InvalidArgumentError(op, 'kernel', `kernel '${fn.name}' is loaded on ${fn.device}; the graph runs on ${device}`);
   }
-  const c = checkConfig(op, fn.name, config as LaunchConfig, fn.paramSizes);
-  if (c.attributes !== null && (c.attributes.programmaticStreamSerialization || c.attributes.programmaticEvent !== null)) {
-    throw new InvalidArgumentError(
-      op,
-      'attributes',
-      'programmatic launch attributes are for stream launches; in a graph, give the kernel node a programmatic edge (addDependencies([[from, to, { kind: "programmatic" }]]))',
-    );
+  const memo = typeof config === 'object' && config !== null ? memoOf(config, fn) : null;
+  let c: CheckedConfig;
+  let holds: readonly Lifetime[];
+  if (memo !== null) {
+    c = memo.checked;
+    holds = memo.holds;
+  } else {
+    c = checkConfig(op, fn.name, config as LaunchConfig, fn.paramSizes);
+    if (c.attributes !== null && (c.attributes.programmaticStreamSerialization || c.attributes.programmaticEvent !== null)) {
+      throw new InvalidArgumentError(
+        op,
+        'attributes',
+        'programmatic launch attributes are for stream launches; in a graph, give the kernel node a programmatic edge (addDependencies([[from, to, { kind: "programmatic" }]]))',
+      );
+    }
+    const h: Lifetime[] = fn.keep === null ? [] : [fn.keep];
+    for (const a of c.args) if (a.buffer !== null) h.push(a.buffer[LIFETIME]);
+    holds = h;
+    if (c.attributes === null && typeof config === 'object' && config !== null) {
+      const o = config as LaunchConfig;
+      checkedConfigs.set(config, {
+        func: fn.func,
+        grid: o.grid,
+        block: o.block,
+        gridItems: itemsOf(o.grid),
+        blockItems: itemsOf(o.block),
+        sharedMem: o.sharedMem,
+        argsRef: o.args,
+        argItems: [...o.args],
+        keys: Object.keys(config).length,
+        checked: c,
+        holds,
+      });
+    }
   }
-  const holds: Lifetime[] = fn.keep === null ? [] : [fn.keep];
-  for (const a of c.args) if (a.buffer !== null) holds.push(a.buffer[LIFETIME]);
-  // The driver copies the argument values while it adds or updates the node: a scratch block will do.
+  // The driver copies the argument values while it adds or updates the node: a scratch block will
+  // do. Packing reads each buffer's address, which refuses a buffer disposed since the check.
   const kernelParams = packScratch(c.args, (b) => b.ptrFor(op));
   return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams }, holds, attributes: c.attributes };
 }
