@@ -206,6 +206,33 @@ gpuSuite('graphs built node by node', () => {
     host.dispose();
   });
 
+  test('a configuration reused for many nodes is checked again whenever it changed, and its buffers each time', () => {
+    const x = DeviceBuffer.alloc(d, 4 * N);
+    using g = Graph.create(d);
+    const config = { grid: GRID as number | number[], block: 256, args: [x, arg.u32(1), arg.i32(N)] as unknown[] };
+    g.addKernelNode(add, config as never);
+    config.args.pop();
+    refused(() => g.addKernelNode(add, config as never), InvalidArgumentError, 'Graph.addKernelNode', /takes 3 parameter/);
+    config.args.push(arg.f32(1));
+    refused(() => g.addKernelNode(add, config as never), InvalidArgumentError, 'Graph.addKernelNode', /args\[2\] is f32/);
+    config.args[2] = arg.i32(N);
+    config.grid = [2];
+    assert.deepEqual(g.addKernelNode(add, config as never).info().kernel!.grid, [2, 1, 1]);
+    (config.grid as number[])[0] = 0;
+    refused(() => g.addKernelNode(add, config as never), InvalidArgumentError, 'Graph.addKernelNode', /grid\[0\]/);
+    config.grid = GRID;
+    const node = g.addKernelNode(add, config as never);
+    assert.equal(node.type, 'kernel');
+    // A buffer disposed after the configuration was checked is refused by the memo's path too.
+    const y = DeviceBuffer.alloc(d, 4 * N);
+    const other = { grid: GRID, block: 256, args: [y, arg.u32(1), arg.i32(N)] };
+    g.addKernelNode(add, other);
+    y.dispose(); // the graph holds its memory for the node already added; the program let it go
+    refused(() => g.addKernelNode(add, other), DisposedError, 'Graph.addKernelNode', /DeviceBuffer/);
+    x.dispose();
+    assert.equal(g.nodeCount, 4);
+  });
+
   test('exec setters: each kind updated in place, checked against ExecGraph; refusals name the node and the rule', async () => {
     const x = DeviceBuffer.alloc(d, 4 * N);
     const y = DeviceBuffer.alloc(d, 4 * N);
