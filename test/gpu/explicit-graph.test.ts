@@ -213,8 +213,8 @@ gpuSuite('graphs built node by node', () => {
     g.addKernelNode(add, config as never);
     config.args.pop();
     refused(() => g.addKernelNode(add, config as never), InvalidArgumentError, 'Graph.addKernelNode', /takes 3 parameter/);
-    config.args.push(arg.f32(1));
-    refused(() => g.addKernelNode(add, config as never), InvalidArgumentError, 'Graph.addKernelNode', /args\[2\] is f32/);
+    config.args.push(arg.i64(1)); // the driver reports sizes: an 8-byte value for the 4-byte count is refused
+    refused(() => g.addKernelNode(add, config as never), InvalidArgumentError, 'Graph.addKernelNode', /args\[2\] is i64 \(8 bytes\)/);
     config.args[2] = arg.i32(N);
     config.grid = [2];
     assert.deepEqual(g.addKernelNode(add, config as never).info().kernel!.grid, [2, 1, 1]);
