@@ -13,7 +13,7 @@ import type { DeviceBuffer } from '../memory/device-buffer.js';
 import type { PinnedHostBuffer } from '../memory/pinned-host-buffer.js';
 import type { Kernel } from '../kernel/kernel.js';
 import { checkConfig, type CheckedAttributes, type CheckedConfig, type LaunchConfig } from '../kernel/launch-config.js';
-import { packScratch } from '../kernel/packed-args.js';
+import { packArgs, packScratch, type PackedArgs } from '../kernel/packed-args.js';
 import { brands } from '../core/brands.js';
 import { CudaNode } from './cuda-node.js';
 
@@ -203,8 +203,12 @@ interface CheckedKernelConfig {
   readonly keys: number;
   readonly checked: CheckedConfig;
   readonly holds: readonly Lifetime[];
+  /** The arguments packed once (buffer addresses do not change while the buffers live). */
+  readonly packed: PackedArgs;
 }
 const checkedConfigs = new WeakMap<object, CheckedKernelConfig>();
+/** Frees a memo's packed arguments once its configuration object is collected. */
+const packedBlocks = new FinalizationRegistry<PackedArgs>((p) => p.free());
 
 const itemsOf = (d: unknown): readonly unknown[] | null => (Array.isArray(d) ? [...(d as unknown[])] : null);
 const sameItems = (a: readonly unknown[] | null, d: unknown): boolean => {
@@ -231,42 +235,49 @@ export function resolveKernel(op: string, fn: KernelFunction, config: unknown, d
     throw new InvalidArgumentError(op, 'kernel', `kernel '${fn.name}' is loaded on ${fn.device}; the graph runs on ${device}`);
   }
   const memo = typeof config === 'object' && config !== null ? memoOf(config, fn) : null;
-  let c: CheckedConfig;
-  let holds: readonly Lifetime[];
   if (memo !== null) {
-    c = memo.checked;
-    holds = memo.holds;
-  } else {
-    c = checkConfig(op, fn.name, config as LaunchConfig, fn.paramSizes);
-    if (c.attributes !== null && (c.attributes.programmaticStreamSerialization || c.attributes.programmaticEvent !== null)) {
-      throw new InvalidArgumentError(
-        op,
-        'attributes',
-        'programmatic launch attributes are for stream launches; in a graph, give the kernel node a programmatic edge (addDependencies([[from, to, { kind: "programmatic" }]]))',
-      );
-    }
-    const h: Lifetime[] = fn.keep === null ? [] : [fn.keep];
-    for (const a of c.args) if (a.buffer !== null) h.push(a.buffer[LIFETIME]);
-    holds = h;
-    if (c.attributes === null && typeof config === 'object' && config !== null) {
-      const o = config as LaunchConfig;
-      checkedConfigs.set(config, {
-        func: fn.func,
-        grid: o.grid,
-        block: o.block,
-        gridItems: itemsOf(o.grid),
-        blockItems: itemsOf(o.block),
-        sharedMem: o.sharedMem,
-        argsRef: o.args,
-        argItems: [...o.args],
-        keys: Object.keys(config).length,
-        checked: c,
-        holds,
-      });
-    }
+    const c = memo.checked;
+    // Each buffer alive, as packing would check (a buffer disposed since is refused).
+    for (const a of c.args) if (a.buffer !== null) a.buffer[LIFETIME].assertAlive(op);
+    return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams: memo.packed.address }, holds: memo.holds, attributes: null };
   }
-  // The driver copies the argument values while it adds or updates the node: a scratch block will
-  // do. Packing reads each buffer's address, which refuses a buffer disposed since the check.
-  const kernelParams = packScratch(c.args, (b) => b.ptrFor(op));
-  return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams }, holds, attributes: c.attributes };
+  const c = checkConfig(op, fn.name, config as LaunchConfig, fn.paramSizes);
+  if (c.attributes !== null && (c.attributes.programmaticStreamSerialization || c.attributes.programmaticEvent !== null)) {
+    throw new InvalidArgumentError(
+      op,
+      'attributes',
+      'programmatic launch attributes are for stream launches; in a graph, give the kernel node a programmatic edge (addDependencies([[from, to, { kind: "programmatic" }]]))',
+    );
+  }
+  const holds: Lifetime[] = fn.keep === null ? [] : [fn.keep];
+  for (const a of c.args) if (a.buffer !== null) holds.push(a.buffer[LIFETIME]);
+  if (c.attributes !== null || typeof config !== 'object' || config === null) {
+    // The driver copies the argument values while it adds or updates the node: a scratch block will do.
+    const kernelParams = packScratch(c.args, (b) => b.ptrFor(op));
+    return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams }, holds, attributes: c.attributes };
+  }
+  const o = config as LaunchConfig;
+  const previous = checkedConfigs.get(config);
+  if (previous !== undefined) {
+    packedBlocks.unregister(previous);
+    previous.packed.free();
+  }
+  const packed = packArgs(c.args, (b) => b.ptrFor(op));
+  const entry: CheckedKernelConfig = {
+    func: fn.func,
+    grid: o.grid,
+    block: o.block,
+    gridItems: itemsOf(o.grid),
+    blockItems: itemsOf(o.block),
+    sharedMem: o.sharedMem,
+    argsRef: o.args,
+    argItems: [...o.args],
+    keys: Object.keys(config).length,
+    checked: c,
+    holds,
+    packed,
+  };
+  checkedConfigs.set(config, entry);
+  packedBlocks.register(config, packed, entry);
+  return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams: packed.address }, holds, attributes: null };
 }
