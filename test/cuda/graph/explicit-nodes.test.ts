@@ -1,0 +1,158 @@
+/**
+ * Graphs built node by node, against the stand-in driver (fixtures/stand-in-driver.c: kernel
+ * nodes and edges, no GPU): every refusal names the call, is typed, and adds nothing to the graph
+ * (the stand-in counts the nodes added); edges that would close a cycle are refused; a kernel-node
+ * configuration reused for many nodes is checked again as soon as it changes. The same calls on
+ * the device: test/gpu/explicit-graph.test.ts.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CudaNode, Device, DeviceBuffer, DisposedError, Graph, InvalidArgumentError, Module, PinnedHostBuffer, arg } from '../../../src/index.js';
+
+const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
+const gcc = spawnSync('gcc', ['--version']).status === 0;
+
+/** Builds the stand-in and makes it this process's driver; returns its count of nodes added. */
+function standIn(): (() => number) | null {
+  if (!gcc) return null;
+  const dir = mkdtempSync(join(tmpdir(), 'cg-explicit-'));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const so = join(dir, 'libcuda-stand-in.so');
+  const source = fileURLToPath(new URL('../../../../fixtures/stand-in-driver.c', import.meta.url));
+  const cc = spawnSync('gcc', ['-O1', '-fPIC', '-shared', '-o', so, source], { encoding: 'utf8' });
+  assert.equal(cc.status, 0, cc.stderr);
+  process.env['CUDA_DRIVER_PATH'] = so;
+  const lib = koffi.load(so);
+  const added = new BigUint64Array(koffi.view(lib.symbol('nodes_added') as bigint, 8));
+  return () => Number(added[0]);
+}
+
+const nodesAdded = standIn();
+const skip = nodesAdded === null && 'gcc is absent';
+
+/** `body` throws `cls` with a message starting `op: ` and matching `pattern`, and adds no node. */
+function refused(body: () => unknown, cls: new (...a: never[]) => Error, op: string, pattern: RegExp): void {
+  const before = nodesAdded!();
+  assert.throws(body, (e: unknown) => {
+    assert.ok(e instanceof cls, `expected ${cls.name}, got ${String(e)}`);
+    assert.ok((e as Error).message.startsWith(`${op}: `), (e as Error).message);
+    assert.match((e as Error).message, pattern);
+    return true;
+  });
+  assert.equal(nodesAdded!(), before, `${op}: a refused call adds no node`);
+}
+
+test('explicit graph construction refuses bad input before the driver, naming the call', { skip }, () => {
+  const d = Device.get(0);
+  const m = Module.load(d, '// stand-in: any text\n');
+  const k = m.function('add2');
+  const x = DeviceBuffer.alloc(d, 1024);
+  const host = PinnedHostBuffer.alloc(d, 64);
+  const cfg = { grid: 1, block: 256, args: [x, arg.i32(256)] };
+  using g = Graph.create(d);
+  const a = g.addKernelNode(k, cfg);
+  assert.equal(a.type, 'kernel');
+  assert.equal(a.graph, g);
+  const b = g.addKernelNode(k, cfg, [a]);
+  assert.equal(nodesAdded!() >= 2, true);
+
+  refused(() => g.addKernelNode(k, { ...cfg, grid: NaN }), InvalidArgumentError, 'Graph.addKernelNode', /grid/);
+  refused(() => g.addKernelNode(k, { ...cfg, block: [32, 0] }), InvalidArgumentError, 'Graph.addKernelNode', /block\[1\]/);
+  refused(() => g.addKernelNode(k, { ...cfg, args: [x, 256 as never] }), InvalidArgumentError, 'Graph.addKernelNode', /plain numbers are refused/);
+  refused(() => g.addKernelNode(k, { ...cfg, extra: 1 } as never), InvalidArgumentError, 'Graph.addKernelNode', /unknown option 'extra'/);
+  refused(() => g.addKernelNode({ name: 'add2', module: {} } as never, cfg), InvalidArgumentError, 'Graph.addKernelNode', /kernel must be a Kernel/);
+  refused(() => g.addKernelNode(k, { ...cfg, attributes: { programmaticStreamSerialization: true } }), InvalidArgumentError, 'Graph.addKernelNode', /give the kernel node a programmatic edge/);
+  refused(() => g.addKernelNode(k, cfg, [a, a]), InvalidArgumentError, 'Graph.addKernelNode', /repeats a node/);
+  refused(() => g.addKernelNode(k, cfg, a as never), InvalidArgumentError, 'Graph.addKernelNode', /dependencies must be an array/);
+  const forged = Object.create(CudaNode.prototype) as CudaNode;
+  refused(() => g.addKernelNode(k, cfg, [forged]), InvalidArgumentError, 'Graph.addKernelNode', /must be a CudaNode/);
+  {
+    using other = Graph.create(d);
+    const foreign = other.addKernelNode(k, cfg);
+    refused(() => g.addKernelNode(k, cfg, [foreign]), InvalidArgumentError, 'Graph.addKernelNode', /of another graph/);
+  }
+
+  refused(() => g.addMemcpyNode({ dst: host, src: x, byteLength: 65 }), InvalidArgumentError, 'Graph.addMemcpyNode', /holds 64 bytes; the copy needs 65/);
+  refused(() => g.addMemcpyNode({ dst: host, src: x, byteLength: -1 }), InvalidArgumentError, 'Graph.addMemcpyNode', /byteLength/);
+  refused(() => g.addMemcpyNode({ dst: host, src: x, byteLength: 8, srcOffset: 1.5 }), InvalidArgumentError, 'Graph.addMemcpyNode', /srcOffset/);
+  refused(() => g.addMemcpyNode({ dst: host, src: 'x' as never, byteLength: 8 }), InvalidArgumentError, 'Graph.addMemcpyNode', /src must be a DeviceBuffer, a PinnedHostBuffer or an allocation node/);
+  refused(() => g.addMemcpyNode({ dst: host, src: b, byteLength: 8 }), InvalidArgumentError, 'Graph.addMemcpyNode', /only an allocation node/);
+  refused(
+    () => g.addMemcpyNode({ dst: { memory: x, pitch: 64 }, src: { memory: x, pitch: 64 }, width: 32, height: 8, depth: 2, extra: 1 } as never),
+    InvalidArgumentError,
+    'Graph.addMemcpyNode',
+    /unknown field of params 'extra'/,
+  );
+  refused(
+    () => g.addMemcpyNode({ dst: { memory: x, pitch: 64 }, src: { memory: x, pitch: 64 }, width: 32, height: 8, depth: 3 }),
+    InvalidArgumentError,
+    'Graph.addMemcpyNode',
+    /src reaches byte 1504, past the end of its 1024-byte memory/,
+  );
+  refused(() => g.addMemsetNode({ dst: x, value: 70000, elementSize: 2, count: 4 }), InvalidArgumentError, 'Graph.addMemsetNode', /value/);
+  refused(() => g.addMemsetNode({ dst: x, value: 1, elementSize: 4, count: 300 }), InvalidArgumentError, 'Graph.addMemsetNode', /holds 1024 bytes; the fill reaches byte 1200/);
+  refused(() => g.addMemsetNode({ dst: x, value: 1, count: 8, rows: 2, pitch: 4 }), InvalidArgumentError, 'Graph.addMemsetNode', /pitch/);
+  refused(() => g.addMemAllocNode({ byteLength: 0 }), InvalidArgumentError, 'Graph.addMemAllocNode', /byteLength/);
+  refused(() => g.addMemFreeNode(a), InvalidArgumentError, 'Graph.addMemFreeNode', /must be an allocation node/);
+  refused(() => g.addEventRecordNode({} as never), InvalidArgumentError, 'Graph.addEventRecordNode', /event/);
+  refused(() => g.addChildGraphNode(g), InvalidArgumentError, 'Graph.addChildGraphNode', /its own child/);
+  refused(() => g.addHostNode('f' as never), InvalidArgumentError, 'Graph.addHostNode', /fn must be a function or a HostFunction/);
+  refused(() => g.debugDot({ flags: ['nope' as never] }), InvalidArgumentError, 'Graph.debugDot', /flags\[0\]/);
+  x.dispose();
+  host.dispose();
+});
+
+test('edges: a cycle, a repeated edge and edge data CUDA does not allow are refused, all or nothing', { skip }, () => {
+  const d = Device.get(0);
+  const m = Module.load(d, '// stand-in: any text\n');
+  const k = m.function('add2');
+  const x = DeviceBuffer.alloc(d, 1024);
+  const cfg = { grid: 1, block: 256, args: [x, arg.i32(256)] };
+  using g = Graph.create(d);
+  const a = g.addKernelNode(k, cfg);
+  const b = g.addKernelNode(k, cfg, [a]);
+  const c = g.addKernelNode(k, cfg);
+  assert.deepEqual(b.dependencies(), [a]);
+  refused(() => g.addDependencies([[b, a]]), InvalidArgumentError, 'Graph.addDependencies', /would make a dependency cycle/);
+  refused(() => g.addDependencies([[a, b]]), InvalidArgumentError, 'Graph.addDependencies', /exists already/);
+  refused(() => g.addDependencies([[b, c], [c, b]]), InvalidArgumentError, 'Graph.addDependencies', /cycle/);
+  refused(() => g.addDependencies([[c, c]]), InvalidArgumentError, 'Graph.addDependencies', /to itself/);
+  refused(() => g.addDependencies([[b, c, { port: 'trigger' }]]), InvalidArgumentError, 'Graph.addDependencies', /'trigger' is only for programmatic edges/);
+  refused(() => g.addDependencies([[b, c, { kind: 'programmatic', port: 'completion' }]]), InvalidArgumentError, 'Graph.addDependencies', /must be 'trigger' or 'launchOrder'/);
+  refused(() => g.addDependencies([[b]] as never), InvalidArgumentError, 'Graph.addDependencies', /edges\[0\] must be \[from, to\]/);
+  assert.equal(g.edgeRefs().length, 1, 'no refused call added an edge');
+  g.addDependencies([[b, c, { kind: 'programmatic' }]]);
+  assert.deepEqual(c.dependencies(), [b]);
+  x.dispose();
+});
+
+test('a kernel-node configuration reused for many nodes is checked again whenever it changes', { skip }, () => {
+  const d = Device.get(0);
+  const m = Module.load(d, '// stand-in: any text\n');
+  const k = m.function('add2');
+  const x = DeviceBuffer.alloc(d, 1024);
+  using g = Graph.create(d);
+  const config = { grid: [1] as number[], block: 256, args: [x, arg.i32(256)] as unknown[] };
+  for (let i = 0; i < 3; i++) g.addKernelNode(k, config as never);
+  config.args[1] = 256;
+  refused(() => g.addKernelNode(k, config as never), InvalidArgumentError, 'Graph.addKernelNode', /args\[1\].*plain numbers are refused/);
+  config.args[1] = arg.i32(1);
+  config.grid[0] = 0;
+  refused(() => g.addKernelNode(k, config as never), InvalidArgumentError, 'Graph.addKernelNode', /grid\[0\]/);
+  config.grid[0] = 2;
+  g.addKernelNode(k, config as never);
+  (config as Record<string, unknown>)['extra'] = true;
+  refused(() => g.addKernelNode(k, config as never), InvalidArgumentError, 'Graph.addKernelNode', /unknown option 'extra'/);
+  delete (config as Record<string, unknown>)['extra'];
+  g.addKernelNode(k, config as never);
+  x.dispose();
+  refused(() => g.addKernelNode(k, config as never), DisposedError, 'Graph.addKernelNode', /DeviceBuffer/);
+  g.dispose();
+  refused(() => g.addEmptyNode(), DisposedError, 'Graph.addEmptyNode', /Graph/);
+});
