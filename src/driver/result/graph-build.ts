@@ -1,7 +1,9 @@
 /**
- * Building a graph node by node (`cuGraphAdd*Node`, `cuGraphAddDependencies_v2`): what lowering a
- * `ComputeGraph` calls. Nodes are added without dependencies and every edge is added afterwards in
- * one `cuGraphAddDependencies_v2` call, so the driver graph gets exactly the model's edge set.
+ * Building a graph node by node (`cuGraphAdd*Node`, `cuGraphAddDependencies_v2`, clone, removal):
+ * what lowering a `ComputeGraph` and `Graph.add…Node` call. Each node's parameters are encoded in
+ * one place (`encode*`), which the exec setters (exec-update.ts) share. Lowering adds nodes without
+ * dependencies and then the edges, one call per distinct edge data (`byEdgeData` says why), so the
+ * driver graph gets exactly the model's edge set.
  */
 import { driverSymbol } from '../sys.js';
 import { check } from './check.js';
