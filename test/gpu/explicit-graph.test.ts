@@ -296,12 +296,14 @@ gpuSuite('graphs built node by node', () => {
     assert.equal(rec.info().event!.handle, ev1.handle, 'the template is unchanged');
     await run();
     assert.equal(ev2.query(), true);
-    // Memcpy: copy from another buffer.
+    // Memcpy: copy from another buffer (the same size: the model accepts it too).
+    assert.equal(predict(at(down), { kind: 'memcpy', sizeBytes: 4 * N }), true);
     y.memsetAsync(s, 0);
     exec.setMemcpyNodeParams(down, { dst: host, src: y, byteLength: 4 * N });
     assert.equal(await run(), 0);
     refused(() => exec.setMemcpyNodeParams(down, { dst: y, src: x, byteLength: 4 * N }), InvalidArgumentError, 'GraphExec.setMemcpyNodeParams', /copies device → host memory; the update copies device → device/);
     // Host: another function.
+    assert.equal(predict(at(h), { kind: 'hostCallback', label: 'second' }), true);
     exec.setHostNodeParams(h, () => void seen.push('second'));
     await run();
     assert.equal(seen[seen.length - 1], 'second');
