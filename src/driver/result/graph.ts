@@ -1,6 +1,6 @@
 /** Stream capture and graphs (`cuStream*Capture*`, `cuGraph*`). */
 import { driverSymbol, hasDriverSymbol } from '../sys.js';
-import { nativeAddon, mailboxOf, settle, koffiGraphLaunch, MAILBOX, type HotAddon } from '../hot.js';
+import { nativeAddon, mailboxOf, settle, koffiGraphLaunch, graphCall, GRAPH_CALL, MAILBOX, type HotAddon } from '../hot.js';
 import { gate, passGate } from '../host-gate.js';
 import { check, cudaError } from './check.js';
 import {
@@ -260,21 +260,6 @@ export function graphInstantiate(
 }
 
 /**
- * Points kernel node `node` of executable `exec` at a new argument block (`kernelParams`, an
- * array of pointers to the values), keeping every other launch parameter the template node has
- * (`cuGraphKernelNodeGetParams_v2`, then `cuGraphExecKernelNodeSetParams_v2`). Only launches
- * made after the call see the new values.
- */
-export function execKernelNodeSetArgs(op: string, exec: bigint, node: bigint, kernelParams: bigint): void {
-  const buf = new Uint8Array(K.size);
-  check(driverSymbol(op, 'cuGraphKernelNodeGetParams_v2')(node, buf), op, 'cuGraphKernelNodeGetParams_v2');
-  const v = new DataView(buf.buffer);
-  v.setBigUint64(K.kernelParams, kernelParams, true);
-  v.setBigUint64(K.extra, 0n, true);
-  check(driverSymbol(op, 'cuGraphExecKernelNodeSetParams_v2')(exec, node, buf), op, 'cuGraphExecKernelNodeSetParams_v2');
-}
-
-/**
  * Sets the calling thread's capture mode and returns the previous one
  * (`cuThreadExchangeStreamCaptureMode`): `RELAXED` lets this thread make calls that are unsafe
  * during a capture (its own allocation bookkeeping) without invalidating captures in progress.
@@ -350,7 +335,10 @@ export function graphDebugDotPrint(op: string, graph: bigint, path: string, flag
 
 /** Turns node `node` of `exec`'s template on or off for later launches (`cuGraphNodeSetEnabled`). */
 export function nodeSetEnabled(op: string, exec: bigint, node: bigint, enabled: boolean): void {
-  check(driverSymbol(op, 'cuGraphNodeSetEnabled')(exec, node, enabled ? 1 : 0), op, 'cuGraphNodeSetEnabled');
+  const koffi = (): number => driverSymbol(op, 'cuGraphNodeSetEnabled')(exec, node, enabled ? 1 : 0);
+  const hot = nativeAddon();
+  const rc = hot === null ? koffi() : graphCall(op, hot, GRAPH_CALL.nodeSetEnabled, [exec, node, enabled ? 1n : 0n], koffi);
+  check(rc, op, 'cuGraphNodeSetEnabled');
 }
 
 /** Whether node `node` of `exec`'s template runs when `exec` is launched (`cuGraphNodeGetEnabled`). */
