@@ -7,11 +7,7 @@
  *     integer id and a stream handle;
  *   - a launch sequence: many registered launches, each with its stream, submitted by one call
  *     that loops cuLaunchKernel here (a LaunchSequence: no Node-API call per kernel);
- *   - cuGraphLaunch(exec, stream);
- *   - three calls of graphs built and updated node by node (callFromMailbox): adding a kernel node
- *     (cuGraphAddKernelNode_v2), updating one in an exec (cuGraphExecKernelNodeSetParams_v2), and
- *     switching a node on or off (cuGraphNodeSetEnabled). Through koffi each cost about 2 us more
- *     than from C on the H200 (docs/graphs.md), against nanoseconds here.
+ *   - cuGraphLaunch(exec, stream).
  *
  * The two per-call hot functions also have a "mailbox" form that takes no Node-API arguments and
  * returns nothing: the JS side writes the launch id, stream and graph into a small ArrayBuffer
@@ -42,7 +38,7 @@
 #include <string.h>
 
 /* Bumped whenever a function's signature or meaning changes; the JS loader refuses other values. */
-#define HOT_ABI 4
+#define HOT_ABI 3
 
 /* Negative results are the addon's own; zero and positive ones are CUresult values. */
 #define HOT_NOT_BOUND (-1)  /* the driver function has not been bound yet */
@@ -52,14 +48,6 @@ typedef int (*cu_launch_kernel_fn)(void *f, unsigned gx, unsigned gy, unsigned g
                                    unsigned by, unsigned bz, unsigned shared_mem, void *stream,
                                    void **params, void **extra);
 typedef int (*cu_graph_launch_fn)(void *exec, void *stream);
-typedef int (*cu_graph_add_kernel_node_fn)(void **node, void *graph, const void *deps, size_t n, const void *params);
-typedef int (*cu_exec_kernel_node_set_params_fn)(void *exec, void *node, const void *params);
-typedef int (*cu_graph_node_set_enabled_fn)(void *exec, void *node, unsigned enabled);
-
-/* The calls of callFromMailbox, by the number the JS side writes into mailbox.id. */
-#define CALL_ADD_KERNEL_NODE 0
-#define CALL_EXEC_KERNEL_NODE_SET_PARAMS 1
-#define CALL_NODE_SET_ENABLED 2
 
 typedef struct {
   void *fn;
@@ -76,7 +64,6 @@ typedef struct {
  *   bytes 4-7   i32  result  what the last mailbox call returned: a CUresult or HOT_NOT_BOUND/BAD_ID
  *   bytes 8-15  u64  stream  the stream of both calls
  *   bytes 16-23 u64  exec    the executable graph (graphLaunchFromMailbox)
- *   bytes 24-63 u64  arg[5]  the arguments of callFromMailbox (id says which call: CALL_*)
  */
 #define MAILBOX_BYTES 64
 typedef struct {
@@ -84,15 +71,11 @@ typedef struct {
   int32_t result;
   uint64_t stream;
   uint64_t exec;
-  uint64_t arg[5];
 } mailbox_layout;
 
 typedef struct {
   cu_launch_kernel_fn cu_launch_kernel;
   cu_graph_launch_fn cu_graph_launch;
-  cu_graph_add_kernel_node_fn cu_graph_add_kernel_node;
-  cu_exec_kernel_node_set_params_fn cu_exec_kernel_node_set_params;
-  cu_graph_node_set_enabled_fn cu_graph_node_set_enabled;
   prepared *slots;
   uint32_t capacity;
   uint32_t used;       /* slots handed out at least once: [0, used) */
@@ -196,44 +179,6 @@ static napi_value hot_graph_launch_from_mailbox(napi_env env, napi_callback_info
   m->result = st->cu_graph_launch == NULL
                   ? HOT_NOT_BOUND
                   : st->cu_graph_launch((void *)(uintptr_t)m->exec, (void *)(uintptr_t)m->stream);
-  return NULL;
-}
-
-/*
- * callFromMailbox(): undefined -- one of the graph calls, chosen by mailbox.id, with its arguments
- * in mailbox.arg (pointers and handles as u64), its result written to mailbox.result:
- *   CALL_ADD_KERNEL_NODE:             cuGraphAddKernelNode_v2(arg0 node out, arg1 graph, arg2 deps, arg3 count, arg4 params)
- *   CALL_EXEC_KERNEL_NODE_SET_PARAMS: cuGraphExecKernelNodeSetParams_v2(arg0 exec, arg1 node, arg2 params)
- *   CALL_NODE_SET_ENABLED:            cuGraphNodeSetEnabled(arg0 exec, arg1 node, arg2 enabled)
- * The pointers are to C memory the JS side allocated once (they must not move). NOT_BOUND when
- * that driver function is not bound; BAD_ID for another id.
- */
-static napi_value hot_call_from_mailbox(napi_env env, napi_callback_info info) {
-  hot_state *st;
-  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
-  mailbox_layout *m = st->mailbox;
-  if (m == NULL) return NULL;
-  const uint64_t *a = m->arg;
-  switch (m->id) {
-    case CALL_ADD_KERNEL_NODE:
-      m->result = st->cu_graph_add_kernel_node == NULL
-                      ? HOT_NOT_BOUND
-                      : st->cu_graph_add_kernel_node((void **)(uintptr_t)a[0], (void *)(uintptr_t)a[1], (const void *)(uintptr_t)a[2],
-                                                     (size_t)a[3], (const void *)(uintptr_t)a[4]);
-      break;
-    case CALL_EXEC_KERNEL_NODE_SET_PARAMS:
-      m->result = st->cu_exec_kernel_node_set_params == NULL
-                      ? HOT_NOT_BOUND
-                      : st->cu_exec_kernel_node_set_params((void *)(uintptr_t)a[0], (void *)(uintptr_t)a[1], (const void *)(uintptr_t)a[2]);
-      break;
-    case CALL_NODE_SET_ENABLED:
-      m->result = st->cu_graph_node_set_enabled == NULL
-                      ? HOT_NOT_BOUND
-                      : st->cu_graph_node_set_enabled((void *)(uintptr_t)a[0], (void *)(uintptr_t)a[1], (unsigned)a[2]);
-      break;
-    default:
-      m->result = HOT_BAD_ID;
-  }
   return NULL;
 }
 
@@ -406,15 +351,14 @@ static napi_value hot_registered(napi_env env, napi_callback_info info) {
 
 /*
  * bind(name: string, address: bigint): boolean -- sets the driver function `name`
- * ("cuLaunchKernel", "cuGraphLaunch", "cuGraphAddKernelNode_v2", "cuGraphExecKernelNodeSetParams_v2"
- * or "cuGraphNodeSetEnabled") to `address` (0n unbinds); false for an unknown name.
+ * ("cuLaunchKernel" or "cuGraphLaunch") to `address` (0n unbinds); false for an unknown name.
  */
 static napi_value hot_bind(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   hot_state *st;
   napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
-  char name[48];
+  char name[32];
   size_t len;
   uint64_t address;
   if (napi_get_value_string_utf8(env, argv[0], name, sizeof name, &len) != napi_ok || !get_u64(env, argv[1], &address)) {
@@ -423,10 +367,6 @@ static napi_value hot_bind(napi_env env, napi_callback_info info) {
   bool known = true;
   if (strcmp(name, "cuLaunchKernel") == 0) st->cu_launch_kernel = (cu_launch_kernel_fn)(uintptr_t)address;
   else if (strcmp(name, "cuGraphLaunch") == 0) st->cu_graph_launch = (cu_graph_launch_fn)(uintptr_t)address;
-  else if (strcmp(name, "cuGraphAddKernelNode_v2") == 0) st->cu_graph_add_kernel_node = (cu_graph_add_kernel_node_fn)(uintptr_t)address;
-  else if (strcmp(name, "cuGraphExecKernelNodeSetParams_v2") == 0) {
-    st->cu_exec_kernel_node_set_params = (cu_exec_kernel_node_set_params_fn)(uintptr_t)address;
-  } else if (strcmp(name, "cuGraphNodeSetEnabled") == 0) st->cu_graph_node_set_enabled = (cu_graph_node_set_enabled_fn)(uintptr_t)address;
   else known = false;
   napi_value out;
   napi_get_boolean(env, known, &out);
@@ -463,7 +403,6 @@ NAPI_MODULE_INIT() {
       {"bind", hot_bind},             {"launchSequence", hot_launch_sequence},
       {"mailbox", hot_mailbox},       {"launchFromMailbox", hot_launch_from_mailbox},
       {"graphLaunchFromMailbox", hot_graph_launch_from_mailbox},
-      {"callFromMailbox", hot_call_from_mailbox},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value fn;

@@ -23,10 +23,10 @@ import { fileURLToPath } from 'node:url';
 import { driverSymbol, symbolAddress, onLibrariesReset, type DriverApi } from './sys.js';
 
 /** The ABI version this code speaks; the addon reports its own as `abi`. */
-export const NATIVE_ABI = 4;
+export const NATIVE_ABI = 3;
 
 /** The driver functions the addon calls. */
-export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch' | 'cuGraphAddKernelNode_v2' | 'cuGraphExecKernelNodeSetParams_v2' | 'cuGraphNodeSetEnabled';
+export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch';
 
 /**
  * A kernel launch's shape in `cuLaunchKernel`'s argument order: function, grid x/y/z, block x/y/z,
@@ -73,8 +73,6 @@ export interface HotAddon {
   launchFromMailbox(): void;
   /** `graphLaunch(mailbox exec, mailbox stream)`, the result written to the mailbox. */
   graphLaunchFromMailbox(): void;
-  /** The graph call `CALL[mailbox id]` with the mailbox's arguments (`MAILBOX.ARG`…), the result written to the mailbox. */
-  callFromMailbox(): void;
   /** Keeps a launch (the argument block at `params` must stay put until release); returns its id. */
   register(...launch: [...LaunchShape, params: bigint]): number;
   /** Forgets launch `id`; false when none was registered under it. */
@@ -99,31 +97,8 @@ export interface Mailbox {
   readonly u64: BigUint64Array;
 }
 
-/** Slots of the mailbox, by view (must match `mailbox_layout` in native/cudagraph_hot.c); `ARG` is the first of five u64 arguments. */
-export const MAILBOX = { ID: 0, RESULT: 1, STREAM: 1, EXEC: 2, ARG: 3 } as const;
-
-/** The graph calls of `callFromMailbox`, by the id written to the mailbox (`CALL_*` in native/cudagraph_hot.c), with their driver functions. */
-export const GRAPH_CALL = {
-  addKernelNode: { id: 0, symbol: 'cuGraphAddKernelNode_v2' },
-  execKernelNodeSetParams: { id: 1, symbol: 'cuGraphExecKernelNodeSetParams_v2' },
-  nodeSetEnabled: { id: 2, symbol: 'cuGraphNodeSetEnabled' },
-} as const satisfies Record<string, { id: number; symbol: HotSymbol }>;
-
-/**
- * Makes graph call `call` through `hot` with `args` (pointers into C memory that does not move,
- * handles, counts), binding its driver function on first use; where the library gives no address,
- * through `koffi`. Returns the CUresult.
- */
-export function graphCall(op: string, hot: HotAddon, call: (typeof GRAPH_CALL)[keyof typeof GRAPH_CALL], args: readonly bigint[], koffi: () => number): number {
-  const m = mailboxOf(hot);
-  const again = (): number => {
-    m.u32[MAILBOX.ID] = call.id;
-    for (let i = 0; i < args.length; i++) m.u64[MAILBOX.ARG + i] = args[i]!;
-    hot.callFromMailbox();
-    return m.i32[MAILBOX.RESULT]!;
-  };
-  return settle(op, hot, call.symbol, again(), again, koffi);
-}
+/** Slots of the mailbox, by view (must match `mailbox_layout` in native/cudagraph_hot.c). */
+export const MAILBOX = { ID: 0, RESULT: 1, STREAM: 1, EXEC: 2 } as const;
 
 const mailboxes = new WeakMap<HotAddon, Mailbox>();
 /** The last addon asked for and its mailbox: the hot paths ask every call, and it is almost always the same addon. */

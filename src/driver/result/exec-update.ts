@@ -7,27 +7,16 @@
 import { driverSymbol } from '../sys.js';
 import { check } from './check.js';
 import { KERNEL_NODE_PARAMS as K } from '../layouts.js';
-import { encodeCopy, encodeFill, encodeHost, encodeKernelParams, hotGraphMemory, type CopyShape, type FillShape, type KernelNodeInput } from './graph-build.js';
-import { nativeAddon, graphCall, GRAPH_CALL } from '../hot.js';
+import { encodeCopy, encodeFill, encodeHost, encodeKernelParams, type CopyShape, type FillShape, type KernelNodeInput } from './graph-build.js';
 
 /** A kernel node's function, launch shape and arguments (`cuGraphExecKernelNodeSetParams_v2`). */
 export function setKernel(op: string, exec: bigint, node: bigint, p: KernelNodeInput): void {
   setKernelBytes(op, exec, node, encodeKernelParams(p));
 }
 
-/** `setKernel` with the `CUDA_KERNEL_NODE_PARAMS_v2` bytes already encoded (through the addon when it is loaded). */
+/** `setKernel` with the `CUDA_KERNEL_NODE_PARAMS_v2` bytes already encoded. */
 export function setKernelBytes(op: string, exec: bigint, node: bigint, params: Uint8Array): void {
-  const koffi = (): number => driverSymbol(op, 'cuGraphExecKernelNodeSetParams_v2')(exec, node, params);
-  const hot = nativeAddon();
-  let rc: number;
-  if (hot === null) rc = koffi();
-  else {
-    // The addon passes pointers into C memory: copy the bytes there (the driver reads them during the call).
-    const b = hotGraphMemory();
-    b.params.set(params);
-    rc = graphCall(op, hot, GRAPH_CALL.execKernelNodeSetParams, [exec, node, b.address + 8n], koffi);
-  }
-  check(rc, op, 'cuGraphExecKernelNodeSetParams_v2');
+  check(driverSymbol(op, 'cuGraphExecKernelNodeSetParams_v2')(exec, node, params), op, 'cuGraphExecKernelNodeSetParams_v2');
 }
 
 /**

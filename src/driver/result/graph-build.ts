@@ -6,8 +6,6 @@
  * driver graph gets exactly the model's edge set.
  */
 import { driverSymbol } from '../sys.js';
-import { nativeAddon, graphCall, GRAPH_CALL } from '../hot.js';
-import { allocHostBlock } from './host.js';
 import { check } from './check.js';
 import {
   KERNEL_NODE_PARAMS as K,
@@ -66,49 +64,11 @@ function encodeKernelParamsInto(buf: Uint8Array, p: KernelNodeInput, view?: Data
 /** Dependencies of a node being added: its handles, or null for none. */
 export type Deps = BigUint64Array | null;
 
-/** Dependencies the addon's node call takes from its C memory; more go through koffi. */
-const HOT_DEPS = 64;
-
-/**
- * C memory the addon's graph calls point into (`hot.ts`, `graphCall`): the new node's handle
- * (bytes 0–7), a node's parameters (8–79: `CUDA_KERNEL_NODE_PARAMS_v2`), dependencies (80–).
- * Allocated once, on first use; it never moves. The driver reads it during the call only.
- */
-let hotBlock: { address: bigint; params: Uint8Array; paramsView: DataView; node: BigUint64Array; deps: BigUint64Array } | null = null;
-
-/** The addon's C memory for graph calls. */
-export function hotGraphMemory(): NonNullable<typeof hotBlock> {
-  if (hotBlock === null) {
-    const { address, view } = allocHostBlock(8 + K.size + 8 * HOT_DEPS);
-    const buffer = view.buffer;
-    hotBlock = {
-      address,
-      node: new BigUint64Array(buffer, view.byteOffset, 1),
-      params: new Uint8Array(buffer, view.byteOffset + 8, K.size),
-      paramsView: new DataView(buffer, view.byteOffset + 8, K.size),
-      deps: new BigUint64Array(buffer, view.byteOffset + 8 + K.size, HOT_DEPS),
-    };
-  }
-  return hotBlock;
-}
-
-/** Adds a kernel node after `deps` (`cuGraphAddKernelNode_v2`; through the addon when it is loaded). */
+/** Adds a kernel node after `deps` (`cuGraphAddKernelNode_v2`). */
 export function addKernelNode(op: string, graph: bigint, p: KernelNodeInput, deps: Deps = null): bigint {
-  const hot = nativeAddon();
-  const n = deps?.length ?? 0;
-  if (hot !== null && n <= HOT_DEPS) {
-    const b = hotGraphMemory();
-    encodeKernelParamsInto(b.params, p, b.paramsView);
-    if (deps !== null) b.deps.set(deps);
-    b.node[0] = 0n;
-    const koffi = (): number => driverSymbol(op, 'cuGraphAddKernelNode_v2')(b.node, graph, deps, n, b.params);
-    const args = [b.address, graph, n === 0 ? 0n : b.address + BigInt(8 + K.size), BigInt(n), b.address + 8n];
-    check(graphCall(op, hot, GRAPH_CALL.addKernelNode, args, koffi), op, 'cuGraphAddKernelNode_v2');
-    return b.node[0]!;
-  }
   const buf = encodeKernelParamsInto(kernelScratch, p, kernelScratchView);
   u64[0] = 0n;
-  check(driverSymbol(op, 'cuGraphAddKernelNode_v2')(u64, graph, deps, n, buf), op, 'cuGraphAddKernelNode_v2');
+  check(driverSymbol(op, 'cuGraphAddKernelNode_v2')(u64, graph, deps, deps?.length ?? 0, buf), op, 'cuGraphAddKernelNode_v2');
   return takeHandle();
 }
 

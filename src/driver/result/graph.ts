@@ -1,6 +1,6 @@
 /** Stream capture and graphs (`cuStream*Capture*`, `cuGraph*`). */
 import { driverSymbol, hasDriverSymbol } from '../sys.js';
-import { nativeAddon, mailboxOf, settle, koffiGraphLaunch, graphCall, GRAPH_CALL, MAILBOX, type HotAddon } from '../hot.js';
+import { nativeAddon, mailboxOf, settle, koffiGraphLaunch, MAILBOX, type HotAddon } from '../hot.js';
 import { gate, passGate } from '../host-gate.js';
 import { check, cudaError } from './check.js';
 import {
@@ -335,10 +335,7 @@ export function graphDebugDotPrint(op: string, graph: bigint, path: string, flag
 
 /** Turns node `node` of `exec`'s template on or off for later launches (`cuGraphNodeSetEnabled`). */
 export function nodeSetEnabled(op: string, exec: bigint, node: bigint, enabled: boolean): void {
-  const koffi = (): number => driverSymbol(op, 'cuGraphNodeSetEnabled')(exec, node, enabled ? 1 : 0);
-  const hot = nativeAddon();
-  const rc = hot === null ? koffi() : graphCall(op, hot, GRAPH_CALL.nodeSetEnabled, [exec, node, enabled ? 1n : 0n], koffi);
-  check(rc, op, 'cuGraphNodeSetEnabled');
+  check(driverSymbol(op, 'cuGraphNodeSetEnabled')(exec, node, enabled ? 1 : 0), op, 'cuGraphNodeSetEnabled');
 }
 
 /** Whether node `node` of `exec`'s template runs when `exec` is launched (`cuGraphNodeGetEnabled`). */
