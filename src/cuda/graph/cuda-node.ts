@@ -67,6 +67,11 @@ export class CudaNode {
     return this.handleFor('CudaNode.handle');
   }
 
+  /** @internal The handle, alive or not (the graph's bookkeeping). */
+  handleUnchecked(): bigint {
+    return this.#handle;
+  }
+
   /** @internal The handle, checked alive for `op`. */
   handleFor(op: string): bigint {
     this.graph[LIFETIME].assertAlive(op);

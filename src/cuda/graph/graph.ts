@@ -77,6 +77,11 @@ export class Graph {
   /** The node object of each handle handed out, so one node is one object. */
   // Keyed by the handle as a number (an address below 2^53: exact), which hashes faster than a bigint.
   readonly #nodes = new Map<number, CudaNode>();
+  /**
+   * Nodes added since the map was last brought up to date: adding a node only pushes it here (a
+   * loop adding thousands pays no map insert each); the first lookup moves them into the map.
+   */
+  readonly #added: CudaNode[] = [];
   /** Whether the graph has allocation or free nodes (CUDA's extra rules apply), null until known. */
   #memoryNodes: boolean | null;
   /** Live execs instantiated from this graph (a graph with memory nodes allows one). */
@@ -99,13 +104,16 @@ export class Graph {
     this.#owned = owned;
     const destroyed = this.#destroyed;
     const nodes = this.#nodes;
+    const added = this.#added;
     this[LIFETIME] = new Lifetime(`Graph 0x${handle.toString(16)}`, this, () => {
       try {
         if (!destroyed.done) keepFailure(gr.graphDestroy('Graph.dispose', handle), 'Graph.dispose', 'cuGraphDestroy');
         destroyed.done = true;
       } finally {
         for (const n of nodes.values()) n.markRemoved();
+        for (const n of added) n.markRemoved();
         nodes.clear();
+        added.length = 0;
         for (const l of keep) l.release();
         keep.clear();
         for (const h of owned.splice(0)) h.dispose();
@@ -125,7 +133,7 @@ export class Graph {
       this.#keep.add(l);
     }
     const node = new CudaNode(INTERNAL, this, handle, type, allocation);
-    this.#nodes.set(Number(handle), node);
+    this.#added.push(node);
     this.#jsHostFunctions = null;
     if (type === 'memAlloc' || type === 'memFree') this.#memoryNodes = true;
     return node;
@@ -176,9 +184,19 @@ export class Graph {
     this.#owned.push(hf);
   }
 
+  /** The node map, with the nodes added since the last lookup moved in. */
+  #nodeMap(): Map<number, CudaNode> {
+    const added = this.#added;
+    if (added.length !== 0) {
+      for (const n of added) this.#nodes.set(Number(n.handleUnchecked()), n);
+      added.length = 0;
+    }
+    return this.#nodes;
+  }
+
   /** @internal The node object of `handle` (one per node). */
   nodeOf(op: string, handle: bigint): CudaNode {
-    let n = this.#nodes.get(Number(handle));
+    let n = this.#nodeMap().get(Number(handle));
     if (n === undefined) {
       n = CudaNode.read(op, this, handle);
       this.#nodes.set(Number(handle), n);
@@ -188,8 +206,9 @@ export class Graph {
 
   /** @internal Forgets a removed node. */
   forget(handle: bigint): void {
-    this.#nodes.get(Number(handle))?.markRemoved();
-    this.#nodes.delete(Number(handle));
+    const map = this.#nodeMap();
+    map.get(Number(handle))?.markRemoved();
+    map.delete(Number(handle));
     this.#jsHostFunctions = null;
   }
 
@@ -215,7 +234,7 @@ export class Graph {
     for (const h of gr.graphNodes(op, this.#handle)) {
       const t = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)];
       if (t === 'memAlloc') {
-        const n = this.#nodes.get(Number(h));
+        const n = this.#nodeMap().get(Number(h));
         if (n === undefined || !isFreedElsewhere(n)) allocs.push(gr.memAllocNodeParams(op, h).dptr);
       } else if (t === 'memFree') freed.add(gr.memFreeNodeParams(op, h));
     }

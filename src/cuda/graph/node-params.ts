@@ -179,9 +179,17 @@ export interface KernelFunction {
   readonly keep: Lifetime | null;
 }
 
+/** Each kernel's `KernelFunction`, made once (its module's liveness is checked by the callers). */
+const functions = new WeakMap<Kernel, KernelFunction>();
+
 /** The function of a `Kernel`. */
 export function kernelFunction(kernel: Kernel): KernelFunction {
-  return { name: kernel.name, func: kernel.handle, paramSizes: kernel.paramSizes, device: kernel.module.device, keep: kernel.module[LIFETIME] };
+  let f = functions.get(kernel);
+  if (f === undefined) {
+    f = { name: kernel.name, func: kernel.handle, paramSizes: kernel.paramSizes, device: kernel.module.device, keep: kernel.module[LIFETIME] };
+    functions.set(kernel, f);
+  }
+  return f;
 }
 
 /**
