@@ -2,7 +2,8 @@
  * Graphs built node by node, against the stand-in driver (fixtures/stand-in-driver.c: kernel
  * nodes and edges, no GPU): every refusal names the call, is typed, and adds nothing to the graph
  * (the stand-in counts the nodes added); edges that would close a cycle are refused; a kernel-node
- * configuration reused for many nodes is checked again as soon as it changes. The same calls on
+ * configuration reused for many nodes is checked again as soon as it changes; an exec's per-node
+ * setters refuse bad input with no driver call (the stand-in counts the updates). The same calls on
  * the device: test/gpu/explicit-graph.test.ts.
  */
 import { test } from 'node:test';
@@ -18,8 +19,8 @@ import { CudaNode, Device, DeviceBuffer, DisposedError, Graph, InvalidArgumentEr
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
 const gcc = spawnSync('gcc', ['--version']).status === 0;
 
-/** Builds the stand-in and makes it this process's driver; returns its count of nodes added. */
-function standIn(): (() => number) | null {
+/** Builds the stand-in and makes it this process's driver; returns its counts of nodes added and of exec updates. */
+function standIn(): { added: () => number; updates: () => number } | null {
   if (!gcc) return null;
   const dir = mkdtempSync(join(tmpdir(), 'cg-explicit-'));
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
@@ -30,11 +31,13 @@ function standIn(): (() => number) | null {
   process.env['CUDA_DRIVER_PATH'] = so;
   const lib = koffi.load(so);
   const added = new BigUint64Array(koffi.view(lib.symbol('nodes_added') as bigint, 8));
-  return () => Number(added[0]);
+  const updates = new BigUint64Array(koffi.view(lib.symbol('exec_updates') as bigint, 8));
+  return { added: () => Number(added[0]), updates: () => Number(updates[0]) };
 }
 
-const nodesAdded = standIn();
-const skip = nodesAdded === null && 'gcc is absent';
+const driver = standIn();
+const nodesAdded = driver === null ? null : driver.added;
+const skip = driver === null && 'gcc is absent';
 
 /** `body` throws `cls` with a message starting `op: ` and matching `pattern`, and adds no node. */
 function refused(body: () => unknown, cls: new (...a: never[]) => Error, op: string, pattern: RegExp): void {
@@ -155,4 +158,50 @@ test('a kernel-node configuration reused for many nodes is checked again wheneve
   refused(() => g.addKernelNode(k, config as never), DisposedError, 'Graph.addKernelNode', /DeviceBuffer/);
   g.dispose();
   refused(() => g.addEmptyNode(), DisposedError, 'Graph.addEmptyNode', /Graph/);
+});
+
+test('exec setters refuse a node of another graph, another kind, a bad index or bad parameters, with no driver call', { skip }, () => {
+  const d = Device.get(0);
+  const m = Module.load(d, '// stand-in: any text\n');
+  const k = m.function('add2');
+  const x = DeviceBuffer.alloc(d, 1024);
+  const cfg = { grid: 1, block: 256, args: [x, arg.i32(256)] };
+  using g = Graph.create(d);
+  const a = g.addKernelNode(k, cfg);
+  using exec = g.instantiate();
+  const noUpdate = (body: () => unknown, cls: new (...a: never[]) => Error, op: string, pattern: RegExp): void => {
+    const before = driver!.updates();
+    refused(body, cls, op, pattern);
+    assert.equal(driver!.updates(), before, `${op}: a refused call updates nothing`);
+  };
+  const before = driver!.updates();
+  exec.setKernelArgs(a, [x, arg.i32(128)]);
+  exec.setNodeEnabled(a, false);
+  exec.setKernelNodeParams(a, { grid: 2, block: 128, args: [x, arg.i32(64)] });
+  assert.equal(driver!.updates(), before + 3, 'each accepted call is one driver call');
+  {
+    using other = Graph.create(d);
+    const foreign = other.addKernelNode(k, cfg);
+    noUpdate(() => exec.setKernelArgs(foreign, cfg.args), InvalidArgumentError, 'GraphExec.setKernelArgs', /of another graph/);
+    noUpdate(() => exec.setNodeEnabled(foreign, true), InvalidArgumentError, 'GraphExec.setNodeEnabled', /of another graph/);
+  }
+  noUpdate(() => exec.setKernelArgs(Object.create(CudaNode.prototype) as CudaNode, cfg.args), InvalidArgumentError, 'GraphExec.setKernelArgs', /node must be a CudaNode or a node index/);
+  noUpdate(() => exec.setKernelArgs(7, cfg.args), InvalidArgumentError, 'GraphExec.setKernelArgs', /node/);
+  noUpdate(() => exec.setKernelArgs(-1, cfg.args), InvalidArgumentError, 'GraphExec.setKernelArgs', /node/);
+  noUpdate(() => exec.setKernelArgs(a, [x, 5 as never]), InvalidArgumentError, 'GraphExec.setKernelArgs', /plain numbers are refused/);
+  noUpdate(() => exec.setKernelArgs(a, 'x' as never), InvalidArgumentError, 'GraphExec.setKernelArgs', /args must be an array/);
+  noUpdate(() => exec.setNodeEnabled(a, 1 as never), InvalidArgumentError, 'GraphExec.setNodeEnabled', /enabled must be a boolean/);
+  noUpdate(() => exec.setKernelNodeParams(a, { ...cfg, grid: 0 }), InvalidArgumentError, 'GraphExec.setKernelNodeParams', /grid/);
+  noUpdate(() => exec.setKernelNodeParams(a, { ...cfg, attributes: { priority: 0 } }), InvalidArgumentError, 'GraphExec.setKernelNodeParams', /keeps the attributes it was instantiated with/);
+  noUpdate(() => exec.setKernelNodeParams(a, { ...cfg, kernel: 'add2' as never }), InvalidArgumentError, 'GraphExec.setKernelNodeParams', /kernel must be a Kernel/);
+  noUpdate(() => exec.setMemcpyNodeParams(a, { dst: x, src: x, byteLength: 4 }), InvalidArgumentError, 'GraphExec.setMemcpyNodeParams', /is a 'kernel' node, not a memcpy node/);
+  noUpdate(() => exec.setMemsetNodeParams(a, { dst: x, value: 0, count: 4 }), InvalidArgumentError, 'GraphExec.setMemsetNodeParams', /not a memset node/);
+  noUpdate(() => exec.setHostNodeParams(a, () => {}), InvalidArgumentError, 'GraphExec.setHostNodeParams', /not a hostCallback node/);
+  noUpdate(() => exec.setEventRecordNodeEvent(a, null as never), InvalidArgumentError, 'GraphExec.setEventRecordNodeEvent', /not a eventRecord node/);
+  noUpdate(() => exec.setChildGraphNodeParams(a, g), InvalidArgumentError, 'GraphExec.setChildGraphNodeParams', /not a graph node/);
+  refused(() => exec.freeAllocations(), Error, 'GraphExec.freeAllocations', /nothing to free/);
+  exec.dispose();
+  noUpdate(() => exec.setKernelArgs(a, cfg.args), DisposedError, 'GraphExec.setKernelArgs', /GraphExec/);
+  noUpdate(() => exec.setNodeEnabled(a, true), DisposedError, 'GraphExec.setNodeEnabled', /GraphExec/);
+  x.dispose();
 });
