@@ -163,6 +163,7 @@ class CaptureRecord implements CaptureSink {
         still = false;
       }
       if (!still) {
+        this.keepIntoHolds();
         this.close();
         this.releaseGraphAllocations();
         this.forgetGraphs();
@@ -171,8 +172,10 @@ class CaptureRecord implements CaptureSink {
     }
     if (graph === 0n) {
       // Never seen from a driver; a Graph wrapping no handle would fail later and less clearly.
+      this.keepIntoHolds();
       this.close();
       this.releaseGraphAllocations();
+      this.forgetGraphs();
       throw cudaError(999, op, 'cuStreamEndCapture', 'ending the capture succeeded but returned no graph');
     }
     const held = [...this.held];
@@ -182,13 +185,25 @@ class CaptureRecord implements CaptureSink {
     const memory = this.graphAllocations.length > 0;
     this.graphAllocations.length = 0; // they live on with the graph (freed in it, or by their buffers)
     this.close();
-    const target = this.into ?? (this.borrowed !== null && !this.borrowed.disposed ? this.borrowed : null);
+    // A graph handed out during the capture (the user's own, or `capture.graph`) becomes the result:
+    // its node objects stay valid. (A dispose of it during the capture takes effect now.)
+    const target = this.into ?? this.borrowed;
     if (target !== null) {
       target.adoptCapture(graph, held, memory);
       return target;
     }
-    this.borrowed?.adoptCapture(0n, [], false);
     return new Graph(INTERNAL, this.stream.device, graph, held, memory);
+  }
+
+  /**
+   * A capture into the user's graph that fails or is abandoned leaves in that graph the nodes it
+   * recorded: the graph keeps what they use (the holds the capture took), never the capture.
+   */
+  keepIntoHolds(): void {
+    if (this.into === null) return;
+    const held = [...this.held];
+    this.held.clear();
+    this.into.keepAfterCapture(held);
   }
 
   /** Where a failed or abandoned capture leaves the graph objects it handed out. */
@@ -295,6 +310,7 @@ class CaptureRecord implements CaptureSink {
     } catch (e) {
       keep(e);
     }
+    this.keepIntoHolds();
     this.close();
     this.releaseGraphAllocations();
     this.forgetGraphs();

@@ -14,6 +14,7 @@ import type { Event } from '../device/event.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
 import type { PinnedHostBuffer } from '../memory/pinned-host-buffer.js';
 import type { Module } from '../kernel/module.js';
+import type { Kernel } from '../kernel/kernel.js';
 import type { PreparedLaunch } from '../kernel/prepared-launch.js';
 import type { LaunchSequence } from '../kernel/launch-sequence.js';
 import type { KernelArgValue } from '../kernel/arg.js';
@@ -30,6 +31,7 @@ export interface Brands {
   DeviceBuffer: BrandedClass<DeviceBuffer>;
   PinnedHostBuffer: BrandedClass<PinnedHostBuffer>;
   Module: BrandedClass<Module>;
+  Kernel: BrandedClass<Kernel>;
   PreparedLaunch: BrandedClass<PreparedLaunch>;
   LaunchSequence: BrandedClass<LaunchSequence>;
   KernelArgValue: BrandedClass<KernelArgValue>;
@@ -51,6 +53,7 @@ export const brands: Brands = {
   DeviceBuffer: unregistered('DeviceBuffer'),
   PinnedHostBuffer: unregistered('PinnedHostBuffer'),
   Module: unregistered('Module'),
+  Kernel: unregistered('Kernel'),
   PreparedLaunch: unregistered('PreparedLaunch'),
   LaunchSequence: unregistered('LaunchSequence'),
   KernelArgValue: unregistered('KernelArgValue'),

@@ -230,6 +230,12 @@ export class Stream {
     const op = 'Stream.record';
     this.handleFor(op);
     if (event !== undefined) requireInstance(op, 'event', event, brands.Event);
+    // Checked before an event is made for the call, so a refusal leaves nothing behind.
+    const o = requireOptions<{ external: boolean }>(op, options, ['external']);
+    const external = o.external === undefined ? false : requireBoolean(op, 'external', o.external);
+    if (external && this.#cell.sink === null) {
+      throw new InvalidArgumentError(op, 'options', 'external records are for a capturing stream (an event record node); outside a capture, record without it');
+    }
     const e = event ?? this.device.createEvent();
     e.record(this, options);
     return e;

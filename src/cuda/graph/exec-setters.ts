@@ -64,6 +64,10 @@ export interface TargetNode {
 }
 
 /** The node's position in the template's `nodes()`. */
+export function nodeIndex(op: string, t: ExecTarget, n: TargetNode): number {
+  return indexIn(op, t, n);
+}
+
 function indexIn(op: string, t: ExecTarget, n: TargetNode): number {
   return n.index >= 0 ? n.index : gr.graphNodes(op, t.template.handle).indexOf(n.handle);
 }
@@ -86,7 +90,8 @@ export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: read
     n = { handle: node.handleFor(op), index: -1, type: node.type };
   } else if (typeof node === 'number') {
     const handles = gr.graphNodes(op, t.template.handle);
-    const index = requireInt(op, 'node', node, 0, Math.max(0, handles.length - 1));
+    if (handles.length === 0) throw new InvalidArgumentError(op, 'node', 'the graph the exec was instantiated from has no nodes');
+    const index = requireInt(op, 'node', node, 0, handles.length - 1);
     const handle = handles[index]!;
     n = { handle, index, type: CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, handle)] ?? 'unknown' };
   } else {
@@ -127,7 +132,7 @@ export function setKernelParams(t: ExecTarget, node: unknown, params: unknown): 
   const { kernel, ...config } = params as LaunchConfig & { kernel?: Kernel };
   let fn: KernelFunction;
   if (kernel !== undefined) {
-    if (typeof kernel !== 'object' || kernel === null || !brands.Module.is((kernel as Kernel).module)) {
+    if (!brands.Kernel.is(kernel)) {
       throw new InvalidArgumentError(op, 'params.kernel', `kernel must be a Kernel, got ${describe(kernel)}`);
     }
     kernel.module[LIFETIME].assertAlive(op);
@@ -137,7 +142,7 @@ export function setKernelParams(t: ExecTarget, node: unknown, params: unknown): 
     const now = execKernel(op, t, n.handle);
     fn = { name: now.name, func: now.func, paramSizes: now.paramSizes, device: t.template.device, keep: null };
   }
-  const k = resolveKernel(op, fn, config, t.template.device);
+  const k = resolveKernel(op, fn, config, t.template.device, false);
   if (k.attributes !== null) {
     throw new InvalidArgumentError(op, 'params.attributes', `${nodeText(op, t, n)}: an exec's kernel node keeps the attributes it was instantiated with; set them on the graph's node (addKernelNode) and instantiate again`);
   }

@@ -42,7 +42,7 @@ function begin(op: string, graph: Graph, deps: unknown): BigUint64Array | null {
 export function addKernel(graph: Graph, kernel: Kernel, config: unknown, deps: unknown): CudaNode {
   const op = 'Graph.addKernelNode';
   const d = begin(op, graph, deps);
-  if (typeof kernel !== 'object' || kernel === null || !brands.Module.is((kernel as Kernel).module)) {
+  if (!brands.Kernel.is(kernel)) {
     throw new InvalidArgumentError(op, 'kernel', `kernel must be a Kernel (module.function(name)), got ${describe(kernel)}`);
   }
   kernel.module[LIFETIME].assertAlive(op);

@@ -21,7 +21,7 @@ import type { LaunchConfig } from '../kernel/launch-config.js';
 import type { CudaNode } from './cuda-node.js';
 import type { MemcpyNodeParams, MemsetNodeParams } from './node-params.js';
 import {
-  hostIdsByNode, setChildParams, setCopyParams, setEvent, setFillParams, setHostParams, setKernelArgs, setKernelParams, targetNode, type ExecTarget,
+  hostIdsByNode, nodeIndex, setChildParams, setCopyParams, setEvent, setFillParams, setHostParams, setKernelArgs, setKernelParams, targetNode, type ExecTarget,
 } from './exec-setters.js';
 
 const LAUNCH = 'GraphExec.launch';
@@ -63,7 +63,7 @@ export class GraphExec {
   readonly #unfreed: readonly bigint[];
   #allocated = false;
   /** The host function ids each host or child graph node calls, once a setter changed one (else null). */
-  #hostIdsByNode: Map<bigint, number[]> | null = null;
+  #hostIdsByNode: Map<bigint, number[]>;
   /** Host functions the exec made for plain callbacks given to setters. */
   readonly #owned: HostFunction[] = [];
   /** What the per-node setters use (made on first use). */
@@ -81,6 +81,7 @@ export class GraphExec {
     this.#unfreed = Object.freeze([...unfreed]);
     this.nodeCount = graph.nodeCount;
     this.#hostFunctions = graph.jsHostFunctionIds('GraphExec');
+    this.#hostIdsByNode = this.#hostMapOf('GraphExec', graph, graph);
     // Two holds on the template: one as the current graph (index 0, replaced by update), one as
     // the graph the exec was instantiated from, whose nodes the per-node setters name.
     graph[LIFETIME].retain();
@@ -206,11 +207,12 @@ export class GraphExec {
     }
     const h = s.handleFor(op);
     makeCurrent(op, this.#ctx);
+    // Marked first: a free that fails part-way must not lead the next call to free the others twice.
+    this.#allocated = false;
     for (const a of this.#unfreed) {
       const rc = mem.memFreeAsync(op, a, h);
       if (rc !== 0) throw cudaError(rc, op, 'cuMemFreeAsync');
     }
-    this.#allocated = false;
   }
 
   /**
@@ -278,11 +280,32 @@ export class GraphExec {
   /** The template's node (a CudaNode or its index), refused unless CUDA can enable and disable its kind. */
   #switchable(op: string, node: unknown): bigint {
     this[LIFETIME].assertAlive(op);
-    const n = targetNode(op, this.#target(), node, null);
+    const t = this.#target();
+    const n = targetNode(op, t, node, null);
     if (n.type !== 'kernel' && n.type !== 'memset' && n.type !== 'memcpy') {
-      throw new InvalidArgumentError(op, 'node', `node #${n.index} is a '${n.type}' node; CUDA enables and disables only kernel, memset and memcpy nodes`);
+      throw new InvalidArgumentError(op, 'node', `node #${nodeIndex(op, t, n)} is a '${n.type}' node; CUDA enables and disables only kernel, memset and memcpy nodes`);
     }
     return n.handle;
+  }
+
+  /**
+   * The JS host functions each host or child graph node of `graph` calls, keyed by the node of
+   * `template` in the same position (the exec's nodes, as its setters name them): what the exec
+   * runs now, so a setter's change replaces one node's entry. Empty, with no scan, for a graph that
+   * calls none.
+   */
+  #hostMapOf(op: string, graph: Graph, template: Graph): Map<bigint, number[]> {
+    if (graph.jsHostFunctionIds(op).length === 0) return new Map();
+    const byNode = hostIdsByNode(op, graph.handle);
+    if (graph === template) return byNode;
+    const ours = gr.graphNodes(op, template.handle);
+    const theirs = gr.graphNodes(op, graph.handle);
+    const out = new Map<bigint, number[]>();
+    theirs.forEach((h, i) => {
+      const ids = byNode.get(h);
+      if (ids !== undefined && ours[i] !== undefined) out.set(ours[i]!, ids);
+    });
+    return out;
   }
 
   /** What the per-node setters see of this exec (made once). */
@@ -310,7 +333,7 @@ export class GraphExec {
       },
       own: (hf) => void exec.#owned.push(hf),
       hostCallsChanged: (node, ids) => {
-        const map = (exec.#hostIdsByNode ??= hostIdsByNode('GraphExec', exec.#template.handle));
+        const map = exec.#hostIdsByNode;
         map.set(node, [...ids]);
         exec.#hostFunctions = Object.freeze([...map.values()].flat());
       },
@@ -416,6 +439,11 @@ export class GraphExec {
         fromNode: from,
       });
     }
+    // The exec now runs the new graph's parameters (also when it is the current graph, which undoes
+    // the setters' changes): what the setters remembered is stale.
+    this.#hostFunctions = graph.jsHostFunctionIds(op);
+    this.#hostIdsByNode = this.#hostMapOf(op, graph, this.#template);
+    this.#setterTarget?.kernels.clear();
     if (graph === this.#graph) return;
     graph[LIFETIME].retain();
     const old = this.#graph;
@@ -423,10 +451,6 @@ export class GraphExec {
     this.#held[0] = graph[LIFETIME];
     this.#graph = graph;
     this.#ownsGraph = false;
-    this.#hostFunctions = graph.jsHostFunctionIds(op);
-    this.#hostIdsByNode = null;
-    // The exec now runs the new graph's parameters: what the setters remembered is stale.
-    this.#setterTarget?.kernels.clear();
     old[LIFETIME].release();
     if (oldOwned) old.dispose();
   }

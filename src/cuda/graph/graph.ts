@@ -88,6 +88,8 @@ export class Graph {
   #instantiations = 0;
   /** True while a stream capture records into this graph (`captureInto`, or the graph a capture hands out). */
   #capturing = false;
+  /** `dispose()` was called while a capture recorded into the graph: it takes effect when the capture ends. */
+  #disposeAfterCapture = false;
 
   /**
    * @internal Wraps a `CUgraph` this object now owns; `held` are the resources its work uses
@@ -159,17 +161,28 @@ export class Graph {
    * a graph the capture owned is gone (this object is disposed; the user's own graph stays).
    */
   adoptCapture(handle: bigint, held: readonly Lifetime[], memoryNodes: boolean): void {
-    if (!this.#capturing) return;
-    this.#capturing = false;
-    this.#jsHostFunctions = null;
-    if (memoryNodes) this.#memoryNodes = true;
-    if (handle === 0n) {
-      if (this.#destroyed.done) this[LIFETIME].dispose();
+    if (!this.#capturing) {
+      for (const l of held) l.release();
       return;
     }
-    this.#destroyed.done = false;
+    this.#capturing = false;
+    this.#jsHostFunctions = null;
+    // What the capture recorded is not all known here (a failed capture may leave allocation nodes,
+    // foreign code may add nodes): read the memory nodes again when they matter.
+    this.#memoryNodes = memoryNodes ? true : null;
+    if (handle === 0n) {
+      if (this.#destroyed.done) this[LIFETIME].dispose();
+    } else {
+      this.#destroyed.done = false;
+      this.keepAfterCapture(held);
+    }
+    if (this.#disposeAfterCapture) this[LIFETIME].dispose();
+  }
+
+  /** @internal Takes over holds a capture took for nodes it recorded into this graph (already retained for it). */
+  keepAfterCapture(held: readonly Lifetime[]): void {
     for (const l of held) {
-      if (this.#keep.has(l)) l.release();
+      if (this.#keep.has(l) || this[LIFETIME].disposed) l.release();
       else this.#keep.add(l);
     }
   }
@@ -438,6 +451,7 @@ export class Graph {
       throw new InvalidArgumentError(op, 'body', 'body returned a promise: captureInto records synchronous work only (await inside a capture lets other code submit to the stream); use GraphCaptureGuard for async bodies');
     }
     cap.endGraph();
+    this[LIFETIME].assertAlive(op);
     return gr.graphNodes(op, this.#handle).filter((h) => !before.has(h)).map((h) => this.nodeOf(op, h));
   }
 
@@ -600,8 +614,8 @@ export class Graph {
     }
     // The exec's default stream is fixed now: the given one, else the device's default stream.
     const launchOn = stream ?? this.device.stream();
-    const exec = gr.graphInstantiate(op, this.#handle, f.bits, upload, (n) => this.describeNode(op, n));
     const unfreed = memory && (f.bits & CUDA_GRAPH_INSTANTIATE_FLAG.AUTO_FREE_ON_LAUNCH) === 0 ? this.unfreedAllocations(op) : [];
+    const exec = gr.graphInstantiate(op, this.#handle, f.bits, upload, (n) => this.describeNode(op, n));
     return new GraphExec(INTERNAL, this, exec, launchOn, owns, unfreed);
   }
 
@@ -610,6 +624,11 @@ export class Graph {
    * Idempotent; never throws.
    */
   dispose(): void {
+    // A capture recording into the graph still adds nodes to it: the graph goes when the capture ends.
+    if (this.#capturing) {
+      this.#disposeAfterCapture = true;
+      return;
+    }
     this[LIFETIME].dispose();
   }
 

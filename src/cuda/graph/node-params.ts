@@ -200,7 +200,8 @@ export function kernelFunction(kernel: Kernel): KernelFunction {
  * changed in place is checked again, never trusted.
  */
 interface CheckedKernelConfig {
-  readonly func: bigint;
+  /** The function it was checked for (one object per kernel: a reloaded module's is another). */
+  readonly fn: KernelFunction;
   readonly grid: unknown;
   readonly block: unknown;
   readonly gridItems: readonly unknown[] | null;
@@ -229,7 +230,7 @@ const sameItems = (a: readonly unknown[] | null, d: unknown): boolean => {
 /** The memo of `config` when it still holds exactly what was checked for `fn`, else null. */
 function memoOf(config: object, fn: KernelFunction): CheckedKernelConfig | null {
   const m = checkedConfigs.get(config);
-  if (m === undefined || m.func !== fn.func) return null;
+  if (m === undefined || m.fn !== fn) return null;
   const c = config as Partial<LaunchConfig>;
   if (c.grid !== m.grid || c.block !== m.block || c.sharedMem !== m.sharedMem || c.args !== m.argsRef || c.attributes !== undefined) return null;
   if (!sameItems(m.gridItems, c.grid) || !sameItems(m.blockItems, c.block) || !sameItems(m.argItems, c.args)) return null;
@@ -238,11 +239,17 @@ function memoOf(config: object, fn: KernelFunction): CheckedKernelConfig | null 
 }
 
 /** Checks a kernel launch for a node: the function on `device`, its configuration and arguments. */
-export function resolveKernel(op: string, fn: KernelFunction, config: unknown, device: Device): Resolved<gb.KernelNodeInput> & { readonly attributes: CheckedAttributes | null } {
+export function resolveKernel(
+  op: string,
+  fn: KernelFunction,
+  config: unknown,
+  device: Device,
+  memoize = true,
+): Resolved<gb.KernelNodeInput> & { readonly attributes: CheckedAttributes | null } {
   if (fn.device !== device) {
     throw new InvalidArgumentError(op, 'kernel', `kernel '${fn.name}' is loaded on ${fn.device}; the graph runs on ${device}`);
   }
-  const memo = typeof config === 'object' && config !== null ? memoOf(config, fn) : null;
+  const memo = memoize && typeof config === 'object' && config !== null ? memoOf(config, fn) : null;
   if (memo !== null) {
     const c = memo.checked;
     // Each buffer alive, as packing would check (a buffer disposed since is refused).
@@ -259,7 +266,7 @@ export function resolveKernel(op: string, fn: KernelFunction, config: unknown, d
   }
   const holds: Lifetime[] = fn.keep === null ? [] : [fn.keep];
   for (const a of c.args) if (a.buffer !== null) holds.push(a.buffer[LIFETIME]);
-  if (c.attributes !== null || typeof config !== 'object' || config === null) {
+  if (!memoize || c.attributes !== null || typeof config !== 'object' || config === null) {
     // The driver copies the argument values while it adds or updates the node: a scratch block will do.
     const kernelParams = packScratch(c.args, (b) => b.ptrFor(op));
     return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams }, holds, attributes: c.attributes };
@@ -272,7 +279,7 @@ export function resolveKernel(op: string, fn: KernelFunction, config: unknown, d
   }
   const packed = packArgs(c.args, (b) => b.ptrFor(op));
   const entry: CheckedKernelConfig = {
-    func: fn.func,
+    fn,
     grid: o.grid,
     block: o.block,
     gridItems: itemsOf(o.grid),

@@ -9,7 +9,7 @@ import { PreparedLaunch } from './prepared-launch.js';
 import type { Stream } from '../device/stream.js';
 import type { Module } from './module.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
-import { brands } from '../core/brands.js';
+import { brands, registerBrand } from '../core/brands.js';
 
 /**
  * A kernel (`CUfunction`) of a loaded module. `launch` for a one-off launch; `prepare` packs the
@@ -34,6 +34,15 @@ export class Kernel {
     this.module = module;
     this.name = name;
     this.#handle = handle;
+  }
+
+  /** @internal True for a Kernel this class made (a brand check, not `instanceof`). */
+  static is(value: unknown): value is Kernel {
+    return typeof value === 'object' && value !== null && #handle in value;
+  }
+
+  static {
+    registerBrand('Kernel', Kernel);
   }
 
   /** The `CUfunction` handle. @throws DisposedError once the module is disposed. */

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CudaNode, Device, DeviceBuffer, DisposedError, Graph, InvalidArgumentError, Module, PinnedHostBuffer, arg } from '../../../src/index.js';
+import { LIFETIME } from '../../../src/cuda/core/internal.js';
 
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
 const gcc = spawnSync('gcc', ['--version']).status === 0;
@@ -204,4 +205,45 @@ test('exec setters refuse a node of another graph, another kind, a bad index or 
   noUpdate(() => exec.setKernelArgs(a, cfg.args), DisposedError, 'GraphExec.setKernelArgs', /GraphExec/);
   noUpdate(() => exec.setNodeEnabled(a, true), DisposedError, 'GraphExec.setNodeEnabled', /GraphExec/);
   x.dispose();
+});
+
+test('a capture into a graph that fails leaves its nodes in the graph, and the graph holds what they use', { skip }, () => {
+  const d = Device.get(0);
+  const m = Module.load(d, '// stand-in: any text\n');
+  const k = m.function('add2');
+  const s = d.createStream();
+  using g = Graph.create(d);
+  g.addKernelNode(k, { grid: 1, block: 256, args: [DeviceBuffer.alloc(d, 16), arg.i32(4)] });
+  const x = DeviceBuffer.alloc(d, 1024);
+  const mine = new Error('mine');
+  assert.throws(
+    () =>
+      g.captureInto(s, (st) => {
+        k.launch(st, { grid: 1, block: 256, args: [x, arg.i32(256)] });
+        throw mine;
+      }),
+    (e: unknown) => e === mine,
+    'the body\'s own error propagates',
+  );
+  x.dispose();
+  assert.equal(x[LIFETIME].freed, false, 'the graph still holds the buffer its captured node uses');
+  // A dispose of the graph during a capture into it takes effect when the capture ends; the call
+  // then says the graph is gone.
+  assert.throws(
+    () =>
+      g.captureInto(s, (st) => {
+        g.dispose();
+        assert.equal(g.disposed, false);
+        k.launch(st, { grid: 1, block: 256, args: [DeviceBuffer.alloc(d, 16), arg.i32(4)] });
+      }),
+    (e: unknown) => e instanceof DisposedError && /^Graph\.captureInto: /.test((e as Error).message),
+  );
+  assert.equal(g.disposed, true);
+  assert.equal(x[LIFETIME].freed, true, 'disposing the graph let the buffer go');
+  // A forged kernel (a genuine module, a made-up function) is refused.
+  using h = Graph.create(d);
+  assert.throws(() => h.addKernelNode({ name: 'add2', module: m, handle: 0x1234n } as never, { grid: 1, block: 1, args: [] }), (e: unknown) => e instanceof InvalidArgumentError && /kernel must be a Kernel/.test((e as Error).message));
+  // An external record outside a capture is refused before an event is made for it.
+  assert.throws(() => s.record(undefined, { external: true }), (e: unknown) => e instanceof InvalidArgumentError && /^Stream\.record: external records are for a capturing stream/.test((e as Error).message));
+  s.dispose();
 });
