@@ -334,7 +334,10 @@ class CaptureRecord implements CaptureSink {
   }
 }
 
-registerCaptureInto((stream, graph, options) => StreamGraphCapture.beginInto(stream, graph, options as never));
+registerCaptureInto((op, stream, graph, options) => {
+  const cap = StreamGraphCapture.beginIntoFor(op, stream, graph, options);
+  return { endGraph: () => cap.endGraphFor(op), dispose: () => cap.dispose() };
+});
 
 /** Abandons the captures the program forgot without ending or disposing them. */
 const forgotten = new FinalizationRegistry<CaptureRecord>((record) => record.collected());
@@ -444,7 +447,11 @@ export class StreamGraphCapture {
    *   that is not a node of `graph`; DisposedError for a disposed graph.
    */
   static beginInto(stream: Stream, graph: Graph, options?: { dependencies?: readonly CudaNode[]; mode?: CaptureMode }): StreamGraphCapture {
-    const op = 'StreamGraphCapture.beginInto';
+    return StreamGraphCapture.beginIntoFor('StreamGraphCapture.beginInto', stream, graph, options);
+  }
+
+  /** @internal `beginInto` for a caller that names its own operation in errors (`Graph.captureInto`). */
+  static beginIntoFor(op: string, stream: Stream, graph: Graph, options: unknown): StreamGraphCapture {
     requireInstance(op, 'graph', graph, brands.Graph);
     graph[LIFETIME].assertAlive(op);
     const o = requireOptions<{ dependencies: readonly CudaNode[]; mode: CaptureMode }>(op, options, ['dependencies', 'mode']);
@@ -460,7 +467,10 @@ export class StreamGraphCapture {
    * @throws CaptureStateError-like InvalidArgumentError once the capture has ended or was invalidated.
    */
   get graph(): Graph {
-    const op = 'StreamGraphCapture.graph';
+    return this.#graphFor('StreamGraphCapture.graph');
+  }
+
+  #graphFor(op: string): Graph {
     const r = this.#record;
     if (r.into !== null) return r.into;
     if (r.borrowed !== null && !r.borrowed.disposed) return r.borrowed;
@@ -484,7 +494,7 @@ export class StreamGraphCapture {
   /** The nodes the next work captured on the stream will depend on (the capture's frontier), as nodes of `capture.graph`. */
   dependencies(): CudaNode[] {
     const op = 'StreamGraphCapture.dependencies';
-    const g = this.graph;
+    const g = this.#graphFor(op);
     return this.#liveInfo(op).dependencies.map((h) => g.nodeOf(op, h));
   }
 
@@ -496,7 +506,7 @@ export class StreamGraphCapture {
     const op = 'StreamGraphCapture.setDependencies';
     const o = requireOptions<{ add: boolean }>(op, options, ['add']);
     const add = o.add === undefined ? false : requireBoolean(op, 'add', o.add);
-    const g = this.graph;
+    const g = this.#graphFor(op);
     const handles = dependencyHandles(op, nodes, g, 'nodes') ?? new BigUint64Array(0);
     this.#liveInfo(op);
     cs.updateCaptureDependencies(op, this.#record.handle, handles, add ? cs.CAPTURE_DEPENDENCIES.ADD : cs.CAPTURE_DEPENDENCIES.SET);
@@ -513,8 +523,8 @@ export class StreamGraphCapture {
   insert(build: (graph: Graph, dependencies: CudaNode[]) => CudaNode | readonly CudaNode[]): CudaNode[] {
     const op = 'StreamGraphCapture.insert';
     if (typeof build !== 'function') throw new InvalidArgumentError(op, 'build', `build must be a function (graph, dependencies) => node(s), got ${describe(build)}`);
-    const g = this.graph;
-    const deps = this.dependencies();
+    const g = this.#graphFor(op);
+    const deps = this.#liveInfo(op).dependencies.map((h) => g.nodeOf(op, h));
     const out = build(g, deps);
     const nodes = CudaNode.is(out) ? [out] : out;
     if (!Array.isArray(nodes) || nodes.length === 0) {
@@ -584,6 +594,11 @@ export class StreamGraphCapture {
    */
   endGraph(): Graph {
     return this.#finish('StreamGraphCapture.endGraph');
+  }
+
+  /** @internal `endGraph` for a caller that names its own operation in errors (`Graph.captureInto`). */
+  endGraphFor(op: string): Graph {
+    return this.#finish(op);
   }
 
   /**

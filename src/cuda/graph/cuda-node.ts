@@ -67,6 +67,15 @@ export class CudaNode {
     return this.handleFor('CudaNode.handle');
   }
 
+  /**
+   * @internal The handle for a holder of the graph (an exec of it): refused only once the node was
+   * removed, not because the program disposed the graph the holder keeps.
+   */
+  handleWhileHeld(op: string): bigint {
+    if (this.#removed) throw new DisposedError(op, `${this} (removed from its graph, or its graph was destroyed)`);
+    return this.#handle;
+  }
+
   /** @internal The handle, alive or not (the graph's bookkeeping). */
   handleUnchecked(): bigint {
     return this.#handle;

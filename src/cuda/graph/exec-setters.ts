@@ -69,7 +69,7 @@ export function nodeIndex(op: string, t: ExecTarget, n: TargetNode): number {
 }
 
 function indexIn(op: string, t: ExecTarget, n: TargetNode): number {
-  return n.index >= 0 ? n.index : gr.graphNodes(op, t.template.handle).indexOf(n.handle);
+  return n.index >= 0 ? n.index : gr.graphNodes(op, t.template.handleUnchecked()).indexOf(n.handle);
 }
 
 /** `node #3 (memcpy)`: a node for messages. */
@@ -87,9 +87,10 @@ export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: read
     if (node.graph !== t.template) {
       throw new InvalidArgumentError(op, 'node', `node is ${node} of another graph; name a node of the graph the exec was instantiated from (or its index)`);
     }
-    n = { handle: node.handleFor(op), index: -1, type: node.type };
+    // The exec holds its template: its nodes stay valid while the exec lives, disposed graph or not.
+    n = { handle: node.handleWhileHeld(op), index: -1, type: node.type };
   } else if (typeof node === 'number') {
-    const handles = gr.graphNodes(op, t.template.handle);
+    const handles = gr.graphNodes(op, t.template.handleUnchecked());
     if (handles.length === 0) throw new InvalidArgumentError(op, 'node', 'the graph the exec was instantiated from has no nodes');
     const index = requireInt(op, 'node', node, 0, handles.length - 1);
     const handle = handles[index]!;
@@ -111,7 +112,7 @@ function execKernel(op: string, t: ExecTarget, handle: bigint): ExecKernel {
   if (k === undefined) {
     // After `update(graph)` the exec runs that graph's parameters: its node in the same position
     // (the driver pairs the nodes of graphs of one topology in the order they were added).
-    const from = t.current === t.template ? handle : gr.graphNodes(op, t.current.handle)[gr.graphNodes(op, t.template.handle).indexOf(handle)] ?? handle;
+    const from = t.current === t.template ? handle : gr.graphNodes(op, t.current.handleUnchecked())[gr.graphNodes(op, t.template.handleUnchecked()).indexOf(handle)] ?? handle;
     const params = gr.kernelNodeParamBytes(op, from);
     const p = gr.kernelNodeParams(op, from);
     // Name the function once: a CUfunction alone (the driver fills in its kernel and context too).
@@ -182,7 +183,7 @@ export function setKernelArgs(op: string, t: ExecTarget, node: unknown, args: un
 function kernelNamed(op: string, t: ExecTarget, name: string): TargetNode {
   const hits: TargetNode[] = [];
   const names = new Set<string>();
-  gr.graphNodes(op, t.template.handle).forEach((h, index) => {
+  gr.graphNodes(op, t.template.handleUnchecked()).forEach((h, index) => {
     if (CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] !== 'kernel') return;
     const k = execKernel(op, t, h);
     names.add(k.name);
@@ -230,11 +231,11 @@ export function setFillParams(t: ExecTarget, node: unknown, params: unknown): vo
   const f = resolveFill(op, params as MemsetNodeParams, t.template.device);
   const was = gr.memsetNodeParams(op, n.handle);
   const wasRows = Math.max(1, was.height);
-  if (wasRows > 1 && (f.input.height !== wasRows || f.input.width !== was.width || f.input.elementSize !== was.elementSize)) {
+  if (wasRows > 1 && (f.input.height !== wasRows || f.input.width !== was.width || f.input.elementSize !== was.elementSize || f.input.pitch !== was.pitch)) {
     throw new InvalidArgumentError(
       op,
       'params',
-      `${nodeText(op, t, n)} is a 2-D fill of ${wasRows} rows of ${was.width} × ${was.elementSize}-byte elements; CUDA refuses any change of a 2-D fill's shape`,
+      `${nodeText(op, t, n)} is a 2-D fill of ${wasRows} rows of ${was.width} × ${was.elementSize}-byte elements, ${was.pitch} bytes apart; CUDA refuses any change of a 2-D fill's shape`,
     );
   }
   if (wasRows === 1 && f.input.height > 1) throw new InvalidArgumentError(op, 'params', `${nodeText(op, t, n)} is a 1-D fill; CUDA refuses changing its height (rows)`);

@@ -288,8 +288,12 @@ export function removeEdges(graph: Graph, edges: unknown): void {
   refuseMemoryGraph(op, 'edges', graph, 'removing edges');
   const existing = new Map<string, readonly [number, number]>();
   for (const e of gr.graphEdges(op, graph.handle)) existing.set(`${e.from}:${e.to}`, [e.fromPort, e.type]);
+  const listed = new Set<string>();
   for (let i = 0; i < c.from.length; i++) {
-    const have = existing.get(`${c.from[i]}:${c.to[i]}`);
+    const key = `${c.from[i]}:${c.to[i]}`;
+    if (listed.has(key)) throw new InvalidArgumentError(op, `edges[${i}]`, `edges[${i}] repeats an edge already listed; list each edge once`);
+    listed.add(key);
+    const have = existing.get(key);
     const want = c.data?.[i] ?? [0, 0];
     if (have === undefined || have[0] !== want[0] || have[1] !== want[1]) {
       throw new InvalidArgumentError(op, `edges[${i}]`, `edges[${i}] (${graph.nodeOf(op, c.from[i]!)} → ${graph.nodeOf(op, c.to[i]!)}) is not an edge of the graph${have !== undefined ? ' with that edge data' : ''}`);

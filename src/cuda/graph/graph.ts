@@ -41,11 +41,11 @@ interface CaptureIntoGraph {
   dispose(): void;
 }
 
-/** `StreamGraphCapture.beginInto`, registered by its module (which imports this one). */
-let beginInto: ((stream: Stream, graph: Graph, options: unknown) => CaptureIntoGraph) | null = null;
+/** `StreamGraphCapture.beginInto` for `op`, registered by its module (which imports this one). */
+let beginInto: ((op: string, stream: Stream, graph: Graph, options: unknown) => CaptureIntoGraph) | null = null;
 
 /** @internal Called once by the capture module. */
-export function registerCaptureInto(fn: (stream: Stream, graph: Graph, options: unknown) => CaptureIntoGraph): void {
+export function registerCaptureInto(fn: (op: string, stream: Stream, graph: Graph, options: unknown) => CaptureIntoGraph): void {
   beginInto = fn;
 }
 
@@ -438,7 +438,7 @@ export class Graph {
     if (typeof body !== 'function') throw new InvalidArgumentError(op, 'body', `body must be a function (stream) => void, got ${describe(body)}`);
     if (beginInto === null) throw new InvalidArgumentError(op, 'stream', 'stream capture is not loaded');
     const before = new Set(gr.graphNodes(op, this.#handle));
-    const cap = beginInto(stream, this, options);
+    const cap = beginInto(op, stream, this, options);
     let result: unknown;
     try {
       result = body(stream);

@@ -35,6 +35,8 @@ export interface MemsetNodeInfo {
   readonly width: number;
   /** Rows. */
   readonly height: number;
+  /** Bytes from one row to the next (what the driver reports; unused for one row). */
+  readonly pitch: number;
   /** Bytes set (width × height × elementSize). */
   readonly byteLength: number;
 }

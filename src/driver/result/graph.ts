@@ -173,12 +173,13 @@ export function kernelNodeParams(
 export function memsetNodeParams(
   op: string,
   node: bigint,
-): { dst: bigint; value: number; elementSize: number; width: number; height: number } {
+): { dst: bigint; value: number; elementSize: number; width: number; height: number; pitch: number } {
   const buf = new Uint8Array(M.size);
   check(driverSymbol(op, 'cuGraphMemsetNodeGetParams')(node, buf), op, 'cuGraphMemsetNodeGetParams');
   const v = new DataView(buf.buffer);
   return {
     dst: v.getBigUint64(M.dst, true),
+    pitch: Number(v.getBigUint64(M.pitch, true)),
     value: v.getUint32(M.value, true),
     elementSize: v.getUint32(M.elementSize, true),
     width: Number(v.getBigUint64(M.width, true)),

@@ -133,6 +133,7 @@ test('edges: a cycle, a repeated edge and edge data CUDA does not allow are refu
   assert.equal(g.edgeRefs().length, 1, 'no refused call added an edge');
   g.addDependencies([[b, c, { kind: 'programmatic' }]]);
   assert.deepEqual(c.dependencies(), [b]);
+  refused(() => g.removeDependencies([[a, b], [a, b]]), InvalidArgumentError, 'Graph.removeDependencies', /edges\[1\] repeats an edge already listed/);
   x.dispose();
 });
 
@@ -201,6 +202,10 @@ test('exec setters refuse a node of another graph, another kind, a bad index or 
   noUpdate(() => exec.setEventRecordNodeEvent(a, null as never), InvalidArgumentError, 'GraphExec.setEventRecordNodeEvent', /not a eventRecord node/);
   noUpdate(() => exec.setChildGraphNodeParams(a, g), InvalidArgumentError, 'GraphExec.setChildGraphNodeParams', /not a graph node/);
   refused(() => exec.freeAllocations(), Error, 'GraphExec.freeAllocations', /nothing to free/);
+  // The exec holds its template: disposing the graph does not stop the setters naming its nodes.
+  g.dispose();
+  exec.setKernelArgs(a, [x, arg.i32(32)]);
+  exec.setNodeEnabled(a, true);
   exec.dispose();
   noUpdate(() => exec.setKernelArgs(a, cfg.args), DisposedError, 'GraphExec.setKernelArgs', /GraphExec/);
   noUpdate(() => exec.setNodeEnabled(a, true), DisposedError, 'GraphExec.setNodeEnabled', /GraphExec/);
@@ -243,6 +248,13 @@ test('a capture into a graph that fails leaves its nodes in the graph, and the g
   // A forged kernel (a genuine module, a made-up function) is refused.
   using h = Graph.create(d);
   assert.throws(() => h.addKernelNode({ name: 'add2', module: m, handle: 0x1234n } as never, { grid: 1, block: 1, args: [] }), (e: unknown) => e instanceof InvalidArgumentError && /kernel must be a Kernel/.test((e as Error).message));
+  // Refusals inside captureInto name the call the program made.
+  {
+    using other = Graph.create(d);
+    const foreign = other.addKernelNode(k, { grid: 1, block: 256, args: [DeviceBuffer.alloc(d, 16), arg.i32(4)] });
+    assert.throws(() => h.captureInto(s, () => {}, { dependencies: [foreign] }), (e: unknown) => e instanceof InvalidArgumentError && /^Graph\.captureInto: .*of another graph/.test((e as Error).message));
+    assert.throws(() => h.captureInto(s, () => {}, { mode: 'nope' as never }), (e: unknown) => e instanceof InvalidArgumentError && /^Graph\.captureInto: /.test((e as Error).message));
+  }
   // An external record outside a capture is refused before an event is made for it.
   assert.throws(() => s.record(undefined, { external: true }), (e: unknown) => e instanceof InvalidArgumentError && /^Stream\.record: external records are for a capturing stream/.test((e as Error).message));
   s.dispose();
