@@ -219,12 +219,10 @@ function byEdgeData(
   from: BigUint64Array,
   to: BigUint64Array,
   data: ReadonlyArray<readonly [fromPort: number, type: number]> | null,
-  call: (from: BigUint64Array, to: BigUint64Array, edgeData: Uint8Array | null, n: number) => void,
-): void {
-  if (data === null) {
-    call(from, to, null, from.length);
-    return;
-  }
+  call: (from: BigUint64Array, to: BigUint64Array, edgeData: Uint8Array | null, n: number) => number,
+  undo: (from: BigUint64Array, to: BigUint64Array, edgeData: Uint8Array | null, n: number) => number,
+): number {
+  if (data === null) return call(from, to, null, from.length);
   const groups = new Map<number, number[]>();
   data.forEach(([port, type], i) => {
     const key = port * 256 + type;
@@ -232,16 +230,26 @@ function byEdgeData(
     if (g === undefined) groups.set(key, (g = []));
     g.push(i);
   });
+  const done: Array<[BigUint64Array, BigUint64Array, Uint8Array | null, number]> = [];
   for (const [key, edges] of groups) {
     const f = BigUint64Array.from(edges, (i) => from[i]!);
     const t = BigUint64Array.from(edges, (i) => to[i]!);
-    call(f, t, key === 0 ? null : encodeEdges(edges.map(() => [Math.floor(key / 256), key % 256] as const)), edges.length);
+    const e = key === 0 ? null : encodeEdges(edges.map(() => [Math.floor(key / 256), key % 256] as const));
+    const rc = call(f, t, e, edges.length);
+    if (rc !== 0) {
+      // All or nothing: take back the calls that went through (best effort: the first error stands).
+      for (const d of done) undo(...d);
+      return rc;
+    }
+    done.push([f, t, e, edges.length]);
   }
+  return 0;
 }
 
 /**
- * Adds the edges `from[i] → to[i]` (`cuGraphAddDependencies_v2`, one call per distinct edge data).
- * `data` holds each edge's `[fromPort, type]` (`CUgraphEdgeData`), or is null when every edge is a default one.
+ * Adds the edges `from[i] → to[i]` (`cuGraphAddDependencies_v2`, one call per distinct edge data;
+ * when one fails, the edges the others added are removed again). `data` holds each edge's
+ * `[fromPort, type]` (`CUgraphEdgeData`), or is null when every edge is a default one.
  */
 export function addDependencies(
   op: string,
@@ -252,10 +260,12 @@ export function addDependencies(
 ): void {
   if (from.length === 0) return;
   const add = driverSymbol(op, 'cuGraphAddDependencies_v2');
-  byEdgeData(from, to, data, (f, t, e, n) => check(add(graph, f, t, e, n), op, 'cuGraphAddDependencies_v2'));
+  const remove = (f: BigUint64Array, t: BigUint64Array, e: Uint8Array | null, n: number): number =>
+    driverSymbol(op, 'cuGraphRemoveDependencies_v2')(graph, f, t, e, n);
+  check(byEdgeData(from, to, data, (f, t, e, n) => add(graph, f, t, e, n), remove), op, 'cuGraphAddDependencies_v2');
 }
 
-/** Removes the edges `from[i] → to[i]` (`cuGraphRemoveDependencies_v2`; `data` must match each edge's). */
+/** Removes the edges `from[i] → to[i]` (`cuGraphRemoveDependencies_v2`; `data` must match each edge's; all or nothing, as adding). */
 export function removeDependencies(
   op: string,
   graph: bigint,
@@ -265,7 +275,8 @@ export function removeDependencies(
 ): void {
   if (from.length === 0) return;
   const remove = driverSymbol(op, 'cuGraphRemoveDependencies_v2');
-  byEdgeData(from, to, data, (f, t, e, n) => check(remove(graph, f, t, e, n), op, 'cuGraphRemoveDependencies_v2'));
+  const add = (f: BigUint64Array, t: BigUint64Array, e: Uint8Array | null, n: number): number => driverSymbol(op, 'cuGraphAddDependencies_v2')(graph, f, t, e, n);
+  check(byEdgeData(from, to, data, (f, t, e, n) => remove(graph, f, t, e, n), add), op, 'cuGraphRemoveDependencies_v2');
 }
 
 /** A copy of `graph` (`cuGraphClone`): the caller owns it. */

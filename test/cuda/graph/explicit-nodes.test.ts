@@ -134,6 +134,17 @@ test('edges: a cycle, a repeated edge and edge data CUDA does not allow are refu
   g.addDependencies([[b, c, { kind: 'programmatic' }]]);
   assert.deepEqual(c.dependencies(), [b]);
   refused(() => g.removeDependencies([[a, b], [a, b]]), InvalidArgumentError, 'Graph.removeDependencies', /edges\[1\] repeats an edge already listed/);
+  // Edges go in one driver call per kind of edge data; when a later call fails, the earlier ones are taken back.
+  const e1 = g.addKernelNode(k, cfg);
+  const e2 = g.addKernelNode(k, cfg);
+  const edgesBefore = g.edgeRefs().length;
+  process.env['STAND_IN_FAIL_EDGE_DATA'] = '1';
+  try {
+    assert.throws(() => g.addDependencies([[c, e1], [e1, e2, { kind: 'programmatic' }]]), (e: unknown) => e instanceof Error && /cuGraphAddDependencies_v2/.test((e as Error).message));
+  } finally {
+    delete process.env['STAND_IN_FAIL_EDGE_DATA'];
+  }
+  assert.equal(g.edgeRefs().length, edgesBefore, 'the plain edge added by the first call was removed again');
   x.dispose();
 });
 
