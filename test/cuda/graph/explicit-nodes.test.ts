@@ -8,32 +8,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CudaNode, Device, DeviceBuffer, DisposedError, Graph, InvalidArgumentError, Module, PinnedHostBuffer, arg } from '../../../src/index.js';
 import { LIFETIME } from '../../../src/cuda/core/internal.js';
+import { loadStandIn } from '../../support/stand-in-driver.js';
 
-const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
-const gcc = spawnSync('gcc', ['--version']).status === 0;
-
-/** Builds the stand-in and makes it this process's driver; returns its counts of nodes added and of exec updates. */
+/** The stand-in driver's counts of nodes added and of exec updates, or null without gcc. */
 function standIn(): { added: () => number; updates: () => number } | null {
-  if (!gcc) return null;
-  const dir = mkdtempSync(join(tmpdir(), 'cg-explicit-'));
-  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-  const so = join(dir, 'libcuda-stand-in.so');
-  const source = fileURLToPath(new URL('../../../../fixtures/stand-in-driver.c', import.meta.url));
-  const cc = spawnSync('gcc', ['-O1', '-fPIC', '-shared', '-o', so, source], { encoding: 'utf8' });
-  assert.equal(cc.status, 0, cc.stderr);
-  process.env['CUDA_DRIVER_PATH'] = so;
-  const lib = koffi.load(so);
-  const added = new BigUint64Array(koffi.view(lib.symbol('nodes_added') as bigint, 8));
-  const updates = new BigUint64Array(koffi.view(lib.symbol('exec_updates') as bigint, 8));
-  return { added: () => Number(added[0]), updates: () => Number(updates[0]) };
+  const lib = loadStandIn('explicit');
+  return lib === null ? null : { added: lib.counter('nodes_added'), updates: lib.counter('exec_updates') };
 }
 
 const driver = standIn();

@@ -8,38 +8,22 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Device, DeviceBuffer, Module, StreamGraphCapture, DisposedError, CudaError, HostCallbackError, InvalidArgumentError, arg } from '../../../src/index.js';
 import { keepCleanupError } from '../../../src/cuda/core/lifetime.js';
 import { keepHostCallbackError } from '../../../src/cuda/host/host-calls.js';
 import { bindings, onBinding } from '../../support/bindings.js';
+import { loadStandIn } from '../../support/stand-in-driver.js';
 
-const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
-const gcc = spawnSync('gcc', ['--version']).status === 0;
 
 /** The stand-in driver, built and made this process's driver (this file runs in its own process). */
 function standIn(): { launches: () => number; graphLaunches: () => number; destroys: () => string } | null {
-  if (!gcc) return null;
-  const dir = mkdtempSync(join(tmpdir(), 'cg-hot-checks-'));
-  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-  const so = join(dir, 'libcuda-stand-in.so');
-  const source = fileURLToPath(new URL('../../../../fixtures/stand-in-driver.c', import.meta.url));
-  const cc = spawnSync('gcc', ['-O1', '-fPIC', '-shared', '-o', so, source], { encoding: 'utf8' });
-  assert.equal(cc.status, 0, cc.stderr);
-  process.env['CUDA_DRIVER_PATH'] = so;
-  const lib = koffi.load(so);
-  const counts = new BigUint64Array(koffi.view(lib.symbol('launches') as bigint, 8));
-  const graphCounts = new BigUint64Array(koffi.view(lib.symbol('graph_launches') as bigint, 8));
-  const log = new BigUint64Array(koffi.view(lib.symbol('destroy_log') as bigint, 64 * 8));
-  const n = new BigUint64Array(koffi.view(lib.symbol('destroys') as bigint, 8));
+  const lib = loadStandIn('hot-checks');
+  if (lib === null) return null;
+  const log = lib.u64s('destroy_log', 64);
+  const n = lib.u64s('destroys');
   return {
-    launches: () => Number(counts[0]),
-    graphLaunches: () => Number(graphCounts[0]),
+    launches: lib.counter('launches'),
+    graphLaunches: lib.counter('graph_launches'),
     // 'G' = cuGraphDestroy, 'E' = cuGraphExecDestroy, in call order
     destroys: () => Array.from(log.subarray(0, Math.min(64, Number(n[0]))), (k) => (k === 1n ? 'G' : 'E')).join(''),
   };
