@@ -7,7 +7,9 @@
  *     integer id and a stream handle;
  *   - a launch sequence: many registered launches, each with its stream, submitted by one call
  *     that loops cuLaunchKernel here (a LaunchSequence: no Node-API call per kernel);
- *   - cuGraphLaunch(exec, stream).
+ *   - cuGraphLaunch(exec, stream);
+ *   - a batch of kernel nodes added to a graph: one call that loops cuGraphAddKernelNode_v2 here,
+ *     each node's dependencies being nodes of the graph or nodes added earlier in the batch.
  *
  * The two per-call hot functions also have a "mailbox" form that takes no Node-API arguments and
  * returns nothing: the JS side writes the launch id, stream and graph into a small ArrayBuffer
@@ -38,7 +40,7 @@
 #include <string.h>
 
 /* Bumped whenever a function's signature or meaning changes; the JS loader refuses other values. */
-#define HOT_ABI 3
+#define HOT_ABI 4
 
 /* Negative results are the addon's own; zero and positive ones are CUresult values. */
 #define HOT_NOT_BOUND (-1)  /* the driver function has not been bound yet */
@@ -48,6 +50,8 @@ typedef int (*cu_launch_kernel_fn)(void *f, unsigned gx, unsigned gy, unsigned g
                                    unsigned by, unsigned bz, unsigned shared_mem, void *stream,
                                    void **params, void **extra);
 typedef int (*cu_graph_launch_fn)(void *exec, void *stream);
+typedef int (*cu_graph_add_kernel_node_fn)(uint64_t *node, void *graph, const uint64_t *deps, size_t n_deps,
+                                           const void *params);
 
 typedef struct {
   void *fn;
@@ -76,6 +80,7 @@ typedef struct {
 typedef struct {
   cu_launch_kernel_fn cu_launch_kernel;
   cu_graph_launch_fn cu_graph_launch;
+  cu_graph_add_kernel_node_fn cu_graph_add_kernel_node;
   prepared *slots;
   uint32_t capacity;
   uint32_t used;       /* slots handed out at least once: [0, used) */
@@ -234,6 +239,90 @@ static napi_value hot_launch_sequence(napi_env env, napi_callback_info info) {
   return int_result(env, 0);
 }
 
+/* Size in bytes of one CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h; the JS side checks it against its layout). */
+#define KERNEL_NODE_PARAMS_BYTES 72
+/* Dependencies a node of a batch can list without a heap allocation. */
+#define STACK_DEPS 32
+
+/*
+ * addKernelNodes(graph: bigint, blocks: Uint8Array, blockOf: Uint32Array, depStart: Uint32Array,
+ *                depIndex: Int32Array, depHandle: BigUint64Array, out: BigUint64Array,
+ *                done: Uint32Array): number --
+ * for i = 0, 1, ... n - 1 (n = blockOf.length), cuGraphAddKernelNode_v2(&out[i], graph, deps,
+ * params = blocks + 72 * blockOf[i]), where node i's dependencies are entries depStart[i] to
+ * depStart[i + 1] - 1: entry k is out[depIndex[k]] (a node added earlier in this call) when
+ * depIndex[k] >= 0, else depHandle[k]. Stops at the first failure: returns 0 when every node was
+ * added, else that call's CUresult, with done[0] the number added (the caller removes them).
+ * NOT_BOUND, and BAD_ID for an array that does not describe such a batch (an index out of range, a
+ * forward reference), come before any node is added. Nothing keeps a pointer into the arrays.
+ */
+static napi_value hot_add_kernel_nodes(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value argv[8];
+  hot_state *st;
+  napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
+  uint64_t graph;
+  void *blocks_data, *block_of_data, *dep_start_data, *dep_index_data, *dep_handle_data, *out_data, *done_data;
+  size_t n_blocks, n, n_start, n_index, n_handle, n_out, n_done;
+  if (argc < 8 || !get_u64(env, argv[0], &graph) || !typed_array(env, argv[1], napi_uint8_array, &blocks_data, &n_blocks) ||
+      !typed_array(env, argv[2], napi_uint32_array, &block_of_data, &n) ||
+      !typed_array(env, argv[3], napi_uint32_array, &dep_start_data, &n_start) ||
+      !typed_array(env, argv[4], napi_int32_array, &dep_index_data, &n_index) ||
+      !typed_array(env, argv[5], napi_biguint64_array, &dep_handle_data, &n_handle) ||
+      !typed_array(env, argv[6], napi_biguint64_array, &out_data, &n_out) ||
+      !typed_array(env, argv[7], napi_uint32_array, &done_data, &n_done) || n_start != n + 1 || n_handle != n_index ||
+      n_out < n || n_done < 1 || n > UINT32_MAX) {
+    return throw_type(env,
+                      "addKernelNodes(graph: bigint, blocks: Uint8Array, blockOf: Uint32Array, depStart: Uint32Array (n + 1), "
+                      "depIndex: Int32Array, depHandle: BigUint64Array (as long as depIndex), out: BigUint64Array (n), done: Uint32Array)");
+  }
+  const uint8_t *blocks = blocks_data;
+  const uint32_t *block_of = block_of_data, *dep_start = dep_start_data;
+  const int32_t *dep_index = dep_index_data;
+  const uint64_t *dep_handle = dep_handle_data;
+  uint64_t *out = out_data;
+  uint32_t *done = done_data;
+  done[0] = 0;
+  if (st->cu_graph_add_kernel_node == NULL) return int_result(env, HOT_NOT_BOUND);
+  /* The whole batch is checked before the first node: a bad array adds nothing. */
+  size_t max_deps = 0;
+  if (dep_start[0] != 0 || dep_start[n] != n_index) return int_result(env, HOT_BAD_ID);
+  for (size_t i = 0; i < n; i++) {
+    if ((size_t)block_of[i] >= n_blocks / KERNEL_NODE_PARAMS_BYTES || dep_start[i + 1] < dep_start[i]) {
+      return int_result(env, HOT_BAD_ID);
+    }
+    for (uint32_t k = dep_start[i]; k < dep_start[i + 1]; k++) {
+      if (dep_index[k] >= 0 && (size_t)dep_index[k] >= i) return int_result(env, HOT_BAD_ID);
+    }
+    if (dep_start[i + 1] - dep_start[i] > max_deps) max_deps = dep_start[i + 1] - dep_start[i];
+  }
+  uint64_t stack_deps[STACK_DEPS];
+  uint64_t *deps = stack_deps;
+  if (max_deps > STACK_DEPS) {
+    deps = malloc(max_deps * sizeof(uint64_t));
+    if (deps == NULL) {
+      napi_throw_error(env, NULL, "addKernelNodes: out of memory");
+      return NULL;
+    }
+  }
+  const cu_graph_add_kernel_node_fn add = st->cu_graph_add_kernel_node;
+  int rc = 0;
+  size_t i = 0;
+  for (; i < n; i++) {
+    const uint32_t first = dep_start[i], count = dep_start[i + 1] - first;
+    for (uint32_t k = 0; k < count; k++) {
+      const int32_t j = dep_index[first + k];
+      deps[k] = j >= 0 ? out[j] : dep_handle[first + k];
+    }
+    rc = add(&out[i], (void *)(uintptr_t)graph, count == 0 ? NULL : deps, count,
+             blocks + (size_t)block_of[i] * KERNEL_NODE_PARAMS_BYTES);
+    if (rc != 0) break;
+  }
+  if (deps != stack_deps) free(deps);
+  done[0] = (uint32_t)i;
+  return int_result(env, rc);
+}
+
 /*
  * launchKernel(fn: bigint, gx, gy, gz, bx, by, bz, sharedMem: number, stream: bigint,
  *              params: bigint): number -- cuLaunchKernel with every argument given.
@@ -351,7 +440,8 @@ static napi_value hot_registered(napi_env env, napi_callback_info info) {
 
 /*
  * bind(name: string, address: bigint): boolean -- sets the driver function `name`
- * ("cuLaunchKernel" or "cuGraphLaunch") to `address` (0n unbinds); false for an unknown name.
+ * ("cuLaunchKernel", "cuGraphLaunch" or "cuGraphAddKernelNode_v2") to `address` (0n unbinds);
+ * false for an unknown name.
  */
 static napi_value hot_bind(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -367,6 +457,8 @@ static napi_value hot_bind(napi_env env, napi_callback_info info) {
   bool known = true;
   if (strcmp(name, "cuLaunchKernel") == 0) st->cu_launch_kernel = (cu_launch_kernel_fn)(uintptr_t)address;
   else if (strcmp(name, "cuGraphLaunch") == 0) st->cu_graph_launch = (cu_graph_launch_fn)(uintptr_t)address;
+  else if (strcmp(name, "cuGraphAddKernelNode_v2") == 0)
+    st->cu_graph_add_kernel_node = (cu_graph_add_kernel_node_fn)(uintptr_t)address;
   else known = false;
   napi_value out;
   napi_get_boolean(env, known, &out);
@@ -402,7 +494,7 @@ NAPI_MODULE_INIT() {
       {"register", hot_register},     {"release", hot_release},            {"registered", hot_registered},
       {"bind", hot_bind},             {"launchSequence", hot_launch_sequence},
       {"mailbox", hot_mailbox},       {"launchFromMailbox", hot_launch_from_mailbox},
-      {"graphLaunchFromMailbox", hot_graph_launch_from_mailbox},
+      {"graphLaunchFromMailbox", hot_graph_launch_from_mailbox}, {"addKernelNodes", hot_add_kernel_nodes},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value fn;

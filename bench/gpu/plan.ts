@@ -65,6 +65,8 @@ export const STEPS: readonly Step[] = [
   // Graphs built node by node: C and cudagraph only.
   { row: 'build', n: 10000, repsDivisor: 3, only: EXPLICIT_IMPLS },
   { row: 'update', n: 10000, repsDivisor: 1, only: EXPLICIT_IMPLS },
+  // The same chain in one batch call: cudagraph only, judged against C's per-node loop (step 11).
+  { row: 'build-batch', n: 10000, repsDivisor: 3, only: SEQUENCE_IMPLS },
 ];
 
 function row(step: number, metric: string, label: string, hostCost = true): TableRow {
@@ -101,6 +103,7 @@ export const TABLE_ROWS: readonly TableRow[] = [
   row(12, 'update', 'update 1 kernel node in place (new args), one call'),
   row(12, 'toggle', 'disable / enable 1 node, one call'),
   row(12, 'reinstantiate', 're-instantiate the whole graph instead, one call'),
+  { ...row(13, 'build', 'explicit construction, one addKernelNodes batch, per node'), cStep: 11 },
 ];
 
 /** The command for `step` with `reps` base repetitions (at least 3 after thinning). */

@@ -12,9 +12,10 @@ import { describe, requireInt } from '../../src/util/validate.js';
  * `-seq` rows submit the N launches of `empty` as one cudagraph `LaunchSequence`; only the cudagraph
  * worker knows them (the plan sends them to no other worker). `build` and `update` work on a graph
  * built node by node (N `add2` kernel nodes in a chain); the C and cudagraph workers know them
- * (CuPy and PyTorch have no explicit graph construction).
+ * (CuPy and PyTorch have no explicit graph construction); `build-batch` builds the same chain with
+ * one `graph.addKernelNodes` call (cudagraph only, compared with C's `build`).
  */
-export const ROW_NAMES = ['eager', 'eager-args', 'capture', 'capture-args', 'launch', 'replay', 'eager-seq', 'capture-seq', 'build', 'update'] as const;
+export const ROW_NAMES = ['eager', 'eager-args', 'capture', 'capture-args', 'launch', 'replay', 'eager-seq', 'capture-seq', 'build', 'update', 'build-batch'] as const;
 export type RowName = (typeof ROW_NAMES)[number];
 
 /**
@@ -51,6 +52,7 @@ export const ROW_METRICS: Readonly<Record<RowName, readonly string[]>> = {
   'capture-seq': ['capture', 'instantiate', 'total'],
   build: ['build'],
   update: ['update', 'toggle', 'reinstantiate'],
+  'build-batch': ['build'],
 };
 
 /** `row <name> <n> <reps> <launches>`: run row `name` at size `n`, `reps` timed repetitions. */

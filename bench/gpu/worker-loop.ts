@@ -38,6 +38,8 @@ export interface BenchImpl<G> {
   captureSequence?(n: number): { captureNs: number; instantiateNs: number; graph: G };
   /** n `add2` kernel nodes added to an empty graph, each after the one before (ns; destroyed untimed). */
   build?(n: number): number;
+  /** The same chain added by one batch call (`graph.addKernelNodes`; its entries made before the span); absent elsewhere. */
+  buildBatch?(n: number): number;
   /**
    * A chain of n `add2` kernel nodes, instantiated (untimed); then `reps` repetitions (after one
    * warm-up) of: `UPDATE_CALLS` in-place updates of the middle node's arguments, `UPDATE_CALLS`
@@ -62,9 +64,9 @@ function captureSamples<G>(impl: BenchImpl<G>, n: number, reps: number, capture:
 }
 
 /** The optional method `name` of `impl`, bound, or an error naming the row this worker cannot run. */
-function optional<G, K extends 'eagerSequence' | 'captureSequence' | 'build' | 'updateRow'>(impl: BenchImpl<G>, name: K, row: string): NonNullable<BenchImpl<G>[K]> {
+function optional<G, K extends 'eagerSequence' | 'captureSequence' | 'build' | 'buildBatch' | 'updateRow'>(impl: BenchImpl<G>, name: K, row: string): NonNullable<BenchImpl<G>[K]> {
   const f = impl[name];
-  if (typeof f !== 'function') throw new Error(`row ${row}: this implementation has no ${name === 'build' || name === 'updateRow' ? 'explicit graph construction' : 'launch sequence'}`);
+  if (typeof f !== 'function') throw new Error(`row ${row}: this implementation has no ${name === 'build' || name === 'buildBatch' || name === 'updateRow' ? 'explicit graph construction' : 'launch sequence'}`);
   return f.bind(impl) as NonNullable<BenchImpl<G>[K]>;
 }
 
@@ -99,6 +101,12 @@ export function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): RowReply {
     }
     case 'build': {
       const build = optional(impl, 'build', row);
+      build(n);
+      samples.build = Array.from({ length: reps }, () => build(n) / 1e3 / n);
+      break;
+    }
+    case 'build-batch': {
+      const build = optional(impl, 'buildBatch', row);
       build(n);
       samples.build = Array.from({ length: reps }, () => build(n) / 1e3 / n);
       break;

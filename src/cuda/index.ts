@@ -28,6 +28,7 @@ export { Graph, DOT_FLAGS, type DotFlag } from './graph/graph.js';
 export { CudaNode, type GraphAllocation } from './graph/cuda-node.js';
 export type { NodeMemory, MemcpyNodeParams, Memcpy3DNodeParams, PitchedMemory, MemsetNodeParams } from './graph/node-params.js';
 export type { NodeEdge } from './graph/explicit-nodes.js';
+export type { KernelNodeEntry } from './graph/kernel-batch.js';
 export { lowerGraph, LoweredGraph, type LowerBindings } from './graph/lower.js';
 export { CaptureMode, DEFAULT_CAPTURE_MODE } from './capture/capture-mode.js';
 export type { InstantiateFlags } from './graph/instantiate-flags.js';

@@ -23,10 +23,10 @@ import { fileURLToPath } from 'node:url';
 import { driverSymbol, symbolAddress, onLibrariesReset, type DriverApi } from './sys.js';
 
 /** The ABI version this code speaks; the addon reports its own as `abi`. */
-export const NATIVE_ABI = 3;
+export const NATIVE_ABI = 4;
 
 /** The driver functions the addon calls. */
-export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch';
+export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch' | 'cuGraphAddKernelNode_v2';
 
 /**
  * A kernel launch's shape in `cuLaunchKernel`'s argument order: function, grid x/y/z, block x/y/z,
@@ -73,6 +73,23 @@ export interface HotAddon {
   launchFromMailbox(): void;
   /** `graphLaunch(mailbox exec, mailbox stream)`, the result written to the mailbox. */
   graphLaunchFromMailbox(): void;
+  /**
+   * `cuGraphAddKernelNode_v2(&out[i], graph, deps, blocks + 72 * blockOf[i])` for every i in order,
+   * stopping at the first failure: returns 0 when all were added, else that call's CUresult, with
+   * `done[0]` the number added. Node i's dependencies are entries `depStart[i]` to
+   * `depStart[i + 1] - 1`: `out[depIndex[k]]` (a node of this batch) where `depIndex[k] >= 0`, else
+   * `depHandle[k]`. `NOT_BOUND`, and `BAD_ID` for arrays that do not describe a batch, come first.
+   */
+  addKernelNodes(
+    graph: bigint,
+    blocks: Uint8Array,
+    blockOf: Uint32Array,
+    depStart: Uint32Array,
+    depIndex: Int32Array,
+    depHandle: BigUint64Array,
+    out: BigUint64Array,
+    done: Uint32Array,
+  ): number;
   /** Keeps a launch (the argument block at `params` must stay put until release); returns its id. */
   register(...launch: [...LaunchShape, params: bigint]): number;
   /** Forgets launch `id`; false when none was registered under it. */

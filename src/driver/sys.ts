@@ -177,6 +177,8 @@ export const DRIVER_WAITS: { readonly [K in DriverSymbol]: HostWait } = {
   cuLaunchKernelEx: 'queue',
   cuGraphKernelNodeSetAttribute: 'none',
   cuGraphKernelNodeGetAttribute: 'none',
+  cuGraphNodeGetToolsId: 'none',
+  cuGraphNodeGetLocalId: 'none',
   cuEventRecordWithFlags: 'queue',
 };
 

@@ -81,6 +81,7 @@ function clockwork(): BenchImpl<{ n: number; live: boolean }> & { calls: Record<
     replay: (g: { n: number; live: boolean }, launches: number) => (assert.ok(g.live), count('replay'), g.n * launches * 600),
     eagerSequence: (n: number) => (count('eager-seq'), n * 3000),
     build: (n: number) => (count('build'), n * 700),
+    buildBatch: (n: number) => (count('build-batch'), n * 250),
     updateRow: (_n: number, reps: number) => (
       count('update'),
       { update: Array(reps).fill(900), toggle: Array(reps).fill(400), reinstantiate: Array(reps).fill(2_000_000) }
@@ -177,7 +178,7 @@ test('the plan covers every reference row and thins only the 10 000-node capture
   }
   assert.equal(new Set(keys).size, keys.length);
   for (const r of TABLE_ROWS) assert.ok(ROW_METRICS[STEPS[r.step]!.row].includes(r.metric), r.key);
-  assert.deepEqual(STEPS.map((s) => commandFor(s, 30).reps), STEPS.map((s) => (s.n === 10000 && (s.row === 'capture' || s.row === 'build') ? 10 : 30)));
+  assert.deepEqual(STEPS.map((s) => commandFor(s, 30).reps), STEPS.map((s) => (s.n === 10000 && (s.row === 'capture' || s.row === 'build' || s.row === 'build-batch') ? 10 : 30)));
   assert.equal(commandFor(STEPS[4]!, 1).reps, 3);
 });
 
@@ -192,7 +193,12 @@ test('the target rows keep their steps and keys; the two LaunchSequence rows run
     'capture-args/capture/1000@3', 'capture-args/instantiate/1000@3', 'capture-args/total/1000@3', 'capture/capture/10000@4',
     'capture/instantiate/10000@4', 'capture/total/10000@4', 'launch/launch/10@5', 'launch/launch/1000@6', 'launch/launch/10000@7',
     'replay/replay/1000@8', 'build/build/10000@11', 'update/update/10000@12', 'update/toggle/10000@12', 'update/reinstantiate/10000@12',
+    'build-batch/build/10000@13',
   ]);
+  // The batch row: cudagraph only, judged against C's per-node loop.
+  const batch = TABLE_ROWS.find((r) => r.key === 'build-batch/build/10000')!;
+  assert.equal(STEPS[batch.cStep!]!.row, 'build');
+  assert.deepEqual(['c', 'cudagraph', 'cudagraph-koffi', 'cupy', 'torch'].map((id) => runsStep(STEPS[13]!, id)), [false, true, true, false, false]);
   // The rows of graphs built node by node run on C and cudagraph only.
   for (const step of [11, 12]) {
     assert.deepEqual(['c', 'cudagraph', 'cudagraph-koffi', 'cupy', 'torch'].map((id) => runsStep(STEPS[step]!, id)), [true, true, true, false, false]);

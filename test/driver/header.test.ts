@@ -1,5 +1,5 @@
 /**
- * Checks the binding against the CUDA 13.0 header: every bound symbol is the versioned ABI the
+ * Checks the binding against the CUDA 13.0 header (and the newer declarations read after it): every bound symbol is the versioned ABI the
  * header's macros map its public name to (read here, and again by the C compiler from the
  * entry-point list the declarations are generated from), with the header's parameter count; and
  * every struct offset cudagraph uses is what the C compiler computes from cuda.h.
@@ -17,7 +17,9 @@ import * as L from '../../src/driver/layouts.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const HEADER = '/usr/local/cuda/include/cuda.h';
 const missing = !existsSync(HEADER) && `${HEADER} is absent`;
-const text = missing ? '' : readFileSync(HEADER, 'utf8');
+// The declarations newer than this header (src/driver/newer-declarations.h) are checked as the header's own.
+const NEWER = readFileSync(join(root, 'src', 'driver', 'newer-declarations.h'), 'utf8');
+const text = missing ? '' : `${readFileSync(HEADER, 'utf8')}\n${NEWER}`;
 
 /** `#define cuX  [__CUDA_API_PTSZ(]cuX_vN[)]` → public name → symbol. */
 function macroMap(): Map<string, string> {
@@ -129,8 +131,9 @@ test('the C compiler maps each name of the entry-point list to the symbol bound 
     .split('\n')
     .map((l) => l.replace(/#.*/, '').trim())
     .filter((l) => l !== '');
-  // The preprocessor of the default build expands each name as a program calling it would.
-  const source = ['#include <cuda.h>', ...listed.map((name, i) => `cg_entry_point ${i} ${name}`), ''].join('\n');
+  // The preprocessor of the default build expands each name as a program calling it would (the
+  // newer declarations after the header, as the generator reads them).
+  const source = ['#include <cuda.h>', NEWER, ...listed.map((name, i) => `cg_entry_point ${i} ${name}`), ''].join('\n');
   const cpp = spawnSync('gcc', ['-E', '-P', '-I/usr/local/cuda/include', '-x', 'c', '-'], { input: source, encoding: 'utf8' });
   assert.equal(cpp.status, 0, cpp.stderr);
   const mapped = [...cpp.stdout.matchAll(/^cg_entry_point (\d+) (\S+)$/gm)].map((m) => m[2]);
@@ -155,7 +158,8 @@ test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc &
     ['CUlaunchConfig', L.LAUNCH_CONFIG],
     ['CUlaunchAttribute', L.LAUNCH_ATTRIBUTE],
   ];
-  const lines = ['#include <cuda.h>', '#include <stdio.h>', '#include <stddef.h>', 'int main(void) {'];
+  // The newer declarations go after the header, so the compiler checks them against its types.
+  const lines = ['#include <cuda.h>', NEWER, '#include <stdio.h>', '#include <stddef.h>', 'int main(void) {'];
   for (const [t, fields] of structs) {
     for (const f of Object.keys(fields)) {
       lines.push(

@@ -40,7 +40,7 @@ test('the prebuilt addon loads on linux-x64 without libcuda, and names no CUDA l
   assert.deepEqual(status, { active: true, path: prebuiltAddonPath(), reason: 'loaded' });
   assert.ok(addon !== null);
   assert.equal(addon.abi, NATIVE_ABI);
-  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind'] as const) {
+  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind', 'addKernelNodes'] as const) {
     assert.equal(typeof addon[f], 'function', f);
   }
   // The driver's addresses come from the loader: the file must not link or dlopen libcuda itself.
@@ -120,6 +120,34 @@ test('registered launches: ids are reused after release; unbound functions, unkn
   assert.throws(() => hot.launch(0, -1n), TypeError, 'a negative handle is refused');
   assert.throws(() => hot.graphLaunch(1 as unknown as bigint, 0n), TypeError);
   assert.throws(() => hot.register(1n, 1, 1, 1, 32, 1, 1, 0, 'x' as unknown as bigint), TypeError);
+});
+
+test('addKernelNodes: unbound, arrays that describe no batch and wrong types are reported before any driver call', { skip: !linuxX64 && 'not linux-x64' }, () => {
+  const hot = loadNativeAddon({}).addon!;
+  hot.bind('cuGraphAddKernelNode_v2', 0n);
+  const blocks = new Uint8Array(72);
+  const out = new BigUint64Array(2);
+  const done = new Uint32Array([99]);
+  const call = (blockOf: number[], depStart: number[], depIndex: number[]): number =>
+    hot.addKernelNodes(1n, blocks, Uint32Array.from(blockOf), Uint32Array.from(depStart), Int32Array.from(depIndex), new BigUint64Array(depIndex.length), out, done);
+  assert.equal(call([0, 0], [0, 0, 1], [0]), hot.NOT_BOUND);
+  assert.equal(done[0], 0);
+  // Bound to a harmless address only to get past the NOT_BOUND check: BAD_ID comes before any call.
+  assert.equal(hot.bind('cuGraphAddKernelNode_v2', 8n), true);
+  try {
+    assert.equal(call([0, 1], [0, 0, 0], []), hot.BAD_ID, 'a launch index past the blocks');
+    assert.equal(call([0, 0], [0, 1, 1], [0]), hot.BAD_ID, 'node 0 depending on itself');
+    assert.equal(call([0, 0], [0, 0, 1], [1]), hot.BAD_ID, 'node 1 depending on itself');
+    assert.equal(call([0, 0], [0, 0, 2], [0]), hot.BAD_ID, 'depStart past depIndex');
+    assert.equal(call([0, 0], [1, 1, 1], [0]), hot.BAD_ID, 'depStart not starting at 0');
+    assert.equal(call([0, 0], [0, 1, 0], [-1]), hot.BAD_ID, 'depStart decreasing');
+  } finally {
+    hot.bind('cuGraphAddKernelNode_v2', 0n);
+  }
+  assert.throws(() => hot.addKernelNodes(1n, blocks, new Uint32Array(2), new Uint32Array(2), new Int32Array(0), new BigUint64Array(0), out, done), TypeError, 'depStart must have n + 1 entries');
+  assert.throws(() => hot.addKernelNodes(1n, blocks, new Uint32Array(3), new Uint32Array(4), new Int32Array(0), new BigUint64Array(0), out, done), TypeError, 'out too short');
+  assert.throws(() => hot.addKernelNodes(1n, blocks, new Uint32Array(1), new Uint32Array(2), new Int32Array(1), new BigUint64Array(0), out, done), TypeError, 'depHandle as long as depIndex');
+  assert.throws(() => hot.addKernelNodes(1 as unknown as bigint, blocks, new Uint32Array(1), new Uint32Array(2), new Int32Array(0), new BigUint64Array(0), out, done), TypeError);
 });
 
 test('the mailbox: one buffer per environment; the mailbox calls report NOT_BOUND and BAD_ID in it as the argument forms return them', { skip: !linuxX64 && 'not linux-x64' }, async () => {

@@ -8,6 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  CudaError,
   CudaNode,
   Device,
   DeviceBuffer,
@@ -428,6 +429,74 @@ gpuSuite('graphs built node by node', () => {
     assert.equal(s.query(), true);
     g.addEmptyNode();
     x.dispose();
+  });
+
+  test('addKernelNodes: a batch builds the graph node-by-node calls build, results equal; attributes and refusals', async () => {
+    const x = DeviceBuffer.alloc(d, 4 * N);
+    const y = DeviceBuffer.alloc(d, 4 * N);
+    const host = new Uint32Array(N);
+    const run = async (g: Graph): Promise<[number, number]> => {
+      x.memsetAsync(s, 0);
+      y.memsetAsync(s, 0);
+      using e = g.instantiate(undefined, s);
+      e.launch();
+      await s.synchronizeAsync();
+      x.copyToHost(host);
+      const a = host[7]!;
+      y.copyToHost(host);
+      return [a, host[7]!];
+    };
+    // x: 0 → +3 → ×5 → 2x+1, repeated 40 times in a chain; y: +1 after each step of x (a fan of edges).
+    const steps = Array.from({ length: 120 }, (_, i) => (i % 3 === 0 ? { kernel: add, config: cfg(x, 3) } : i % 3 === 1 ? { kernel: mul, config: cfg(x, 5) } : { kernel: tpo, config: { grid: GRID, block: 256, args: [x, arg.i32(N)] } }));
+    const plusOne = cfg(y, 1);
+    using batched = Graph.create(d);
+    const nodes = batched.addKernelNodes([
+      ...steps.map((e, i) => ({ ...e, after: i === 0 ? [] : [i - 1] })),
+      ...steps.map((_, i) => ({ kernel: add, config: plusOne, after: i === 0 ? [i] : [i, 120 + i - 1] })),
+    ]);
+    assert.equal(nodes.length, 240);
+    assert.equal(batched.nodeRefs().length, 240);
+    assert.equal(batched.edgeRefs().length, 119 + 1 + 2 * 119);
+    using single = Graph.create(d);
+    let prev: ReturnType<Graph['addKernelNode']> | null = null;
+    const xs = steps.map((e) => (prev = single.addKernelNode(e.kernel, e.config, prev === null ? [] : [prev])));
+    let py: ReturnType<Graph['addKernelNode']> | null = null;
+    xs.forEach((n) => (py = single.addKernelNode(add, plusOne, py === null ? [n] : [n, py])));
+    let want = 0;
+    for (let i = 0; i < 40; i++) want = (((want + 3) * 5) * 2 + 1) >>> 0;
+    assert.deepEqual(await run(batched), [want, 120], 'the batch-built graph computes the host arithmetic');
+    assert.deepEqual(await run(single), [want, 120], 'and so does the one built node by node');
+    const shape = (g: Graph): [number, number, number] => {
+      const c = g.toComputeGraph();
+      return [c.nodeCount(), c.edgeCount(), c.levels().length];
+    };
+    assert.deepEqual(shape(batched), shape(single), 'the two graphs have the same shape');
+    // Entries with launch attributes get them as node attributes (instantiated with node priorities).
+    using withAttributes = Graph.create(d);
+    withAttributes.addKernelNodes([
+      { kernel: tpo, config: { grid: GRID, block: 256, args: [x, arg.i32(N)], attributes: { cluster: [2], priority: 0 } } },
+      { kernel: add, config: cfg(x, 1), after: [0] },
+    ]);
+    withAttributes.instantiate({ useNodePriority: true }, s).dispose();
+    refused(
+      () => withAttributes.addKernelNodes([{ kernel: tpo, config: { grid: GRID, block: 256, args: [x, arg.i32(N)], attributes: { cluster: [3] } } }]),
+      InvalidArgumentError,
+      'Graph.addKernelNodes',
+      /nodes\[0\]\.config: .*multiple of the cluster/,
+    );
+    refused(() => withAttributes.addKernelNodes([{ kernel: add, config: cfg(x, 1), after: [nodes[0]!] }]), InvalidArgumentError, 'Graph.addKernelNodes', /of another graph/);
+    assert.equal(withAttributes.nodeRefs().length, 2, 'refused batches added nothing');
+    // Node tools ids: CUDA 13.1's calls; a CUDA 13.0 driver lacks them and says so.
+    if (Device.driverVersion() >= 13010) {
+      assert.equal(typeof nodes[0]!.toolsId(), 'bigint');
+      assert.ok(Number.isInteger(nodes[0]!.localId()));
+    } else {
+      for (const f of [() => nodes[0]!.toolsId(), () => nodes[0]!.localId()]) {
+        assert.throws(f, (e: unknown) => e instanceof CudaError && e.code === 801 && /predates the call/.test((e as Error).message));
+      }
+    }
+    x.dispose();
+    y.dispose();
   });
 
   test('launch attributes: eager and captured (programmatic edges), on graph nodes; refusals', () => {

@@ -7,6 +7,9 @@ import { readContext, readNode } from './read-back.js';
 import type { CapturedNodeInfo, GraphNodeType } from './node-info.js';
 import type { Graph } from './graph.js';
 
+/** Handles up to this value are kept as numbers (exactly). */
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
+
 /** The graph memory an allocation node reserves: fixed when the node is added (`cuGraphAddMemAllocNode`). */
 export interface GraphAllocation {
   /** The address every launch's allocation has (pass it as `arg.ptr(address)`). */
@@ -34,14 +37,19 @@ export class CudaNode {
   readonly type: GraphNodeType;
   /** For an allocation node: the memory it reserves; null for every other kind. */
   readonly allocation: GraphAllocation | null;
-  readonly #handle: bigint;
+  /**
+   * The handle, as a number where that is exact (every handle on today's 64-bit systems, whose
+   * addresses stay below 2^53): a graph of 10,000 nodes then keeps no BigInt per node, which would
+   * cost as much again as the node object (measured in docs/graphs.md).
+   */
+  readonly #handle: number | bigint;
   #removed = false;
 
   /** @internal Made by the graph (`graph.add…Node`, `graph.nodeRefs()`). */
-  constructor(key: typeof INTERNAL, graph: Graph, handle: bigint, type: GraphNodeType, allocation: GraphAllocation | null) {
+  constructor(key: typeof INTERNAL, graph: Graph, handle: bigint | number, type: GraphNodeType, allocation: GraphAllocation | null) {
     if (key !== INTERNAL) throw privateConstructorError('CudaNode', 'graph.add…Node() or graph.nodeRefs()');
     this.graph = graph;
-    this.#handle = handle;
+    this.#handle = typeof handle === 'number' || handle > MAX_EXACT ? handle : Number(handle);
     this.type = type;
     this.allocation = allocation === null ? null : Object.freeze(allocation);
   }
@@ -73,19 +81,29 @@ export class CudaNode {
    */
   handleWhileHeld(op: string): bigint {
     if (this.#removed) throw new DisposedError(op, `${this} (removed from its graph, or its graph was destroyed)`);
+    return this.#big();
+  }
+
+  #big(): bigint {
+    const h = this.#handle;
+    return typeof h === 'number' ? BigInt(h) : h;
+  }
+
+  /** @internal The handle as a number where exact, else the bigint (a key for the graph's map of nodes). */
+  handleKey(): number | bigint {
     return this.#handle;
   }
 
   /** @internal The handle, alive or not (the graph's bookkeeping). */
   handleUnchecked(): bigint {
-    return this.#handle;
+    return this.#big();
   }
 
   /** @internal The handle, checked alive for `op`. */
   handleFor(op: string): bigint {
     this.graph[LIFETIME].assertAlive(op);
     if (this.#removed) throw new DisposedError(op, `${this} (removed from its graph)`);
-    return this.#handle;
+    return this.#big();
   }
 
   /** True once removed from its graph, or once the graph is disposed. */
@@ -110,6 +128,24 @@ export class CudaNode {
     const op = 'CudaNode.info';
     const h = this.handleFor(op);
     return readNode(op, h, this.index, readContext());
+  }
+
+  /**
+   * The id profiling tools (Nsight Systems, CUPTI) report for this node (`cuGraphNodeGetToolsId`).
+   * @throws CudaError 801 (not supported) on a driver before CUDA 13.1, which lacks the call.
+   */
+  toolsId(): bigint {
+    const op = 'CudaNode.toolsId';
+    return gr.nodeToolsId(op, this.handleFor(op));
+  }
+
+  /**
+   * The node's id within its graph, as `graph.debugDot()` prints it (`cuGraphNodeGetLocalId`).
+   * @throws CudaError 801 (not supported) on a driver before CUDA 13.1, which lacks the call.
+   */
+  localId(): number {
+    const op = 'CudaNode.localId';
+    return gr.nodeLocalId(op, this.handleFor(op));
   }
 
   /** The nodes this one runs after (`cuGraphGetEdges_v2` of its graph). */

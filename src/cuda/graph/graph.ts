@@ -23,6 +23,7 @@ import type { Kernel } from '../kernel/kernel.js';
 import type { LaunchConfig } from '../kernel/launch-config.js';
 import type { Event } from '../device/event.js';
 import type { MemcpyNodeParams, Memcpy3DNodeParams, MemsetNodeParams } from './node-params.js';
+import { addKernels, type KernelNodeEntry } from './kernel-batch.js';
 import {
   addAlloc, addChild, addCopy, addEdges, addEmpty, addEventNode, addFill, addFree, addHost, addKernel,
   clonedNode, cloneOf, isFreedElsewhere, removeEdges, removeNode, MEMORY_NODE_RULE, type NodeEdge,
@@ -141,6 +142,31 @@ export class Graph {
     return node;
   }
 
+  /**
+   * @internal `attach` for many nodes of one kind just added (`addKernelNodes`): the graph takes
+   * each of `holds` once for all of them.
+   */
+  attachMany(handles: BigUint64Array, type: GraphNodeType, holds: readonly Lifetime[]): CudaNode[] {
+    for (const l of holds) {
+      if (this.#keep.has(l)) continue;
+      l.retain();
+      this.#keep.add(l);
+    }
+    const n = handles.length;
+    const nodes = new Array<CudaNode>(n);
+    const added = this.#added;
+    // Each handle read as two 32-bit halves: reading a BigUint64Array element makes a BigInt, which
+    // costs as much as the node object.
+    const words = new Uint32Array(handles.buffer, handles.byteOffset, 2 * n);
+    for (let i = 0; i < n; i++) {
+      const hi = words[2 * i + 1]!;
+      const handle = hi < 0x200000 ? words[2 * i]! + hi * 0x100000000 : handles[i]!;
+      added.push((nodes[i] = new CudaNode(INTERNAL, this, handle, type, null)));
+    }
+    this.#jsHostFunctions = null;
+    return nodes;
+  }
+
   /** @internal The handle, alive or not (for the capture that records into this graph). */
   handleUnchecked(): bigint {
     return this.#handle;
@@ -201,7 +227,7 @@ export class Graph {
   #nodeMap(): Map<number, CudaNode> {
     const added = this.#added;
     if (added.length !== 0) {
-      for (const n of added) this.#nodes.set(Number(n.handleUnchecked()), n);
+      for (const n of added) this.#nodes.set(Number(n.handleKey()), n);
       added.length = 0;
     }
     return this.#nodes;
@@ -308,6 +334,22 @@ export class Graph {
    */
   addKernelNode(kernel: Kernel, config: LaunchConfig, dependencies?: readonly CudaNode[]): CudaNode {
     return addKernel(this, kernel, config, dependencies);
+  }
+
+  /**
+   * Adds many kernel nodes in one call, in order: each entry `{ kernel, config, after? }` as
+   * `addKernelNode(kernel, config, dependencies)` takes it, where `after` lists nodes of this graph
+   * or the indices of earlier entries (`after: [i - 1]` chains them). Every entry is checked before
+   * the driver sees any; the nodes then go to the driver in one batch (one native call where the
+   * addon is loaded), which makes building a large graph cost about what a C loop costs.
+   * @example
+   * const chain = g.addKernelNodes(steps.map((config, i) => ({ kernel: step, config, after: i ? [i - 1] : [] })));
+   * @throws InvalidArgumentError naming the entry (`nodes[3].after[0]`) for a bad entry, a
+   *   dependency that is not a node of this graph or an earlier entry, a repeated dependency; as
+   *   `addKernelNode` for the rest. All or nothing: on any failure no node is added.
+   */
+  addKernelNodes(nodes: readonly KernelNodeEntry[]): CudaNode[] {
+    return addKernels(this, nodes);
   }
 
   /**

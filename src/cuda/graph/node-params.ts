@@ -238,13 +238,19 @@ function memoOf(config: object, fn: KernelFunction): CheckedKernelConfig | null 
   return m;
 }
 
-/** Checks a kernel launch for a node: the function on `device`, its configuration and arguments. */
+/**
+ * Checks a kernel launch for a node: the function on `device`, its configuration and arguments.
+ * With `blocks` (a batch of nodes that the driver reads after all are resolved), arguments that
+ * would go to the shared scratch block, or replace a memo, are packed into a block of their own,
+ * pushed onto `blocks` for the caller to free after the driver call.
+ */
 export function resolveKernel(
   op: string,
   fn: KernelFunction,
   config: unknown,
   device: Device,
   memoize = true,
+  blocks: PackedArgs[] | null = null,
 ): Resolved<gb.KernelNodeInput> & { readonly attributes: CheckedAttributes | null } {
   if (fn.device !== device) {
     throw new InvalidArgumentError(op, 'kernel', `kernel '${fn.name}' is loaded on ${fn.device}; the graph runs on ${device}`);
@@ -266,13 +272,20 @@ export function resolveKernel(
   }
   const holds: Lifetime[] = fn.keep === null ? [] : [fn.keep];
   for (const a of c.args) if (a.buffer !== null) holds.push(a.buffer[LIFETIME]);
+  const previous = typeof config === 'object' && config !== null ? checkedConfigs.get(config) : undefined;
+  if (blocks !== null && (c.attributes !== null || previous !== undefined)) {
+    // A batch reads every node's arguments in one driver call after all are resolved: each needs a
+    // block of its own until then, and a memo an earlier node of the batch reads must not be freed.
+    const p = packArgs(c.args, (b) => b.ptrFor(op));
+    blocks.push(p);
+    return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams: p.address }, holds, attributes: c.attributes };
+  }
   if (!memoize || c.attributes !== null || typeof config !== 'object' || config === null) {
     // The driver copies the argument values while it adds or updates the node: a scratch block will do.
     const kernelParams = packScratch(c.args, (b) => b.ptrFor(op));
     return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams }, holds, attributes: c.attributes };
   }
   const o = config as LaunchConfig;
-  const previous = checkedConfigs.get(config);
   if (previous !== undefined) {
     packedBlocks.unregister(previous);
     previous.packed.free();

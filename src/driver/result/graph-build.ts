@@ -6,7 +6,7 @@
  * driver graph gets exactly the model's edge set.
  */
 import { driverSymbol } from '../sys.js';
-import { check } from './check.js';
+import { check, cudaError } from './check.js';
 import {
   KERNEL_NODE_PARAMS as K,
   MEMSET_NODE_PARAMS as M,
@@ -20,6 +20,7 @@ import {
   CU,
 } from '../layouts.js';
 import { takeHandle, u64 } from './scratch.js';
+import { nativeAddon, settle } from '../hot.js';
 
 /** A kernel node's launch: the function, its shape, and the packed argument array's address. */
 export interface KernelNodeInput {
@@ -70,6 +71,70 @@ export function addKernelNode(op: string, graph: bigint, p: KernelNodeInput, dep
   u64[0] = 0n;
   check(driverSymbol(op, 'cuGraphAddKernelNode_v2')(u64, graph, deps, deps?.length ?? 0, buf), op, 'cuGraphAddKernelNode_v2');
   return takeHandle();
+}
+
+/**
+ * Many kernel nodes for one call of `addKernelNodes`: each distinct launch once, and per node the
+ * launch it runs and its dependencies (entries `depStart[i]` to `depStart[i + 1] - 1`: a node of
+ * this batch where `depIndex[k] >= 0`, else the graph's node `depHandle[k]`).
+ */
+export interface KernelNodeBatch {
+  readonly launches: readonly KernelNodeInput[];
+  readonly launchOf: Uint32Array;
+  readonly depStart: Uint32Array;
+  readonly depIndex: Int32Array;
+  readonly depHandle: BigUint64Array;
+}
+
+/**
+ * Adds the nodes of `batch` in order (`cuGraphAddKernelNode_v2` each), returning their handles.
+ * Where the addon is loaded, the loop runs in C: one Node-API call for the batch, the driver calls
+ * back to back as a C program makes them. All or nothing: when a call fails, the nodes added
+ * before it are removed (`cuGraphDestroyNode`, which takes their edges too) and the error thrown.
+ */
+export function addKernelNodes(op: string, graph: bigint, batch: KernelNodeBatch): BigUint64Array {
+  const n = batch.launchOf.length;
+  const out = new BigUint64Array(n);
+  if (n === 0) return out;
+  const blocks = new Uint8Array(K.size * batch.launches.length);
+  batch.launches.forEach((p, i) => encodeKernelParamsInto(blocks.subarray(i * K.size, (i + 1) * K.size), p));
+  // Resolves the symbol (a driver without it throws here) and passes the host-call gate once.
+  const add = driverSymbol(op, 'cuGraphAddKernelNode_v2');
+  const done = new Uint32Array(1);
+  const koffiLoop = (): number => {
+    let deps = new BigUint64Array(8);
+    for (let i = 0; i < n; i++) {
+      const first = batch.depStart[i]!;
+      const count = batch.depStart[i + 1]! - first;
+      if (count > deps.length) deps = new BigUint64Array(count);
+      for (let k = 0; k < count; k++) {
+        const j = batch.depIndex[first + k]!;
+        deps[k] = j >= 0 ? out[j]! : batch.depHandle[first + k]!;
+      }
+      const at = batch.launchOf[i]! * K.size;
+      u64[0] = 0n;
+      const rc = add(u64, graph, count === 0 ? null : deps, count, blocks.subarray(at, at + K.size));
+      if (rc !== 0) return rc;
+      out[i] = takeHandle();
+      done[0] = i + 1;
+    }
+    return 0;
+  };
+  const hot = nativeAddon();
+  let rc: number;
+  if (hot === null) rc = koffiLoop();
+  else {
+    const call = (): number => hot.addKernelNodes(graph, blocks, batch.launchOf, batch.depStart, batch.depIndex, batch.depHandle, out, done);
+    rc = settle(op, hot, 'cuGraphAddKernelNode_v2', call(), call, koffiLoop);
+    if (rc === hot.BAD_ID) throw new Error(`${op}: internal error: the addon refused the batch's arrays`);
+  }
+  if (rc !== 0) {
+    // All or nothing: remove what went in, newest first (best effort: the first error stands).
+    const destroy = driverSymbol(op, 'cuGraphDestroyNode');
+    for (let i = done[0]! - 1; i >= 0; i--) destroy(out[i]!);
+    throw cudaError(rc, op, 'cuGraphAddKernelNode_v2');
+  }
+  return out;
 }
 
 /** One side of a 1-D copy: host memory (an address) or device memory. */

@@ -145,6 +145,19 @@ export function graphNodeType(op: string, node: bigint): number {
   return i32[0]!;
 }
 
+/** The id tools (Nsight, CUPTI) use for a node (`cuGraphNodeGetToolsId`, CUDA 13.1+). */
+export function nodeToolsId(op: string, node: bigint): bigint {
+  u64[0] = 0n;
+  check(driverSymbol(op, 'cuGraphNodeGetToolsId')(node, u64), op, 'cuGraphNodeGetToolsId');
+  return takeHandle();
+}
+
+/** A node's id within its graph, the one `cuGraphDebugDotPrint` prints (`cuGraphNodeGetLocalId`, CUDA 13.1+). */
+export function nodeLocalId(op: string, node: bigint): number {
+  check(driverSymbol(op, 'cuGraphNodeGetLocalId')(node, i32), op, 'cuGraphNodeGetLocalId');
+  return i32[0]! >>> 0;
+}
+
 /** A kernel node's parameters as the driver's bytes (`CUDA_KERNEL_NODE_PARAMS_v2`, from `cuGraphKernelNodeGetParams_v2`). */
 export function kernelNodeParamBytes(op: string, node: bigint): Uint8Array {
   const buf = new Uint8Array(K.size);
