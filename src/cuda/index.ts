@@ -29,6 +29,10 @@ export { CudaNode, type GraphAllocation } from './graph/cuda-node.js';
 export type { NodeMemory, MemcpyNodeParams, Memcpy3DNodeParams, PitchedMemory, MemsetNodeParams } from './graph/node-params.js';
 export type { NodeEdge } from './graph/explicit-nodes.js';
 export type { KernelNodeEntry } from './graph/kernel-batch.js';
+export { ConditionalHandle, CONDITIONAL_DEVICE_API, BODY_NODE_KINDS, type ConditionalKind, type ConditionalNode } from './graph/conditional.js';
+export type { ConditionalBody } from './capture/conditional-capture.js';
+// Loaded for its effect: it gives Stream its conditional capture (captureWhile, captureIf, captureSwitch).
+import './capture/conditional-capture.js';
 export { lowerGraph, LoweredGraph, type LowerBindings } from './graph/lower.js';
 export { CaptureMode, DEFAULT_CAPTURE_MODE } from './capture/capture-mode.js';
 export type { InstantiateFlags } from './graph/instantiate-flags.js';

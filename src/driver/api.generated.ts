@@ -431,6 +431,29 @@ export interface DriverApi {
     numDependencies: number,
     mode: number,
   ): number;
+  /**
+   * `CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx,
+   * unsigned int defaultLaunchValue, unsigned int flags)`
+   */
+  cuGraphConditionalHandleCreate(
+    pHandle_out: HostPtr,
+    hGraph: Handle,
+    ctx: Handle,
+    defaultLaunchValue: number,
+    flags: number,
+  ): number;
+  /**
+   * `CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+   * const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams)`
+   */
+  cuGraphAddNode_v2(
+    phGraphNode: HostPtr,
+    hGraph: Handle,
+    dependencies: HostPtr,
+    dependencyData: HostPtr,
+    numDependencies: number,
+    nodeParams: HostPtr,
+  ): number;
   /** `CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)` */
   cuLaunchKernelEx(config: HostPtr, f: Handle, kernelParams: HostPtr, extra: HostPtr): number;
   /**
@@ -602,6 +625,10 @@ export const DRIVER_PROTOTYPES: { readonly [K in DriverSymbol]: string } = {
     'int cuStreamUpdateCaptureDependencies_v2(void *hStream, void *dependencies, const void *dependencyData, size_t numDependencies, unsigned int flags)',
   cuStreamBeginCaptureToGraph:
     'int cuStreamBeginCaptureToGraph(void *hStream, void *hGraph, const void *dependencies, const void *dependencyData, size_t numDependencies, int mode)',
+  cuGraphConditionalHandleCreate:
+    'int cuGraphConditionalHandleCreate(void *pHandle_out, void *hGraph, void *ctx, unsigned int defaultLaunchValue, unsigned int flags)',
+  cuGraphAddNode_v2:
+    'int cuGraphAddNode_v2(void *phGraphNode, void *hGraph, const void *dependencies, const void *dependencyData, size_t numDependencies, void *nodeParams)',
   cuLaunchKernelEx: 'int cuLaunchKernelEx(const void *config, void *f, void *kernelParams, void *extra)',
   cuGraphKernelNodeSetAttribute: 'int cuGraphKernelNodeSetAttribute(void *hNode, int attr, const void *value)',
   cuGraphKernelNodeGetAttribute: 'int cuGraphKernelNodeGetAttribute(void *hNode, int attr, void *value_out)',

@@ -134,6 +134,28 @@ export const CUDA_GRAPH_INSTANTIATE_FLAG = {
   USE_NODE_PRIORITY: 8,
 } as const;
 
+/**
+ * `CUgraphNodeParams` (what `cuGraphAddNode_v2` takes: the node type, then one kind's parameters
+ * in a 232-byte union), with the offsets of its conditional member (`CUDA_CONDITIONAL_NODE_PARAMS`
+ * at 16): the handle, the conditional type, the body count, the driver-owned array of body graphs
+ * it fills, and the context.
+ */
+export const GRAPH_NODE_PARAMS = {
+  size: 256,
+  type: 0,
+  conditionalHandle: 16,
+  conditionalType: 24,
+  conditionalSize: 28,
+  conditionalGraphs: 32,
+  conditionalCtx: 40,
+} as const;
+
+/** `CUgraphConditionalNodeType`. */
+export const CU_GRAPH_COND_TYPE = { IF: 0, WHILE: 1, SWITCH: 2 } as const;
+
+/** `CU_GRAPH_COND_ASSIGN_DEFAULT`: a handle's default value is applied at the start of every launch. */
+export const CU_GRAPH_COND_ASSIGN_DEFAULT = 0x1;
+
 /** `CUgraphNodeType`, value → cudagraph's name. */
 export const CU_GRAPH_NODE_TYPE = [
   'kernel', // 0 CU_GRAPH_NODE_TYPE_KERNEL

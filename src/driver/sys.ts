@@ -174,6 +174,8 @@ export const DRIVER_WAITS: { readonly [K in DriverSymbol]: HostWait } = {
   cuDeviceGraphMemTrim: 'gpu',
   cuStreamUpdateCaptureDependencies_v2: 'none',
   cuStreamBeginCaptureToGraph: 'none',
+  cuGraphConditionalHandleCreate: 'none',
+  cuGraphAddNode_v2: 'none',
   cuLaunchKernelEx: 'queue',
   cuGraphKernelNodeSetAttribute: 'none',
   cuGraphKernelNodeGetAttribute: 'none',

@@ -169,6 +169,23 @@ test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc &
       );
     }
   }
+  // Members inside CUgraphNodeParams' union, by their C designators.
+  const nodeParams: Record<keyof typeof L.GRAPH_NODE_PARAMS, string> = {
+    size: '',
+    type: 'type',
+    conditionalHandle: 'conditional.handle',
+    conditionalType: 'conditional.type',
+    conditionalSize: 'conditional.size',
+    conditionalGraphs: 'conditional.phGraph_out',
+    conditionalCtx: 'conditional.ctx',
+  };
+  for (const [f, c] of Object.entries(nodeParams)) {
+    lines.push(
+      f === 'size'
+        ? '  printf("CUgraphNodeParams.size %zu\\n", sizeof(CUgraphNodeParams));'
+        : `  printf("CUgraphNodeParams.${f} %zu\\n", offsetof(CUgraphNodeParams, ${c}));`,
+    );
+  }
   const enums: Array<[string, number, string?]> = [
     ['CU_STREAM_CAPTURE_MODE_GLOBAL', L.CU_STREAM_CAPTURE_MODE.GLOBAL],
     ['CU_STREAM_CAPTURE_MODE_THREAD_LOCAL', L.CU_STREAM_CAPTURE_MODE.THREAD_LOCAL],
@@ -179,6 +196,10 @@ test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc &
     ['CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH', L.CUDA_GRAPH_INSTANTIATE_FLAG.DEVICE_LAUNCH],
     ['CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY', L.CUDA_GRAPH_INSTANTIATE_FLAG.USE_NODE_PRIORITY],
     ['CU_GRAPH_NODE_TYPE_CONDITIONAL', L.CU_GRAPH_NODE_TYPE.indexOf('conditional')],
+    ['CU_GRAPH_COND_TYPE_IF', L.CU_GRAPH_COND_TYPE.IF],
+    ['CU_GRAPH_COND_TYPE_WHILE', L.CU_GRAPH_COND_TYPE.WHILE],
+    ['CU_GRAPH_COND_TYPE_SWITCH', L.CU_GRAPH_COND_TYPE.SWITCH],
+    ['CU_GRAPH_COND_ASSIGN_DEFAULT', L.CU_GRAPH_COND_ASSIGN_DEFAULT],
     ['CU_GRAPH_NODE_TYPE_MEMSET', L.CU_GRAPH_NODE_TYPE.indexOf('memset')],
     ['CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED', L.CU_GRAPH_EXEC_UPDATE_RESULT.indexOf('CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED')],
     ['CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED', L.CUDA_GRAPH_INSTANTIATE_RESULT.indexOf('CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED')],
@@ -244,6 +265,7 @@ test('struct layouts match the C compiler on cuda.h', { skip: missing || (!gcc &
     for (const [t, fields] of structs) {
       for (const [f, v] of Object.entries(fields)) assert.equal(Number(got.get(`${t}.${f}`)), v, `${t}.${f}`);
     }
+    for (const [f, v] of Object.entries(L.GRAPH_NODE_PARAMS)) assert.equal(Number(got.get(`CUgraphNodeParams.${f}`)), v, `CUgraphNodeParams.${f}`);
     for (const [name, v] of enums) assert.equal(Number(got.get(name)), v, name);
   } finally {
     rmSync(dir, { recursive: true });

@@ -74,6 +74,10 @@ class CaptureRecord implements CaptureSink {
   into: Graph | null = null;
   /** The object `capture.graph` handed out for the graph being captured, owned by the capture until it ends. */
   borrowed: Graph | null = null;
+  /** The capture mode (bodies of conditional nodes captured during this capture use it too). */
+  mode: CaptureMode = DEFAULT_CAPTURE_MODE;
+  /** A conditional body whose capture failed (its call and error): ending the capture then fails with it. */
+  poisoned: { readonly op: string; readonly error: unknown } | null = null;
 
   constructor(
     readonly stream: Stream,
@@ -81,6 +85,31 @@ class CaptureRecord implements CaptureSink {
     readonly handle: bigint,
     readonly allocator: CaptureAllocator | null,
   ) {}
+
+  /**
+   * The graph being captured into as a `Graph` (`cuStreamGetCaptureInfo`): the user's for a capture
+   * into a graph, else one object made on first use and handed to whoever asks until the capture ends.
+   */
+  graphFor(op: string): Graph {
+    if (this.into !== null) return this.into;
+    if (this.borrowed !== null && !this.borrowed.disposed) return this.borrowed;
+    const info = this.liveInfo(op, this.handle);
+    const g = new Graph(INTERNAL, this.stream.device, info.graph, [], false);
+    g.beginCapture(false);
+    this.borrowed = g;
+    return g;
+  }
+
+  /** The live capture state of stream `handle` (this capture's stream, or one joined to it). */
+  liveInfo(op: string, handle: bigint): cs.CaptureInfo {
+    if (!this.active) throw new InvalidArgumentError(op, 'capture', 'the capture has ended');
+    makeCurrent(op, this.stream.device.context);
+    const info = cs.captureInfo(op, handle);
+    if (info.status !== CU_STREAM_CAPTURE_STATUS.ACTIVE) {
+      throw new InvalidArgumentError(op, 'capture', 'the capture was invalidated by an illegal call (see capture.firstFailure); end or dispose it');
+    }
+    return info;
+  }
 
   /** Leaves capture mode in the bookkeeping: detaches the streams and resumes deferred frees. */
   close(): void {
@@ -177,6 +206,18 @@ class CaptureRecord implements CaptureSink {
       this.releaseGraphAllocations();
       this.forgetGraphs();
       throw cudaError(999, op, 'cuStreamEndCapture', 'ending the capture succeeded but returned no graph');
+    }
+    if (this.poisoned !== null) {
+      // A conditional body failed to capture: the graph is incomplete. Discard it (a graph of the
+      // user's keeps what was recorded, as after any failed capture into it) and say why.
+      if (graph !== this.into?.handleUnchecked()) gr.graphDestroy(op, graph);
+      this.keepIntoHolds();
+      this.close();
+      this.releaseGraphAllocations();
+      this.forgetGraphs();
+      const p = this.poisoned;
+      const why = p.error instanceof Error ? `${p.error.name}: ${p.error.message}` : String(p.error);
+      throw cudaError(901, op, 'cuStreamEndCapture', `The capture of a conditional body failed in ${p.op} (${why}); the graph was discarded.`, undefined, p.error);
     }
     const held = [...this.held];
     this.held.clear(); // ownership passes to the graph
@@ -363,6 +404,12 @@ const forgotten = new FinalizationRegistry<CaptureRecord>((record) => record.col
  * }
  * exec.launch(); s.synchronize();        // now it runs
  */
+/** @internal The live capture `stream` records into (begun on it or joined to it), or null. */
+export function captureRecordOf(stream: Stream): CaptureRecord | null {
+  const sink = stream[CAPTURE];
+  return sink instanceof CaptureRecord && sink.active ? sink : null;
+}
+
 export class StreamGraphCapture {
   /** The stream the capture began on (where `end()` must be called). */
   readonly stream: Stream;
@@ -428,6 +475,7 @@ export class StreamGraphCapture {
     if (into === null) gr.streamBeginCapture(op, h, driverCaptureMode(m));
     else cs.beginCaptureToGraph(op, h, into.graph.handle, into.dependencies, driverCaptureMode(m));
     const record = new CaptureRecord(stream, h, allocator);
+    record.mode = m;
     if (into !== null) {
       record.into = into.graph;
       into.graph.beginCapture(true);
@@ -471,24 +519,11 @@ export class StreamGraphCapture {
   }
 
   #graphFor(op: string): Graph {
-    const r = this.#record;
-    if (r.into !== null) return r.into;
-    if (r.borrowed !== null && !r.borrowed.disposed) return r.borrowed;
-    const info = this.#liveInfo(op);
-    const g = new Graph(INTERNAL, this.stream.device, info.graph, [], false);
-    g.beginCapture(false);
-    r.borrowed = g;
-    return g;
+    return this.#record.graphFor(op);
   }
 
   #liveInfo(op: string): cs.CaptureInfo {
-    if (!this.#record.active) throw new InvalidArgumentError(op, 'capture', 'the capture has ended');
-    makeCurrent(op, this.stream.device.context);
-    const info = cs.captureInfo(op, this.#record.handle);
-    if (info.status !== CU_STREAM_CAPTURE_STATUS.ACTIVE) {
-      throw new InvalidArgumentError(op, 'capture', 'the capture was invalidated by an illegal call (see capture.firstFailure); end or dispose it');
-    }
-    return info;
+    return this.#record.liveInfo(op, this.#record.handle);
   }
 
   /** The nodes the next work captured on the stream will depend on (the capture's frontier), as nodes of `capture.graph`. */

@@ -13,6 +13,7 @@ import type { Event } from './event.js';
 import { LaunchSequence } from '../kernel/launch-sequence.js';
 import type { PreparedLaunch } from '../kernel/prepared-launch.js';
 import { brands, registerBrand } from '../core/brands.js';
+import type { ConditionalHandle, ConditionalNode } from '../graph/conditional.js';
 
 /** Options of `device.createStream`. */
 export interface StreamOptions {
@@ -46,6 +47,24 @@ const created = new Map<bigint, { readonly stream: WeakRef<Stream>; readonly cel
  * buf.memsetAsync(s, 0);
  * await s.synchronizeAsync();      // the event loop keeps running meanwhile
  */
+/** What the capture module provides for conditional capture (registered when it loads: it imports this module). */
+export interface ConditionalCaptureCall {
+  handle(op: string, stream: Stream, options: unknown): ConditionalHandle;
+  conditional(op: string, stream: Stream, kind: 'if' | 'while' | 'switch', handle: unknown, bodies: readonly unknown[], size: number): ConditionalNode;
+}
+
+let conditionalCapture: ConditionalCaptureCall | null = null;
+
+/** @internal Called once by `capture/conditional-capture.ts`. */
+export function registerConditionalCapture(call: ConditionalCaptureCall): void {
+  conditionalCapture = call;
+}
+
+function conditionalCall(op: string): ConditionalCaptureCall {
+  if (conditionalCapture === null) throw new InvalidArgumentError(op, 'stream', 'conditional capture is not loaded');
+  return conditionalCapture;
+}
+
 export class Stream {
   /** The device whose primary context owns the stream. */
   readonly device: Device;
@@ -239,6 +258,54 @@ export class Stream {
     const e = event ?? this.device.createEvent();
     e.record(this, options);
     return e;
+  }
+
+  /**
+   * A condition for a conditional node of the graph this stream's capture records into
+   * (`graph.conditionalHandle` of `capture.graph`); pass it to `captureWhile` / `captureIf` /
+   * `captureSwitch` and to the kernels that set it (`handle.arg()`).
+   * @throws InvalidArgumentError when the stream is not capturing.
+   */
+  conditionalHandle(options?: { default?: number; assignDefault?: boolean }): ConditionalHandle {
+    return conditionalCall('Stream.conditionalHandle').handle('Stream.conditionalHandle', this, options);
+  }
+
+  /**
+   * During a capture: adds a WHILE node after the work captured so far on this stream, and
+   * captures `body(s)` into its body, on the stream `s` it is given (launch the body's work on
+   * `s`, not on this stream). The body runs again and again on the GPU while `handle`'s condition
+   * is non-zero (tested before each run); a kernel in it sets the condition for the next round
+   * (`cudaGraphSetConditional`, `CONDITIONAL_DEVICE_API`). Work captured on this stream afterwards
+   * runs after the loop. Bodies nest (`s.captureWhile(…)` inside a body).
+   * @throws InvalidArgumentError when the stream is not capturing, for a handle of another graph
+   *   or one that serves a node already; the body's own error, unchanged (the outer capture then
+   *   fails when it ends, naming this call).
+   */
+  captureWhile(handle: ConditionalHandle, body: (stream: Stream) => void): ConditionalNode {
+    const op = 'Stream.captureWhile';
+    return conditionalCall(op).conditional(op, this, 'while', handle, [body], 1);
+  }
+
+  /**
+   * During a capture: adds an IF node and captures `then(s)` into the body that runs when
+   * `handle`'s condition is non-zero and, when given, `otherwise(s)` into the one that runs when
+   * it is zero. As `captureWhile` for the rest.
+   */
+  captureIf(handle: ConditionalHandle, then: (stream: Stream) => void, otherwise?: (stream: Stream) => void): ConditionalNode {
+    const op = 'Stream.captureIf';
+    const bodies = otherwise === undefined ? [then] : [then, otherwise];
+    return conditionalCall(op).conditional(op, this, 'if', handle, bodies, bodies.length);
+  }
+
+  /**
+   * During a capture: adds a SWITCH node and captures `cases[v](s)` into the body that runs when
+   * `handle`'s condition is `v` (none runs when it is `cases.length` or more). As `captureWhile`
+   * for the rest.
+   */
+  captureSwitch(handle: ConditionalHandle, cases: ReadonlyArray<(stream: Stream) => void>): ConditionalNode {
+    const op = 'Stream.captureSwitch';
+    if (!Array.isArray(cases) || cases.length === 0) throw new InvalidArgumentError(op, 'cases', `cases must be a non-empty array of functions (stream) => void, got ${describe(cases)}`);
+    return conditionalCall(op).conditional(op, this, 'switch', handle, cases, cases.length);
   }
 
   /**

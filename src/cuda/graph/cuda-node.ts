@@ -131,6 +131,21 @@ export class CudaNode {
   }
 
   /**
+   * A conditional node's body graphs (`[then]`, `[then, else]`, `[body]` or the SWITCH cases, in
+   * order); `[]` for every other kind.
+   * @throws InvalidArgumentError for a conditional node cudagraph did not add (its bodies cannot be
+   *   read back before CUDA 13.2).
+   */
+  bodies(): readonly Graph[] {
+    const op = 'CudaNode.bodies';
+    this.handleFor(op);
+    if (this.type !== 'conditional') return [];
+    const b = this.graph.bodiesOf(this);
+    if (b === null) throw new InvalidArgumentError(op, 'node', `${this} was not added by cudagraph: a conditional node's bodies cannot be read back from the driver before CUDA 13.2`);
+    return b;
+  }
+
+  /**
    * The id profiling tools (Nsight Systems, CUPTI) report for this node (`cuGraphNodeGetToolsId`).
    * @throws CudaError 801 (not supported) on a driver before CUDA 13.1, which lacks the call.
    */

@@ -21,6 +21,8 @@ import type { Event } from '../device/event.js';
 import { CudaNode, dependencyHandles, nodeHandleIn } from './cuda-node.js';
 import { kernelFunction, resolveCopy, resolveFill, resolveKernel } from './node-params.js';
 import type { Graph } from './graph.js';
+import type { GraphNodeType } from './node-info.js';
+import { refuseConditionalGraph, refuseInBody } from './conditional.js';
 
 /** One edge for `addDependencies` / `removeDependencies`: `to` runs after `from`; `data` as the model's edges (`{ kind, port }`). */
 export type NodeEdge = readonly [from: CudaNode, to: CudaNode] | readonly [from: CudaNode, to: CudaNode, data: EdgeSpec];
@@ -33,15 +35,16 @@ export function refuseMemoryGraph(op: string, name: string, graph: Graph, what: 
   if (graph.hasMemoryNodes(op)) throw new InvalidArgumentError(op, name, `${what}: the graph has allocation or free nodes, and ${MEMORY_NODE_RULE}`);
 }
 
-function begin(op: string, graph: Graph, deps: unknown): BigUint64Array | null {
+function begin(op: string, graph: Graph, deps: unknown, kind: GraphNodeType): BigUint64Array | null {
   graph[LIFETIME].assertAlive(op);
+  refuseInBody(op, graph, kind);
   return dependencyHandles(op, deps, graph);
 }
 
 /** `graph.addKernelNode`. */
 export function addKernel(graph: Graph, kernel: Kernel, config: unknown, deps: unknown): CudaNode {
   const op = 'Graph.addKernelNode';
-  const d = begin(op, graph, deps);
+  const d = begin(op, graph, deps, 'kernel');
   if (!brands.Kernel.is(kernel)) {
     throw new InvalidArgumentError(op, 'kernel', `kernel must be a Kernel (module.function(name)), got ${describe(kernel)}`);
   }
@@ -63,7 +66,7 @@ export function addKernel(graph: Graph, kernel: Kernel, config: unknown, deps: u
 /** `graph.addMemcpyNode`. */
 export function addCopy(graph: Graph, params: unknown, deps: unknown): CudaNode {
   const op = 'Graph.addMemcpyNode';
-  const d = begin(op, graph, deps);
+  const d = begin(op, graph, deps, 'memcpy');
   const c = resolveCopy(op, params, graph.device);
   makeCurrent(op, graph.device.context);
   return graph.attach(gb.addCopyNode(op, graph.handle, c.input, graph.device.context, d), 'memcpy', c.holds);
@@ -72,7 +75,7 @@ export function addCopy(graph: Graph, params: unknown, deps: unknown): CudaNode 
 /** `graph.addMemsetNode`. */
 export function addFill(graph: Graph, params: unknown, deps: unknown): CudaNode {
   const op = 'Graph.addMemsetNode';
-  const d = begin(op, graph, deps);
+  const d = begin(op, graph, deps, 'memset');
   const f = resolveFill(op, params, graph.device);
   makeCurrent(op, graph.device.context);
   return graph.attach(gb.addFillNode(op, graph.handle, f.input, graph.device.context, d), 'memset', f.holds);
@@ -81,7 +84,7 @@ export function addFill(graph: Graph, params: unknown, deps: unknown): CudaNode 
 /** `graph.addHostNode`: a plain function becomes a `HostFunction` the graph owns. */
 export function addHost(graph: Graph, fn: unknown, deps: unknown, options: unknown): CudaNode {
   const op = 'Graph.addHostNode';
-  const d = begin(op, graph, deps);
+  const d = begin(op, graph, deps, 'hostCallback');
   const o = requireOptions<{ label: string }>(op, options, ['label']);
   const label = o.label === undefined ? undefined : requireName(op, 'label', o.label);
   let hf: HostFunction;
@@ -110,7 +113,7 @@ export function addHost(graph: Graph, fn: unknown, deps: unknown, options: unkno
 /** `graph.addEmptyNode`. */
 export function addEmpty(graph: Graph, deps: unknown): CudaNode {
   const op = 'Graph.addEmptyNode';
-  const d = begin(op, graph, deps);
+  const d = begin(op, graph, deps, 'empty');
   makeCurrent(op, graph.device.context);
   return graph.attach(gb.addEmptyNode(op, graph.handle, d), 'empty', []);
 }
@@ -118,7 +121,7 @@ export function addEmpty(graph: Graph, deps: unknown): CudaNode {
 /** `graph.addEventRecordNode` / `graph.addEventWaitNode`. */
 export function addEventNode(graph: Graph, record: boolean, event: unknown, deps: unknown): CudaNode {
   const op = record ? 'Graph.addEventRecordNode' : 'Graph.addEventWaitNode';
-  const d = begin(op, graph, deps);
+  const d = begin(op, graph, deps, record ? 'eventRecord' : 'waitEvent');
   const e = checkEvent(op, event, graph);
   makeCurrent(op, graph.device.context);
   const h = e.handleFor(op);
@@ -141,13 +144,14 @@ export function checkChild(op: string, child: unknown, graph: Graph): Graph {
   if (c === graph) throw new InvalidArgumentError(op, 'child', 'a graph cannot be its own child');
   if (c.device !== graph.device) throw new InvalidArgumentError(op, 'child', `the child graph runs on ${c.device}; this graph on ${graph.device}`);
   refuseMemoryGraph(op, 'child', c, 'the child');
+  refuseConditionalGraph(op, 'child', c, 'the child');
   return c;
 }
 
 /** `graph.addChildGraphNode`: the driver clones `child`; the graph holds `child` (and so what its work uses). */
 export function addChild(graph: Graph, child: unknown, deps: unknown): CudaNode {
   const op = 'Graph.addChildGraphNode';
-  const d = begin(op, graph, deps);
+  const d = begin(op, graph, deps, 'graph');
   const c = checkChild(op, child, graph);
   makeCurrent(op, graph.device.context);
   return graph.attach(gb.addChildGraphNode(op, graph.handle, c.handle, d), 'graph', [c[LIFETIME]]);
@@ -156,7 +160,7 @@ export function addChild(graph: Graph, child: unknown, deps: unknown): CudaNode 
 /** `graph.addMemAllocNode`. */
 export function addAlloc(graph: Graph, params: unknown, deps: unknown): CudaNode {
   const op = 'Graph.addMemAllocNode';
-  const d = begin(op, graph, deps);
+  const d = begin(op, graph, deps, 'memAlloc');
   const o = requireOptions<{ byteLength: number }>(op, params, ['byteLength'], 'params');
   if (params === undefined) throw new InvalidArgumentError(op, 'params', 'params { byteLength } are required');
   const bytes = requireInt(op, 'byteLength', o.byteLength, 1, Number.MAX_SAFE_INTEGER);
@@ -177,7 +181,7 @@ export function isFreedElsewhere(alloc: CudaNode): boolean {
 /** `graph.addMemFreeNode`: frees the memory of an allocation node (of this graph or another). */
 export function addFree(graph: Graph, alloc: unknown, deps: unknown): CudaNode {
   const op = 'Graph.addMemFreeNode';
-  const d = begin(op, graph, deps);
+  const d = begin(op, graph, deps, 'memFree');
   if (!CudaNode.is(alloc) || alloc.allocation === null) {
     throw new InvalidArgumentError(op, 'alloc', `alloc must be an allocation node (graph.addMemAllocNode), got ${CudaNode.is(alloc) ? String(alloc) : describe(alloc)}`);
   }
@@ -320,6 +324,7 @@ export function cloneOf(graph: Graph): { handle: bigint; held: Lifetime[] } {
   const op = 'Graph.clone';
   graph[LIFETIME].assertAlive(op);
   refuseMemoryGraph(op, 'graph', graph, 'cloning');
+  refuseConditionalGraph(op, 'graph', graph, 'cloning');
   makeCurrent(op, graph.device.context);
   const handle = gb.cloneGraph(op, graph.handle);
   const held: Lifetime[] = graph.heldLifetimes();

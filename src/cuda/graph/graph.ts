@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
 import { describe, requireBoolean, requireInstance, requireOneOf, requireOptions } from '../../util/validate.js';
 import type { CaptureMode } from '../capture/capture-mode.js';
-import { graph as gr } from '../../driver/result/index.js';
+import { graph as gr, graphBuild as gb } from '../../driver/result/index.js';
 import { CUDA_GRAPH_INSTANTIATE_FLAG, CU_GRAPH_DEBUG_DOT_FLAGS, CU_GRAPH_DEPENDENCY_TYPE, CU_GRAPH_KERNEL_NODE_PORT, CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
 import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
@@ -24,6 +24,17 @@ import type { LaunchConfig } from '../kernel/launch-config.js';
 import type { Event } from '../device/event.js';
 import type { MemcpyNodeParams, Memcpy3DNodeParams, MemsetNodeParams } from './node-params.js';
 import { addKernels, type KernelNodeEntry } from './kernel-batch.js';
+import {
+  BODY_NODE_KINDS,
+  BODY_RULE,
+  CONDITIONAL_GRAPH_RULE,
+  addConditional,
+  ifBodies,
+  makeHandle,
+  switchBodies,
+  type ConditionalHandle,
+  type ConditionalNode,
+} from './conditional.js';
 import {
   addAlloc, addChild, addCopy, addEdges, addEmpty, addEventNode, addFill, addFree, addHost, addKernel,
   clonedNode, cloneOf, isFreedElsewhere, removeEdges, removeNode, MEMORY_NODE_RULE, type NodeEdge,
@@ -91,16 +102,27 @@ export class Graph {
   #capturing = false;
   /** `dispose()` was called while a capture recorded into the graph: it takes effect when the capture ends. */
   #disposeAfterCapture = false;
+  /** Whether the graph has conditional nodes (CUDA's extra rules apply), null until known. */
+  #conditionals: boolean | null;
+  /** The body graphs of each conditional node cudagraph added (the driver owns them; they end with the node). */
+  readonly #bodies = new Map<CudaNode, Graph[]>();
+  /** For a conditional body: the node it is a body of (the driver owns the `CUgraph`); else null. */
+  #bodyOf: CudaNode | null = null;
+  /** The conditional handles made for this graph (each must serve a node before the graph instantiates). */
+  readonly #handles: ConditionalHandle[] = [];
 
   /**
    * @internal Wraps a `CUgraph` this object now owns; `held` are the resources its work uses
    * (already retained on its behalf; released when the graph is destroyed).
    */
-  constructor(key: typeof INTERNAL, device: Device, handle: bigint, held: readonly Lifetime[], memoryNodes: boolean | null = null) {
+  constructor(key: typeof INTERNAL, device: Device, handle: bigint, held: readonly Lifetime[], memoryNodes: boolean | null = null, body = false) {
     if (key !== INTERNAL) throw privateConstructorError('Graph', 'Graph.create() or a capture');
     this.device = device;
     this.#handle = handle;
     this.#memoryNodes = memoryNodes;
+    // Known once cudagraph adds one; otherwise read from the driver when a rule needs it.
+    this.#conditionals = null;
+    const bodies = this.#bodies;
     const keep = new Set(held);
     const owned: HostFunction[] = [];
     this.#keep = keep;
@@ -110,9 +132,12 @@ export class Graph {
     const added = this.#added;
     this[LIFETIME] = new Lifetime(`Graph 0x${handle.toString(16)}`, this, () => {
       try {
-        if (!destroyed.done) keepFailure(gr.graphDestroy('Graph.dispose', handle), 'Graph.dispose', 'cuGraphDestroy');
+        // A body's CUgraph is its node's: the driver destroys it with the node.
+        if (!destroyed.done && !body) keepFailure(gr.graphDestroy('Graph.dispose', handle), 'Graph.dispose', 'cuGraphDestroy');
         destroyed.done = true;
       } finally {
+        for (const list of bodies.values()) for (const b of list) b[LIFETIME].dispose();
+        bodies.clear();
         for (const n of nodes.values()) n.markRemoved();
         for (const n of added) n.markRemoved();
         nodes.clear();
@@ -139,7 +164,62 @@ export class Graph {
     this.#added.push(node);
     this.#jsHostFunctions = null;
     if (type === 'memAlloc' || type === 'memFree') this.#memoryNodes = true;
+    if (type === 'conditional') this.#conditionals = true;
     return node;
+  }
+
+  /** @internal Makes the body graphs of conditional node `node` just added (the driver's, owned by the node). */
+  adoptBodies(node: CudaNode, handles: readonly bigint[]): Graph[] {
+    const bodies = handles.map((h) => {
+      const b = new Graph(INTERNAL, this.device, h, [], false, true);
+      b.#bodyOf = node;
+      return b;
+    });
+    this.#bodies.set(node, bodies);
+    return bodies;
+  }
+
+  /** @internal The bodies of a conditional node cudagraph added, or null for any other node. */
+  bodiesOf(node: CudaNode): readonly Graph[] | null {
+    return this.#bodies.get(node) ?? null;
+  }
+
+  /**
+   * For a conditional body: the conditional node it is a body of (in the graph `bodyOf.graph`);
+   * null for any other graph. A body lives as long as its node: its `dispose()` does nothing.
+   */
+  get bodyOf(): CudaNode | null {
+    return this.#bodyOf;
+  }
+
+  /** @internal Remembers a handle made for this graph. */
+  noteHandle(handle: ConditionalHandle): void {
+    this.#handles.push(handle);
+  }
+
+  /** @internal The handles made for this graph or a body inside it that no conditional node uses. */
+  unusedHandles(): ConditionalHandle[] {
+    const out = this.#handles.filter((h) => h.node === null || h.node.removed);
+    for (const list of this.#bodies.values()) for (const b of list) out.push(...b.unusedHandles());
+    return out;
+  }
+
+  /** @internal True when this graph is `g` or a body (at any depth) inside `g`. */
+  withinGraph(g: Graph): boolean {
+    let at: Graph | undefined = this;
+    while (at !== undefined) {
+      if (at === g) return true;
+      at = at.#bodyOf?.graph;
+    }
+    return false;
+  }
+
+  /** @internal True when the graph has conditional nodes (read once from the driver when not known). */
+  hasConditionalNodes(op: string): boolean {
+    if (this.#conditionals === null) {
+      this.#conditionals = gr.graphNodes(op, this.#handle).some((h) => CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] === 'conditional');
+    }
+    return this.#conditionals;
   }
 
   /**
@@ -246,7 +326,12 @@ export class Graph {
   /** @internal Forgets a removed node. */
   forget(handle: bigint): void {
     const map = this.#nodeMap();
-    map.get(Number(handle))?.markRemoved();
+    const node = map.get(Number(handle));
+    node?.markRemoved();
+    if (node !== undefined) {
+      for (const b of this.#bodies.get(node) ?? []) b[LIFETIME].dispose();
+      this.#bodies.delete(node);
+    }
     map.delete(Number(handle));
     this.#jsHostFunctions = null;
   }
@@ -428,6 +513,47 @@ export class Graph {
   }
 
   /**
+   * Makes a condition for one conditional node of this graph or of a body inside it
+   * (`cuGraphConditionalHandleCreate`). It starts every launch at `default` (0 unless given);
+   * with `{ assignDefault: false }` a launch starts with it undefined, for a kernel before the node to set.
+   */
+  conditionalHandle(options?: { default?: number; assignDefault?: boolean }): ConditionalHandle {
+    return makeHandle(this, options);
+  }
+
+  /**
+   * Adds an IF node (`cuGraphAddNode_v2`, `CU_GRAPH_COND_TYPE_IF`): `bodies[0]` runs when the
+   * handle's condition is non-zero; with `{ else: true }`, `bodies[1]` runs when it is zero.
+   * Fill the bodies with `add…Node` calls or `body.captureInto(stream, fn)`.
+   * @throws InvalidArgumentError for a handle that is not this graph's (or its parents') or already
+   *   serves a node; as `addKernelNode` for the dependencies.
+   */
+  addIfNode(handle: ConditionalHandle, options?: { else?: boolean }, dependencies?: readonly CudaNode[]): ConditionalNode {
+    const op = 'Graph.addIfNode';
+    return addConditional(op, this, 'if', handle, ifBodies(op, options), dependencies);
+  }
+
+  /**
+   * Adds a WHILE node: its one body runs again and again while the handle's condition is non-zero
+   * (tested before each run: with a default of 0 it never runs). A kernel in the body sets the
+   * condition for the next round (`cudaGraphSetConditional`).
+   * @throws as `addIfNode`.
+   */
+  addWhileNode(handle: ConditionalHandle, dependencies?: readonly CudaNode[]): ConditionalNode {
+    return addConditional('Graph.addWhileNode', this, 'while', handle, 1, dependencies);
+  }
+
+  /**
+   * Adds a SWITCH node with `cases` bodies: `bodies[v]` runs when the condition is `v`; none when
+   * it is `cases` or more.
+   * @throws as `addIfNode`, and for `cases` not an integer in 1..65535.
+   */
+  addSwitchNode(handle: ConditionalHandle, cases: number, dependencies?: readonly CudaNode[]): ConditionalNode {
+    const op = 'Graph.addSwitchNode';
+    return addConditional(op, this, 'switch', handle, switchBodies(op, cases), dependencies);
+  }
+
+  /**
    * Adds edges (`cuGraphAddDependencies_v2`): `[from, to]` makes `to` run after `from`;
    * `[from, to, { kind: 'programmatic', port }]` gives the edge data (as the model's edges).
    * @throws InvalidArgumentError for a node of another graph, an edge that exists, an edge that
@@ -475,7 +601,11 @@ export class Graph {
    *   CudaError when ending the capture fails (901 names the first illegal call).
    */
   captureInto(stream: Stream, body: (stream: Stream) => void, options?: { dependencies?: readonly CudaNode[]; mode?: CaptureMode }): CudaNode[] {
-    const op = 'Graph.captureInto';
+    return this.captureIntoFor('Graph.captureInto', stream, body, options);
+  }
+
+  /** @internal `captureInto` for a caller that names its own operation in errors (a conditional body's capture). */
+  captureIntoFor(op: string, stream: Stream, body: (stream: Stream) => void, options?: unknown): CudaNode[] {
     this[LIFETIME].assertAlive(op);
     if (typeof body !== 'function') throw new InvalidArgumentError(op, 'body', `body must be a function (stream) => void, got ${describe(body)}`);
     if (beginInto === null) throw new InvalidArgumentError(op, 'stream', 'stream capture is not loaded');
@@ -494,7 +624,27 @@ export class Graph {
     }
     cap.endGraph();
     this[LIFETIME].assertAlive(op);
-    return gr.graphNodes(op, this.#handle).filter((h) => !before.has(h)).map((h) => this.nodeOf(op, h));
+    const added = gr.graphNodes(op, this.#handle).filter((h) => !before.has(h));
+    if (this.#bodyOf !== null) this.#refuseCapturedInBody(op, added);
+    return added.map((h) => this.nodeOf(op, h));
+  }
+
+  /**
+   * A capture into a conditional body that recorded a node kind CUDA does not allow there (a host
+   * function, an external event, a graph allocation) is refused as a whole: its nodes are removed
+   * again, so the body is as it was before the capture.
+   */
+  #refuseCapturedInBody(op: string, added: readonly bigint[]): void {
+    const bad = added.map((h) => CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] ?? 'unknown').find((t) => !BODY_NODE_KINDS.includes(t));
+    if (bad === undefined) return;
+    for (const h of [...added].reverse()) {
+      try {
+        gb.destroyNode(op, h);
+      } catch {
+        // Best effort: the refusal below stands.
+      }
+    }
+    throw new InvalidArgumentError(op, 'body', `the graph is a body of ${this.#bodyOf}, and ${BODY_RULE}: the capture recorded a ${bad} node (nothing it recorded was kept)`);
   }
 
   /** Every node as a `CudaNode`, in the driver's order (node `i` is `nodes()[i]`). */
@@ -650,9 +800,19 @@ export class Graph {
     const f = checkInstantiateFlags(op, flags);
     makeCurrent(op, this.device.context);
     const upload = f.upload !== null ? f.upload.handleFor(op) : null;
+    if (this.#bodyOf !== null) {
+      throw new InvalidArgumentError(op, 'graph', `the graph is a body of ${this.#bodyOf}: it runs inside that node; instantiate the graph that holds it`);
+    }
     const memory = this.hasMemoryNodes(op);
     if (memory && this.#instantiations > 0) {
       throw new InvalidArgumentError(op, 'graph', `the graph is already instantiated (an exec of it is alive; dispose it first): ${MEMORY_NODE_RULE}`);
+    }
+    const unused = this.unusedHandles();
+    if (unused.length > 0) {
+      throw new InvalidArgumentError(op, 'graph', `${unused.map(String).join(', ')} ${unused.length === 1 ? 'was' : 'were'} made for this graph but serve${unused.length === 1 ? 's' : ''} no conditional node: CUDA refuses to instantiate a graph with an unused handle (CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED); add the node, or make handles only for nodes you add`);
+    }
+    if (this.#instantiations > 0 && this.hasConditionalNodes(op)) {
+      throw new InvalidArgumentError(op, 'graph', `the graph is already instantiated (an exec of it is alive; dispose it first): ${CONDITIONAL_GRAPH_RULE}`);
     }
     // The exec's default stream is fixed now: the given one, else the device's default stream.
     const launchOn = stream ?? this.device.stream();
@@ -666,6 +826,8 @@ export class Graph {
    * Idempotent; never throws.
    */
   dispose(): void {
+    // A body is its conditional node's: it ends with the node (removed, or its graph disposed).
+    if (this.#bodyOf !== null) return;
     // A capture recording into the graph still adds nodes to it: the graph goes when the capture ends.
     if (this.#capturing) {
       this.#disposeAfterCapture = true;

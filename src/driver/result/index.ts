@@ -23,3 +23,4 @@ export { cudaError, check, setCaptureErrorListener } from './check.js';
 // The host-call gate and the process-wide record, for the object layer's policy (driver/host-gate.ts).
 export { gate, passGate, hostCallsSubmitted, hostCallStarted, hostCallFinished, QUEUE_LIMIT, STAGED_LIMIT } from '../host-gate.js';
 export { processState, type DeferredCleanup } from '../process-state.js';
+export * as conditional from './conditional.js';
