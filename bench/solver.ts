@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Device } from '../src/index.js';
 import { GpuSolver, SOLVER_VARIANTS, SolverKernels, type SolverVariant } from '../src/cli/solver-gpu.js';
-import { relativeDifference, solveOnCpu } from '../src/cli/solver-reference.js';
+import { solveOnCpu } from '../src/cli/solver-reference.js';
+import { median, runVariants } from '../src/cli/solver-run.js';
 
 const argv = process.argv.slice(2);
 function option(flag: string, dflt: string): string {
@@ -33,11 +34,6 @@ if (SIZES.some((n) => !Number.isInteger(n) || n < 2 || n > 4096) || !Number.isIn
 /** The target speedup of the WHILE solve over the host-driven loop, by size (the others: none). */
 const TARGETS: Record<number, number> = { 128: 2.5, 256: 2, 1024: 1 };
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 const d = Device.get(0);
 const stream = d.createStream({ nonBlocking: true });
@@ -65,21 +61,7 @@ for (const n of SIZES) {
   const cpu = solveOnCpu(problem);
   const cpuMs = performance.now() - t0;
   const solver = new GpuSolver(d, kernels, stream, problem);
-  const samples: Record<SolverVariant, number[]> = { while: [], host: [], 'graph-per-iteration': [] };
-  const last: Partial<Record<SolverVariant, { iterations: number; relativeResidual: number; solutionVsCpu: number }>> = {};
-  for (const v of SOLVER_VARIANTS) {
-    solver.prepare(v);
-    const r = solver.solve(v); // warm-up, and the check
-    last[v] = { ...r, solutionVsCpu: relativeDifference(solver.solution(), cpu.x) };
-  }
-  for (let round = 0; round < ROUNDS; round++) {
-    for (let k = 0; k < SOLVER_VARIANTS.length; k++) {
-      const v = SOLVER_VARIANTS[(round + k) % SOLVER_VARIANTS.length]!;
-      const a = performance.now();
-      solver.solve(v);
-      samples[v].push(performance.now() - a);
-    }
-  }
+  const { checks: last, samples } = runVariants(solver, cpu.x, ROUNDS);
   solver.dispose();
   const py = spawnSync('python3', [cupyScript, String(n), String(TOL), String(problem.maxIterations), String(ROUNDS)], { encoding: 'utf8', timeout: 300_000 });
   let cupy: SizeResult['cupy'];

@@ -15,6 +15,7 @@ are printed last; the script exits 1 when a step failed. Options add steps:
 
   --bench [budget]  bench:gpu, stopped after about <budget> seconds (default 90), then bench:pdl
                     (programmatic dependent launch on a chain of short kernels, eager and graphed)
+                    and bench:solver (the conjugate-gradient solver in a WHILE node, 5 rounds)
   --pin <cpus>      with --bench (implied): after the unpinned bench:gpu, a second one with every
                     worker pinned to <cpus> (taskset -c); the two runs go to $OUT/unpinned and
                     $OUT/pinned
@@ -133,6 +134,7 @@ if [ -n "$bench" ]; then
 fi
 # What programmatic dependent launch saves on a chain of short kernels (writes $out/pdl-chain.json).
 [ -z "$bench" ] || { step "bench:pdl" "$out/pdl.log" env OUT="$out" timeout 200 node dist/bench/pdl-chain.js; benches+=("$out/pdl.log"); }
+[ -z "$bench" ] || { step "bench:solver" "$out/solver.log" env OUT="$out" timeout 300 node dist/bench/solver.js --rounds 5; benches+=("$out/solver.log"); }
 [ "$nccl" = 0 ] || step "bench:nccl" "$out/nccl-bench.log" \
   timeout 150 node dist/bench/nccl.js --iters 100 --rounds 3 --out "$out/nccl-bench.json"
 

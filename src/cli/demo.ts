@@ -39,9 +39,12 @@ const COPIES = STEPS.length - KERNELS;
 /** The workload in one line. */
 export const WORKLOAD_LINE = `MLP forward + loss (batch ${MLP.batch}, ${MLP.widths.join(' → ')}): ${KERNELS} kernels and ${COPIES} copies on 3 streams with fork/join`;
 
-/** Writes the graph's JSON, DOT and SVG; returns their paths. @throws UsageError when they cannot be written. */
-async function writeFiles(graph: ComputeGraph, dir: string, title: string): Promise<{ json: string; dot: string; svg: string }> {
-  const files = { json: join(dir, 'demo.json'), dot: join(dir, 'demo.dot'), svg: join(dir, 'demo.svg') };
+/**
+ * Writes the graph as `<base>.json` (a graph file `render` and `inspect` read), `<base>.dot` and
+ * `<base>.svg` in `dir`; returns their paths. @throws UsageError when they cannot be written.
+ */
+export async function writeGraphFiles(graph: ComputeGraph, dir: string, base: string, title: string): Promise<{ json: string; dot: string; svg: string }> {
+  const files = { json: join(dir, `${base}.json`), dot: join(dir, `${base}.dot`), svg: join(dir, `${base}.svg`) };
   const dot = toDot(graph, { title });
   writeOutputFile(files.json, JSON.stringify(graph, null, 1) + '\n');
   writeOutputFile(files.dot, dot);
@@ -74,7 +77,7 @@ export async function demo(options: DemoOptions, io: Output): Promise<number> {
   const graph = r.captured;
   const summary = summarize(graph);
   const title = `MLP forward captured on ${device.name} and read back: ${graph.nodeCount()} nodes on ${graph.streams().length} streams; critical path thick and red`;
-  const files = await writeFiles(graph, dir, title);
+  const files = await writeGraphFiles(graph, dir, 'demo', title);
   const ok = checksPassed(r);
   if (options.json) {
     io.out(JSON.stringify({ mode: 'gpu', reason: `found ${gpu}`, device: device.name, workload: workloadJson(), ...resultJson(r), ok, ...summary, files }, null, 2) + '\n');
@@ -119,7 +122,7 @@ async function cpuDemo(options: DemoOptions, dir: string, reason: string, io: Ou
   const summary = summarize(graph);
   const ref = referenceForward(workloadData(MLP_PROGRAM));
   const title = `MLP forward recorded in the CPU model: ${graph.nodeCount()} nodes on ${graph.streams().length} streams; critical path thick and red`;
-  const files = await writeFiles(graph, dir, title);
+  const files = await writeGraphFiles(graph, dir, 'demo', title);
   const reference = { loss: ref.loss, accuracy: ref.accuracy };
   if (options.json) {
     io.out(JSON.stringify({ mode: 'cpu-model', reason, workload: workloadJson(), reference, ...summary, files }, null, 2) + '\n');

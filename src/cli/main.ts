@@ -7,10 +7,11 @@
  * file, an unknown picture extension, no GPU for `bench`) is one line without a stack trace and
  * exit status 1.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Argument, Command, CommanderError, Option } from 'commander';
 import { CudagraphError } from '../index.js';
 import { BENCH_DEFAULTS, bench } from './bench.js';
 import { demo, type DemoMode } from './demo.js';
+import { demoSolver } from './demo-solver.js';
 import { doctor } from './doctor.js';
 import { inspect } from './inspect.js';
 import { intOption } from './options.js';
@@ -39,17 +40,28 @@ function program(io: Output, exit: { code: number }): Command {
 
   cli
     .command('demo')
-    .summary('the main job: a tiny MLP run eagerly and as one CUDA graph (or recorded in the CPU model)')
+    .summary('the main job: a tiny MLP run eagerly and as one CUDA graph (or recorded in the CPU model); `demo solver`: a solver that loops on the GPU')
     .description(
-      'run the main job on a tiny MLP forward pass (34 kernels over 3 streams with fork/join): on a GPU, compile it, run it eagerly, capture it into a CUDA graph, replay it, check the results and time both; without one, record it in the CPU model. Writes demo.json, demo.dot and demo.svg',
+      'run the main job on a tiny MLP forward pass (34 kernels over 3 streams with fork/join): on a GPU, compile it, run it eagerly, capture it into a CUDA graph, replay it, check the results and time both; without one, record it in the CPU model. Writes demo.json, demo.dot and demo.svg.\n\n' +
+        '`demo solver`: a conjugate-gradient solver (2-D Poisson, --n × --n grid) whose whole iteration runs in one WHILE node until it converges, checked against a float64 CPU solve and timed against the same kernels driven from the host; without a GPU, the CPU solve and the program recorded in the model. Writes solver.json, solver.dot and solver.svg',
     )
-    .option('-o, --out <dir>', 'folder for demo.json, demo.dot and demo.svg', 'cudagraph-out')
+    .addArgument(new Argument('[job]', 'mlp (the default) or solver').choices(['mlp', 'solver']).default('mlp'))
+    .option('-o, --out <dir>', 'folder for the JSON, DOT and SVG files', 'cudagraph-out')
     .addOption(new Option('--mode <mode>', 'gpu: require a GPU; cpu: use the CPU model even with one').choices(['auto', 'gpu', 'cpu']).default('auto'))
-    .option('--rounds <n>', 'GPU: timing rounds (eager and graph alternate)', '5')
-    .option('--iterations <n>', 'GPU: forward passes per round, each way', '200')
+    .option('--rounds <n>', 'GPU: timing rounds (the variants alternate)', '5')
+    .option('--iterations <n>', 'mlp, GPU: forward passes per round, each way', '200')
+    .option('--n <n>', 'solver: the grid side (n × n unknowns)', '256')
+    .option('--tol <x>', 'solver: stop when ‖r‖/‖b‖ < tol', '1e-8')
     .option('--json', 'print the report as JSON', false)
-    .action(async (o: { out: string; mode: DemoMode; rounds: string; iterations: string; json: boolean }) => {
+    .action(async (job: 'mlp' | 'solver', o: { out: string; mode: DemoMode; rounds: string; iterations: string; n: string; tol: string; json: boolean }) => {
       const rounds = intOption('--rounds', o.rounds, 1, 1000);
+      if (job === 'solver') {
+        const n = intOption('--n', o.n, 2, 4096);
+        const tol = Number(o.tol);
+        if (!(tol > 0 && tol < 1)) throw new UsageError(`--tol must be a number in (0, 1), got '${o.tol}'`);
+        exit.code = await demoSolver({ out: o.out, json: o.json, mode: o.mode, n, tol, rounds }, io);
+        return;
+      }
       const iterations = intOption('--iterations', o.iterations, 1, 1_000_000);
       exit.code = await demo({ out: o.out, json: o.json, mode: o.mode, rounds, iterations }, io);
     });

@@ -7,7 +7,8 @@
  * thick and red.
  */
 import type { ComputeGraph, GraphEdge, GraphNode } from '../index.js';
-import { CHILD_FILL, HIGHLIGHT, STREAM_COLOURS, describeWork } from '../model/dot.js';
+import { CHILD_FILL, CONDITIONAL_FILL, HIGHLIGHT, STREAM_COLOURS, describeWork } from '../model/dot.js';
+import { bodyLabel } from '../model/conditional.js';
 
 /** Options of `toMermaid`. */
 export interface MermaidOptions {
@@ -27,6 +28,7 @@ const KIND_FILL: Record<GraphNode['kind'], string> = {
   childGraph: '#f3f3f3',
   memAlloc: '#d0e0e3',
   memFree: '#d0e0e3',
+  conditional: '#fff2cc',
 };
 
 /**
@@ -92,6 +94,9 @@ function shape(n: GraphNode, label: string): string {
       return `[(${q})]`;
     case 'memFree':
       return `[(${q})]`;
+    case 'conditional':
+      // A decision: Mermaid's rhombus.
+      return `{${q}}`;
   }
 }
 
@@ -114,6 +119,20 @@ export function toMermaid(graph: ComputeGraph, options: MermaidOptions = {}): st
   const childLinks: string[] = [];
   const nodeLines = (n: GraphNode, id: string, indent: string): string[] => {
     const label = mermaidText(`${n.name}\n${describeWork(n)}`);
+    if (n.kind === 'conditional') {
+      // A subgraph of one subgraph per body (`while body`, `if then`, `switch case 2`); edges to and from the node attach to it.
+      const out = [`${indent}subgraph ${id}["${label}"]`, `${indent}  direction TB`];
+      n.bodies.forEach((body, b) => {
+        const bid = `${id}_b${b}`;
+        out.push(`${indent}  subgraph ${bid}["${mermaidText(bodyLabel(n.type, b))}"]`, `${indent}    direction TB`);
+        if (body.nodeCount() === 0) out.push(`${indent}    ${bid}_empty[["empty body"]]:::childGraph`);
+        for (const c of body.nodes()) out.push(...nodeLines(c, `${bid}_${c.id}`, `${indent}    `));
+        for (const e of body.edgeRecords()) childLinks.push(`  ${bid}_${e.from} ${arrow(e, false)} ${bid}_${e.to}`);
+        out.push(`${indent}  end`, `${indent}  style ${bid} fill:${CHILD_FILL},stroke:#777777`);
+      });
+      out.push(`${indent}end`, `${indent}style ${id} fill:${CONDITIONAL_FILL},stroke:#777777`);
+      return out;
+    }
     if (n.kind !== 'childGraph' || n.graph.nodeCount() === 0) return [`${indent}${id}${shape(n, label)}:::${n.kind}`];
     // A child graph with nodes is a subgraph of them; edges to and from it attach to the subgraph.
     const out = [`${indent}subgraph ${id}["${label}"]`, `${indent}  direction TB`];

@@ -10,6 +10,9 @@
  * user of it runs after that node), `memFree` frees it after every user, and a freed buffer cannot
  * be used again.
  *
+ * Control flow: `conditional` adds an if, while or switch node whose bodies are graphs (or other
+ * builders' results, whose bindings go with them), as `childGraph` adds a child.
+ *
  * Unlike the upstream builder, which adds an edge from every writer to every reader of a buffer
  * (a cycle as soon as a buffer is written twice), edges follow the order nodes were added: a
  * reader depends on the last writer before it, a writer on the last writer and the readers since.
@@ -22,6 +25,7 @@ import { ComputeGraph, addEdgeAs, addEdgesAs, addNodeAs, isComputeGraph, nodeIdA
 import { GraphErrorCode } from './error-codes.js';
 import type { MemcpyDir } from './memcpy-dir.js';
 import type { DimInput, EdgeSpec, NodeSpec, NodeSpecBase } from './node.js';
+import type { ConditionalHandleSpec, ConditionalType } from './conditional.js';
 import type { NodeId, StreamId } from './ids.js';
 import type { ScalarType } from './element-type.js';
 
@@ -61,7 +65,9 @@ export type NodeBinding =
   /** A child's own bindings, when it was given as a `BuiltGraph`; null for a bare `ComputeGraph`. */
   | { readonly kind: 'childGraph'; readonly bindings: ReadonlyMap<NodeId, NodeBinding> | null }
   | { readonly kind: 'memAlloc'; readonly buffer: BufferRef }
-  | { readonly kind: 'memFree'; readonly buffer: BufferRef };
+  | { readonly kind: 'memFree'; readonly buffer: BufferRef }
+  /** Per body, its own bindings when it was given as a `BuiltGraph`, else null. */
+  | { readonly kind: 'conditional'; readonly bodies: readonly (ReadonlyMap<NodeId, NodeBinding> | null)[] };
 
 /** What `build()` returns. */
 export interface BuiltGraph {
@@ -132,6 +138,18 @@ export interface ChildGraphNodeOptions extends NodeOptions {
   /** Buffers the child reads. */
   readonly reads?: readonly BufferRef[];
   /** Buffers the child writes. */
+  readonly writes?: readonly BufferRef[];
+}
+
+/** Options of `conditional`. */
+export interface ConditionalNodeOptions extends NodeOptions {
+  /** The node's condition (see `ConditionalHandleSpec`; default: a fresh id of this graph). */
+  readonly handle?: ConditionalHandleSpec;
+  /** How often the bodies run: a while loop's trips, or the chance (0..1) that an if's or switch's body runs. Default 1. */
+  readonly estimate?: number;
+  /** Buffers the bodies read. */
+  readonly reads?: readonly BufferRef[];
+  /** Buffers the bodies write. */
   readonly writes?: readonly BufferRef[];
 }
 
@@ -345,15 +363,7 @@ export class GraphBuilder {
     const OP = 'GraphBuilder.childGraph';
     this.#open(OP);
     const o = requireOptions<ChildGraphNodeOptions>(OP, options, [...NODE_KEYS, 'reads', 'writes']);
-    let graph: ComputeGraph;
-    let bindings: ReadonlyMap<NodeId, NodeBinding> | null = null;
-    if (isComputeGraph(child)) graph = child;
-    else if (BUILT.has(child as BuiltGraph)) {
-      graph = (child as BuiltGraph).graph;
-      bindings = new Map((child as BuiltGraph).bindings);
-    } else {
-      throw new InvalidArgumentError(OP, 'child', `child must be a ComputeGraph or what GraphBuilder.build() returned, got ${describe(child)}`);
-    }
+    const { graph, bindings } = graphOf(OP, 'child', child);
     const reads = this.#refs(OP, 'reads', o.reads);
     const writes = this.#refs(OP, 'writes', o.writes);
     try {
@@ -365,6 +375,34 @@ export class GraphBuilder {
       }
       throw e;
     }
+  }
+
+  /**
+   * A conditional node of `type` ('if': [then] or [then, else]; 'while': [body]; 'switch': one body
+   * per case) whose bodies are `ComputeGraph`s (copied) or what other builders' `build()` returned
+   * (their bindings go with them). `reads` / `writes` give the bodies' data flow here.
+   * @throws InvalidArgumentError for a body that is neither, a wrong number of bodies, a body holding
+   *   a node kind CUDA does not allow in one, a handle id already used in this graph, or a bad estimate.
+   * @example
+   * const loop = b.conditional('while', [step.build()], { estimate: 50, reads: [x], writes: [x] });
+   */
+  conditional(type: ConditionalType, bodies: readonly (ComputeGraph | BuiltGraph)[], options?: ConditionalNodeOptions): NodeId {
+    const OP = 'GraphBuilder.conditional';
+    this.#open(OP);
+    const o = requireOptions<ConditionalNodeOptions>(OP, options, [...NODE_KEYS, 'handle', 'estimate', 'reads', 'writes']);
+    if (!Array.isArray(bodies)) throw new InvalidArgumentError(OP, 'bodies', `bodies must be an array of graphs, got ${describe(bodies)}`);
+    const given = (bodies as readonly unknown[]).map((body, i) => graphOf(OP, `bodies[${i}]`, body));
+    const reads = this.#refs(OP, 'reads', o.reads);
+    const writes = this.#refs(OP, 'writes', o.writes);
+    const spec: NodeSpec = {
+      kind: 'conditional',
+      type,
+      bodies: given.map((g) => g.graph),
+      ...(o.handle !== undefined ? { handle: o.handle } : {}),
+      ...(o.estimate !== undefined ? { estimate: o.estimate } : {}),
+      ...common(OP, o),
+    };
+    return this.#add(OP, spec, { kind: 'conditional', bodies: given.map((g) => g.bindings) }, reads, writes);
   }
 
   /**
@@ -551,6 +589,13 @@ export class GraphBuilder {
       this.#readers.set(w.name, []);
     }
   }
+}
+
+/** A graph argument (`name`) of `childGraph` or `conditional`: a `ComputeGraph`, or a `build()` result with a copy of its bindings. */
+function graphOf(op: string, name: string, value: unknown): { graph: ComputeGraph; bindings: ReadonlyMap<NodeId, NodeBinding> | null } {
+  if (isComputeGraph(value)) return { graph: value, bindings: null };
+  if (BUILT.has(value as BuiltGraph)) return { graph: (value as BuiltGraph).graph, bindings: new Map((value as BuiltGraph).bindings) };
+  throw new InvalidArgumentError(op, name, `${name} must be a ComputeGraph or what GraphBuilder.build() returned, got ${describe(value)}`);
 }
 
 function common(op: string, o: NodeOptions, withName = true): NodeSpecBase {

@@ -13,15 +13,17 @@ const PREFIX = /^(?:new )?[A-Za-z_$][\w$.]*: /;
 /**
  * `e` reworded to name `op` when it is an `InvalidArgumentError` or `GraphError` that names another
  * call (same class, kind, code and parameter; the original is the `cause` where the class takes
- * one); any other value is returned as it is.
+ * one); any other value is returned as it is. `within`, when given, says where in `op` it happened
+ * (`StreamCapture.recordIf: otherwise: stream 1 has work not joined back …`).
  */
-export function renamed(e: unknown, op: string): unknown {
+export function renamed(e: unknown, op: string, within?: string): unknown {
+  const at = within === undefined ? '' : `${within}: `;
   if (e instanceof InvalidArgumentError) {
-    return e.operation === op ? e : new InvalidArgumentError(op, e.parameter, e.message.slice(e.operation.length + 2));
+    return e.operation === op && at === '' ? e : new InvalidArgumentError(op, e.parameter, at + e.message.slice(e.operation.length + 2));
   }
   if (e instanceof GraphError) {
     const m = PREFIX.exec(e.message);
-    if (m !== null && m[0] !== `${op}: `) return new GraphError(e.kind, e.code, `${op}: ${e.message.slice(m[0].length)}`, { cause: e });
+    if (m !== null && (m[0] !== `${op}: ` || at !== '')) return new GraphError(e.kind, e.code, `${op}: ${at}${e.message.slice(m[0].length)}`, { cause: e });
   }
   return e;
 }

@@ -1,6 +1,6 @@
 /**
- * How a node spec gets its child graph: a read-only copy of a `ComputeGraph` (from `addNode`) or a
- * graph read from a nested document (from `fromJSON`).
+ * How a node spec gets its child graph or conditional body: a read-only copy of a `ComputeGraph`
+ * (from `addNode`) or a graph read from a nested document (from `fromJSON`).
  *
  * `ComputeGraph` registers the two readers here when its module loads, so that the spec checker
  * (node-spec.ts), which compute-graph.ts imports, can make child graphs without importing it back:
@@ -8,17 +8,19 @@
  */
 import type { ComputeGraph } from './compute-graph.js';
 
-/** A child graph, copied and read-only, with what the spec checker needs to know about it. */
+/** A child graph or body, copied and read-only, with what the spec checker needs to know about it. */
 export interface ChildSnapshot {
   readonly graph: ComputeGraph;
-  /** How deep child graphs nest inside it (1: none). */
+  /** How deep child graphs and bodies nest inside it (1: none). */
   readonly depth: number;
-  /** Its nodes, with those its own child graphs hold. */
+  /** Its nodes, with those its own child graphs and bodies hold. */
   readonly expanded: number;
   /** Its critical path by its nodes' costs (0 when empty): the node's default cost. */
   readonly cost: number;
   /** The first allocation or free node in it, or null (CUDA does not allow them in a child graph). */
   readonly memoryNode: { readonly id: number; readonly kind: string } | null;
+  /** Its first conditional node, or null (CUDA does not allow a graph holding one as a child graph). */
+  readonly conditionalNode: number | null;
 }
 
 /** The readers `ComputeGraph` provides. */

@@ -122,8 +122,9 @@ export interface EdgeArg {
 
 /**
  * A directed acyclic graph of CUDA's node kinds (kernel, memcpy, memset, host callback, empty,
- * event record and wait, child graph, graph memory allocation and free) joined by plain or
- * programmatic edges.
+ * event record and wait, child graph, graph memory allocation and free, conditional) joined by plain
+ * or programmatic edges. A child graph or a conditional node is one node of the graph: every query
+ * (order, levels, reachability, schedules) sees it as one, with its `cost`.
  *
  * @example
  * const g = new ComputeGraph();
@@ -183,12 +184,15 @@ export class ComputeGraph {
       for (let v = 0; v < s.n && memoryNode === null; v++) {
         if (s.kind[v] === KIND_MEM_ALLOC || s.kind[v] === KIND_MEM_FREE) memoryNode = { id: v, kind: NODE_KINDS[s.kind[v]!]! };
       }
+      // The map holds the conditional nodes in the order they were added, so its first is the smallest id.
+      const first = s.conditionals.keys().next();
+      const conditionalNode = first.done === true ? null : first.value;
       let cost = 0;
       if (s.n > 0) {
         const path = longestPath(s, nodesByOrd(s), s.cost === null ? new Float64Array(s.n).fill(1) : s.cost.subarray(0, s.n));
         cost = Number.isFinite(path.cost) ? path.cost : Number.MAX_VALUE;
       }
-      return { graph, depth: s.depth, expanded: s.n + s.childNodes, cost, memoryNode };
+      return { graph, depth: s.depth, expanded: s.n + s.childNodes, cost, memoryNode, conditionalNode };
     };
   }
 
@@ -315,6 +319,17 @@ export class ComputeGraph {
    */
   get readOnly(): boolean {
     return this.#readOnly;
+  }
+
+  /**
+   * True when the graph holds a conditional node (at its top level: a child graph cannot hold one).
+   * CUDA's rules for such a graph are the driver layer's to keep: it cannot be cloned
+   * (`cuGraphClone`), nor be a child graph (the model refuses that too), and it may be instantiated
+   * once at a time. The model's `clone()` and `ExecGraph.instantiate` are copies of the model and
+   * stay allowed.
+   */
+  hasConditionalNodes(): boolean {
+    return this.#store.conditionals.size > 0;
   }
 
   /** An editable copy of the graph: same nodes, ids, edges, edge data and costs; later changes to either do not reach the other. */
@@ -704,7 +719,9 @@ export class ComputeGraph {
   /**
    * Graphviz DOT text: one cluster per stream, shape and fill by kind (kernel box, memcpy
    * parallelogram, memset hexagon, host callback ellipse, empty diamond), cross-stream edges
-   * dashed; `highlight` draws a path (e.g. `criticalPath().nodes`) in thick red.
+   * dashed; child graphs are clusters of their nodes, conditional nodes clusters of their bodies
+   * (`while body`, `if then`, `if else`, `switch case 2`); `highlight` draws a path (e.g.
+   * `criticalPath().nodes`) in thick red.
    * @throws InvalidArgumentError for bad options; GraphError `NodeNotFound` for an unknown highlighted id.
    */
   toDot(options?: DotOptions): string {
@@ -728,9 +745,11 @@ export class ComputeGraph {
     forEachEdge(s, (u, v, code) => {
       edges[k++] = code === PLAIN_EDGE ? [u, v] : [u, v, edgeDataOf(code)];
     });
-    // A child graph's graph is written as its own document, so the value is plain data that
-    // fromJSON, structuredClone and JSON.stringify all take as it is.
-    const nodes: GraphJsonNode[] = this.nodes().map((n) => (n.kind === 'childGraph' ? { ...n, graph: n.graph.toJSON() } : n));
+    // A child graph's graph and a conditional's bodies are written as documents of their own, so
+    // the value is plain data that fromJSON, structuredClone and JSON.stringify all take as it is.
+    const nodes: GraphJsonNode[] = this.nodes().map((n) =>
+      n.kind === 'childGraph' ? { ...n, graph: n.graph.toJSON() } : n.kind === 'conditional' ? { ...n, bodies: n.bodies.map((b) => b.toJSON()) } : n,
+    );
     return { format: GRAPH_JSON_FORMAT, version: GRAPH_JSON_VERSION, nodes, edges };
   }
 

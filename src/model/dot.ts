@@ -2,11 +2,13 @@
  * Graphviz DOT text for a `ComputeGraph`: one cluster per stream (outlined in the stream's
  * colour), node shape and fill by kind, cross-stream edges dashed (they are the event
  * fork/joins), programmatic edges bold and hollow-headed, child graphs drawn as clusters holding
- * their own nodes, and optionally a highlighted path (e.g. the critical path) drawn thick and red.
+ * their own nodes, conditional nodes as clusters of their bodies, and optionally a highlighted path
+ * (e.g. the critical path) drawn thick and red.
  */
 import { memcpyDirLabel } from './memcpy-dir.js';
 import { edgeCode, edgeDataOf, edgeDataText, PLAIN_EDGE } from './edge-data.js';
-import type { GraphNode } from './node.js';
+import { bodyLabel, conditionalText } from './conditional.js';
+import type { ConditionalNodeRecord, GraphNode } from './node.js';
 import type { GraphStore } from './graph-store.js';
 import type { ComputeGraph } from './compute-graph.js';
 
@@ -30,12 +32,16 @@ const KIND_STYLE: Record<GraphNode['kind'], { shape: string; fill: string }> = {
   childGraph: { shape: 'box3d', fill: '#f3f3f3' },
   memAlloc: { shape: 'cylinder', fill: '#d0e0e3' },
   memFree: { shape: 'folder', fill: '#d0e0e3' },
+  // The condition: drawn at the top of the cluster of its bodies.
+  conditional: { shape: 'Mdiamond', fill: '#fff2cc' },
 };
 
 /** The fill of a child graph's cluster. */
 export const CHILD_FILL = '#f8f8f8';
 /** The outline of the nodes inside a child graph. */
 const CHILD_COLOUR = '#777777';
+/** The fill of a conditional node's cluster (its bodies' clusters are `CHILD_FILL`). */
+export const CONDITIONAL_FILL = '#fffbea';
 /** The colour of programmatic edges. */
 export const PROGRAMMATIC_COLOUR = '#1f5fa8';
 
@@ -115,6 +121,8 @@ export function describeWork(node: GraphNode): string {
       return `alloc ${formatBytes(node.sizeBytes)} on device ${node.device}`;
     case 'memFree':
       return node.alloc === null ? 'free (allocated outside)' : `free node ${node.alloc}'s memory`;
+    case 'conditional':
+      return conditionalText(node.type, node.bodies.length, node.handle, node.estimate);
   }
 }
 
@@ -148,21 +156,72 @@ interface Drawing {
  */
 function drawNode(node: GraphNode, id: string, indent: string, colour: string, extra: readonly string[]): Drawing {
   const label = dotString(`${node.name}\n${describeWork(node)}`);
+  if (node.kind === 'conditional') return drawConditional(node, id, label, indent, colour, extra);
   if (node.kind !== 'childGraph' || node.graph.nodeCount() === 0) {
     const style = KIND_STYLE[node.kind];
     const attrs = [`label=${label}`, `shape=${style.shape}`, `fillcolor="${style.fill}"`, `color="${colour}"`, ...extra];
     return { lines: [`${indent}${id} [${attrs.join(', ')}];`], entry: id, exit: id, cluster: null };
   }
-  const graph: ComputeGraph = node.graph;
   const cluster = `cluster_${id}`;
   const penwidth = extra.includes('penwidth=3') ? ' penwidth=3;' : '';
   const lines = [`${indent}subgraph ${cluster} {`, `${indent}  label=${label}; labeljust=l; style="rounded,filled"; fillcolor="${CHILD_FILL}"; color="${colour}";${penwidth}`];
-  const inner = graph.nodes().map((c) => drawNode(c, `${id}_${c.id}`, `${indent}  `, CHILD_COLOUR, []));
+  const inner = drawGraph(node.graph, id, `${indent}  `, lines);
+  lines.push(`${indent}}`);
+  return { lines, entry: inner.entry!, exit: inner.exit!, cluster };
+}
+
+/**
+ * Draws the nodes and edges of `graph` (a child graph or a body, with nodes) into `lines`, as DOT
+ * nodes `${id}_0`, `${id}_1`, …; returns where edges into and out of it attach (a source, a sink).
+ */
+function drawGraph(graph: ComputeGraph, id: string, indent: string, lines: string[]): { entry: string | null; exit: string | null } {
+  const inner = graph.nodes().map((c) => drawNode(c, `${id}_${c.id}`, indent, CHILD_COLOUR, []));
   // One line at a time: spreading a large child's lines into push() would overflow the stack.
   for (const d of inner) for (const line of d.lines) lines.push(line);
-  for (const e of graph.edgeRecords()) lines.push(`${indent}  ${edgeLine(inner[e.from]!, inner[e.to]!, edgeDataAttrs(edgeCode(e.kind, e.port)))}`);
+  for (const e of graph.edgeRecords()) lines.push(`${indent}${edgeLine(inner[e.from]!, inner[e.to]!, edgeDataAttrs(edgeCode(e.kind, e.port)))}`);
+  if (inner.length === 0) return { entry: null, exit: null };
+  return { entry: inner[graph.sources()[0]!]!.entry, exit: inner[graph.sinks()[0]!]!.exit };
+}
+
+/**
+ * Draws a conditional node as a cluster (`cluster_n3`): the condition at its top (DOT node `n3`,
+ * where edges into the node point), then one cluster per body (`cluster_n3_b0`, labelled `while
+ * body`, `if then`, `if else`, `switch case 2`) holding the body's nodes (`n3_b0_0`, …), each reached
+ * from the condition by a dotted edge; a while body loops back to it. An empty body is one node.
+ * Edges out of the node leave a sink of its largest body, so successors are drawn below the bodies.
+ */
+function drawConditional(node: ConditionalNodeRecord, id: string, label: string, indent: string, colour: string, extra: readonly string[]): Drawing {
+  const cluster = `cluster_${id}`;
+  const penwidth = extra.includes('penwidth=3') ? ' penwidth=3;' : '';
+  const style = KIND_STYLE.conditional;
+  const lines = [
+    `${indent}subgraph ${cluster} {`,
+    `${indent}  label=""; style="rounded,filled"; fillcolor="${CONDITIONAL_FILL}"; color="${colour}";${penwidth}`,
+    `${indent}  ${id} [label=${label}, shape=${style.shape}, fillcolor="${style.fill}", color="${colour}"${extra.length ? `, ${extra.join(', ')}` : ''}];`,
+  ];
+  let exit = id;
+  let largest = -1;
+  node.bodies.forEach((body, b) => {
+    const bodyId = `${id}_b${b}`;
+    const bodyCluster = `cluster_${bodyId}`;
+    const title = dotString(bodyLabel(node.type, b));
+    lines.push(`${indent}  subgraph ${bodyCluster} {`, `${indent}    label=${title}; labeljust=l; style="rounded,filled"; fillcolor="${CHILD_FILL}"; color="${CHILD_COLOUR}";`);
+    let ends = drawGraph(body, bodyId, `${indent}    `, lines);
+    if (ends.entry === null) {
+      // Graphviz draws no empty cluster: an empty body is a node saying so.
+      lines.push(`${indent}    ${bodyId} [label=${dotString('empty body')}, shape=${KIND_STYLE.childGraph.shape}, fillcolor="${KIND_STYLE.childGraph.fill}", color="${CHILD_COLOUR}"];`);
+      ends = { entry: bodyId, exit: bodyId };
+    }
+    lines.push(`${indent}  }`);
+    lines.push(`${indent}  ${id} -> ${ends.entry} [style=dotted, lhead=${bodyCluster}];`);
+    if (node.type === 'while') lines.push(`${indent}  ${ends.exit} -> ${id} [style=dotted, constraint=false, ltail=${bodyCluster}];`);
+    if (body.nodeCount() > largest) {
+      largest = body.nodeCount();
+      exit = ends.exit!;
+    }
+  });
   lines.push(`${indent}}`);
-  return { lines, entry: inner[graph.sources()[0]!]!.entry, exit: inner[graph.sinks()[0]!]!.exit, cluster };
+  return { lines, entry: id, exit, cluster };
 }
 
 /** `a -> b [...]`, clipped to the clusters of child graphs at its ends. */
@@ -178,8 +237,8 @@ export function renderDot(store: GraphStore, options: DotOptions): string {
   const lines: string[] = ['digraph ComputeGraph {'];
   // newrank: Graphviz ranks each cluster on its own by default, so with a cluster per stream an
   // edge between streams can point upwards; ranking the whole graph at once keeps every edge
-  // pointing down the page. compound: edges clipped to a child graph's cluster (lhead, ltail).
-  const compound = store.children.size > 0 ? ', compound=true' : '';
+  // pointing down the page. compound: edges clipped to a child graph's or conditional's cluster (lhead, ltail).
+  const compound = store.children.size > 0 || store.conditionals.size > 0 ? ', compound=true' : '';
   lines.push(`  graph [rankdir=TB, newrank=true${compound}, fontname="Helvetica", fontsize=12];`);
   lines.push('  node [fontname="Helvetica", fontsize=10, style=filled, penwidth=1.2];');
   lines.push('  edge [color="#555555", arrowsize=0.7];');

@@ -19,7 +19,7 @@
  * | `GRAPH_EMPTY` | EmptyGraph | ordering or scheduling a graph with no nodes |
  * | `GRAPH_JSON_INVALID` | ValidationFailed | `ComputeGraph.fromJSON` given a value that is not a valid graph document |
  * | `GRAPH_COST_OVERFLOW` | ValidationFailed | `criticalPath`, `timing`, `boundedMakespan` when the costs add up to more than `Number.MAX_VALUE` |
- * | `GRAPH_BUSY` | Internal | a change to a graph while one of its calls runs a user callback (`costOf`, the `edges` iterable of `addEdges`) |
+ * | `GRAPH_BUSY` | Internal | a change to a graph while one of its calls runs a user callback (`costOf`, the `edges` iterable of `addEdges`), or to a `StreamCapture` while it records a conditional body (`recordWhile`, `recordIf`, `recordSwitch`) |
  * | `GRAPH_READ_ONLY` | ValidationFailed | a change to a read-only graph (a child graph node's copy; `clone()` it to edit) |
  * | `GRAPH_EDGE_CONFLICT` | ValidationFailed | an edge added again with other data (`kind`, `port`) than the edge already there |
  * | `GRAPH_MEMORY_ORDER` | InvalidPlan | `ExecGraph.instantiate` of a graph whose free node is not ordered after its allocation node |

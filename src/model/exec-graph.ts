@@ -20,6 +20,10 @@
  * - an allocation node may change its size in a whole-graph update (measured on CUDA 13.0), not
  *   its device; a free node may not change what it frees (`PARAMETERS_CHANGED`); neither takes a
  *   per-node update (`cuGraphExecNodeSetParams`: API unsupported);
+ * - a conditional node may not change its type, its number of bodies or its handle
+ *   (`PARAMETERS_CHANGED`: cuda.h, "changing node parameters is not supported"); its handle's
+ *   default value and flag may change (the update takes them); each body must keep its topology
+ *   and its nodes follow these rules recursively, as a child graph's; it takes no per-node update;
  * - an edge may not change its data (plain ↔ programmatic, its port): `TOPOLOGY_CHANGED`.
  *
  * The rules for the kinds beyond kernel, copy, fill, host and empty are cuda.h's documentation of
@@ -41,7 +45,8 @@ import { NODE_KINDS } from './node.js';
 import { nameText } from './bounded-text.js';
 import { memcpyDirName } from './memcpy-dir.js';
 import { edgeCode } from './edge-data.js';
-import type { GraphNode } from './node.js';
+import { bodyLabel } from './conditional.js';
+import type { ConditionalNodeRecord, GraphNode } from './node.js';
 import type { NodeId } from './ids.js';
 
 /** The `CUgraphExecUpdateResult` names the model predicts. */
@@ -126,6 +131,7 @@ const NO_UPDATE: Readonly<Record<string, string>> = {
   empty: 'an empty node has no parameters',
   memAlloc: 'CUDA has no update for allocation nodes (cuGraphExecNodeSetParams: API unsupported)',
   memFree: 'CUDA has no update for free nodes (cuGraphExecNodeSetParams: API unsupported)',
+  conditional: 'CUDA has no per-node update for conditional nodes (cuGraphExecNodeSetParams lists none); change their bodies with a whole-graph update',
 };
 
 /** The kinds `cuGraphNodeSetEnabled` takes. */
@@ -195,7 +201,31 @@ function compareNode(a: GraphNode, b: GraphNode, rules: UpdateRules): null | 'pa
       if (a.alloc === m.alloc) return null;
       return { reason: `node ${id}: a free node cannot change what it frees (node ${a.alloc ?? 'outside'} → ${m.alloc ?? 'outside'}); CUDA has no update for it`, result: PARAMETERS };
     }
+    case 'conditional':
+      return compareConditional(a, b as typeof a, rules);
   }
+}
+
+/**
+ * Compares two conditional nodes as an update would: type, body count and handle must stay; the
+ * handle's default and flag may change; each body is compared as a child graph is.
+ */
+function compareConditional(a: ConditionalNodeRecord, b: ConditionalNodeRecord, rules: UpdateRules): null | 'params' | { reason: string; result: ExecUpdateResult } {
+  const id = a.id;
+  const fixed = (what: string, from: string | number, to: string | number) => ({
+    reason: `node ${id}: a conditional node cannot change its ${what} (${from} → ${to}); CUDA does not update a conditional node's parameters`,
+    result: PARAMETERS,
+  });
+  if (a.type !== b.type) return fixed('type', `'${a.type}'`, `'${b.type}'`);
+  if (a.bodies.length !== b.bodies.length) return fixed('number of bodies', a.bodies.length, b.bodies.length);
+  if (a.handle.id !== b.handle.id) return fixed('handle', a.handle.id, b.handle.id);
+  let changed = a.handle.default !== b.handle.default || a.handle.assignDefault !== b.handle.assignDefault;
+  for (let i = 0; i < a.bodies.length; i++) {
+    const c = compareGraphs(a.bodies[i]!, b.bodies[i]!, rules);
+    if (c === 'params') changed = true;
+    else if (c !== null) return { reason: `node ${id} (a conditional node), its ${bodyLabel(a.type, i)} (bodies[${i}]): ${c.reason}`, result: c.result };
+  }
+  return changed ? 'params' : null;
 }
 
 /**
@@ -311,8 +341,10 @@ export class ExecGraph {
   /** The executable's record of node `id` (a copy). @throws GraphError `NodeNotFound`. */
   node(id: NodeId): GraphNode {
     const n = this.#nodes[this.#id('ExecGraph.node', id)]!;
-    // A child graph's graph is read-only, so it is shared; structuredClone would drop its class.
-    return n.kind === 'childGraph' ? { ...n } : structuredClone(n);
+    // Child graphs and bodies are read-only, so they are shared; structuredClone would drop their class.
+    if (n.kind === 'childGraph') return { ...n };
+    if (n.kind === 'conditional') return { ...n, bodies: [...n.bodies] };
+    return structuredClone(n);
   }
 
   /** Whether the executable has the edge `from → to`. @throws GraphError `NodeNotFound`. */
@@ -495,7 +527,7 @@ export class ExecGraph {
    * `…HostNodeSetParams`, `…EventRecordNodeSetEvent`, `…EventWaitNodeSetEvent`,
    * `…ChildGraphNodeSetParams`).
    * @throws GraphError `NodeNotFound`; kind `UpdateNotPossible` when the update targets another kind
-   *   of node, a kind that takes no update (empty, allocation and free nodes), a copy's size under
+   *   of node, a kind that takes no update (empty, allocation, free and conditional nodes), a copy's size under
    *   `'fixed-size'` rules, or a child graph of another topology or with changes its nodes cannot
    *   take (the reason names the child's node); InvalidArgumentError for a field the update does
    *   not take (`update.gird`) and for bad values (same limits as `addNode`, named

@@ -21,6 +21,7 @@
  */
 import {
   KIND_CHILD,
+  KIND_CONDITIONAL,
   KIND_EMPTY,
   KIND_EVENT_RECORD,
   KIND_EVENT_WAIT,
@@ -37,6 +38,15 @@ import { decodeMemcpyDir, DIR_P2P, type MemcpyDir } from './memcpy-dir.js';
 import { PLAIN_EDGE } from './edge-data.js';
 import type { CaptureEvent, NodeId, StreamId } from './ids.js';
 import type { ComputeGraph } from './compute-graph.js';
+import type { ConditionalHandleRecord, ConditionalType } from './conditional.js';
+
+/** A conditional node's parameters, kept in the `conditionals` side map (bodies are read-only copies). */
+export interface ConditionalParams {
+  readonly type: ConditionalType;
+  readonly handle: ConditionalHandleRecord;
+  readonly estimate: number;
+  readonly bodies: readonly ComputeGraph[];
+}
 
 /**
  * Number of uint32 parameter slots per node, written by the `set*` methods:
@@ -49,7 +59,8 @@ import type { ComputeGraph } from './compute-graph.js';
  * - memAlloc: device, size (low word, high word);
  * - memFree: the allocation node's id + 1 (0: memory allocated outside the graph).
  *
- * A child graph's graph lives in the `children` side map.
+ * A child graph's graph lives in the `children` side map, a conditional node's parameters in the
+ * `conditionals` one (both kinds are rare and hold graphs, which no column can).
  *
  * Four slots, not the nine a full launch configuration takes: nearly every kernel is
  * one-dimensional and nearly every copy is not peer-to-peer, so the rare y/z dimensions and peer
@@ -92,11 +103,17 @@ export class GraphStore {
   peers = new Map<number, readonly number[]>();
   /** A child graph node's graph (a read-only copy). */
   children = new Map<number, ComputeGraph>();
+  /** A conditional node's parameters. */
+  conditionals = new Map<number, ConditionalParams>();
+  /** Conditional handle id → the conditional node of this graph it serves (one node per handle). */
+  handleNodes = new Map<number, number>();
+  /** The id a conditional node's handle gets when its spec leaves it out: one more than the largest so far. */
+  nextHandle = 0;
   /** Allocation node id → the free node of this graph that frees it. */
   freedBy = new Map<number, number>();
-  /** How deep child graphs nest in this graph: 1 without child graphs, else 1 + the deepest child's. */
+  /** How deep child graphs and bodies nest in this graph: 1 without them, else 1 + the deepest one's. */
   depth = 1;
-  /** The nodes this graph's child graphs hold in all, nested ones counted (see MAX_CHILD_NODES). */
+  /** The nodes this graph's child graphs and bodies hold in all, nested ones counted (see MAX_CHILD_NODES). */
   childNodes = 0;
   /** Per-node cost; null while every cost is the default 1 (most graphs never set one). */
   cost: Float64Array | null = null;
@@ -268,6 +285,15 @@ export class GraphStore {
     this.childNodes += expanded;
   }
 
+  /** Sets conditional node `id`'s parameters; `depth` is its deepest body's, `expanded` the nodes its bodies hold in all. */
+  setConditional(id: number, params: ConditionalParams, depth: number, expanded: number): void {
+    this.conditionals.set(id, params);
+    this.handleNodes.set(params.handle.id, id);
+    this.nextHandle = Math.max(this.nextHandle, params.handle.id + 1);
+    this.depth = Math.max(this.depth, depth + 1);
+    this.childNodes += expanded;
+  }
+
   /** The allocation node free node `id` frees, or −1 for memory allocated outside the graph. */
   allocOf(id: number): number {
     return this.param[id * PARAM_STRIDE]! - 1;
@@ -424,6 +450,11 @@ export class GraphStore {
         return { id: nid, kind: 'memAlloc', name, stream, cost, sizeBytes: this.sizeOf(id), device: q[p]! };
       case KIND_MEM_FREE:
         return { id: nid, kind: 'memFree', name, stream, cost, alloc: q[p] === 0 ? null : ((q[p]! - 1) as NodeId) };
+      case KIND_CONDITIONAL: {
+        const c = this.conditionals.get(id)!;
+        // The handle is frozen and the bodies read-only; only the array is fresh, as a record must be.
+        return { id: nid, kind: 'conditional', name, stream, cost, type: c.type, handle: c.handle, estimate: c.estimate, bodies: [...c.bodies] };
+      }
       case KIND_EMPTY:
       default:
         return { id: nid, kind: 'empty', name, stream, cost };
@@ -437,7 +468,7 @@ export class GraphStore {
     return decodeMemcpyDir(code, d[0]!, d[1]!);
   }
 
-  /** A copy of the store that shares nothing changeable with it (child graphs are read-only, so they are shared). */
+  /** A copy of the store that shares nothing changeable with it (child graphs and bodies are read-only, so they are shared). */
   clone(): GraphStore {
     const c = new GraphStore();
     c.n = this.n;
@@ -449,6 +480,9 @@ export class GraphStore {
     c.dims = new Map(this.dims);
     c.peers = new Map(this.peers);
     c.children = new Map(this.children);
+    c.conditionals = new Map(this.conditionals);
+    c.handleNodes = new Map(this.handleNodes);
+    c.nextHandle = this.nextHandle;
     c.freedBy = new Map(this.freedBy);
     c.depth = this.depth;
     c.childNodes = this.childNodes;

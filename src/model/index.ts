@@ -30,6 +30,8 @@ export type {
   ChildGraphNodeSpec,
   MemAllocNodeSpec,
   MemFreeNodeSpec,
+  ConditionalNodeRecord,
+  ConditionalNodeSpec,
   NodeSpec,
   EdgeKind,
   EdgePort,
@@ -37,6 +39,7 @@ export type {
   GraphEdge,
   EdgeSpec,
 } from './node.js';
+export type { ConditionalType, ConditionalHandleRecord, ConditionalHandleSpec } from './conditional.js';
 export {
   ComputeGraph,
   type CriticalPath,
@@ -46,7 +49,16 @@ export {
   type NodePlacement,
   type BoundedMakespan,
 } from './compute-graph.js';
-export { StreamCapture, type EndCaptureOptions, type StreamCaptureOptions, type CaptureSemantics, type RecordKernelOptions } from './stream-capture.js';
+export {
+  StreamCapture,
+  type EndCaptureOptions,
+  type StreamCaptureOptions,
+  type CaptureSemantics,
+  type RecordKernelOptions,
+  type ConditionalHandleOptions,
+  type RecordConditionalOptions,
+  type BodyRecorder,
+} from './stream-capture.js';
 export type { DotOptions } from './dot.js';
 export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, GRAPH_JSON_VERSIONS, type ComputeGraphJson, type GraphJsonEdge } from './graph-json.js';
 export {
@@ -71,6 +83,7 @@ export {
   type MemcpyNodeOptions,
   type MemsetNodeOptions,
   type HostNodeOptions,
+  type ConditionalNodeOptions,
   type GraphBuilderOptions,
 } from './builder.js';
 export { ELEMENT_TYPES, ELEMENT_BYTES, SCALAR_TYPES, REDUCE_OPS, COLLECTIVE_OPS, type ElementType, type ReduceOp, type CollectiveOp } from './element-type.js';

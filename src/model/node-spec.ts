@@ -21,6 +21,7 @@ import {
   GRID_X_MAX,
   GRID_YZ_MAX,
   KIND_CHILD,
+  KIND_CONDITIONAL,
   KIND_EMPTY,
   KIND_EVENT_RECORD,
   KIND_EVENT_WAIT,
@@ -36,7 +37,9 @@ import {
   type NodeKind,
 } from './node.js';
 import { childReaders, type ChildSnapshot } from './child-graphs.js';
-import type { GraphStore } from './graph-store.js';
+import { BODY_RULE, bodyRefusal, checkBodyCount, checkEstimate, CONDITIONAL_TYPES, readHandle } from './conditional.js';
+import type { ComputeGraph } from './compute-graph.js';
+import type { ConditionalParams, GraphStore } from './graph-store.js';
 
 const COMMON = ['kind', 'name', 'stream', 'cost'];
 const KEYS: Record<string, readonly string[]> = {
@@ -50,6 +53,7 @@ const KEYS: Record<string, readonly string[]> = {
   childGraph: [...COMMON, 'graph'],
   memAlloc: [...COMMON, 'sizeBytes', 'device'],
   memFree: [...COMMON, 'alloc'],
+  conditional: [...COMMON, 'type', 'handle', 'estimate', 'bodies'],
 };
 const GRID_MAX = [GRID_X_MAX, GRID_YZ_MAX, GRID_YZ_MAX];
 const BLOCK_MAX = [BLOCK_XY_MAX, BLOCK_XY_MAX, BLOCK_Z_MAX];
@@ -141,6 +145,7 @@ function appendChecked(store: GraphStore, op: string, prefix: string, s: Record<
   let sharedMem = 0;
   let alloc = -1;
   let child: ChildSnapshot | null = null;
+  let cond: ConditionalRead | null = null;
   let defaultName: string = kindName;
   switch (kindName) {
     case 'kernel': {
@@ -198,11 +203,16 @@ function appendChecked(store: GraphStore, op: string, prefix: string, s: Record<
       alloc = s.alloc === undefined || s.alloc === null ? -1 : checkAlloc(store, op, s.alloc);
       break;
     }
+    case 'conditional': {
+      kind = KIND_CONDITIONAL;
+      cond = readConditional(store, op, prefix, s, source);
+      break;
+    }
     default:
       kind = KIND_EMPTY;
   }
   const name = s.name === undefined ? defaultName : requireName(op, 'name', s.name);
-  const cost = s.cost === undefined ? (child === null ? 1 : child.cost) : requireNonNegativeFinite(op, 'cost', s.cost);
+  const cost = s.cost === undefined ? (child?.cost ?? cond?.cost ?? 1) : requireNonNegativeFinite(op, 'cost', s.cost);
 
   // Everything is checked: from here on nothing throws.
   const id = store.appendNode(kind, stream === null ? -1 : store.streamSlot(stream), store.intern(name));
@@ -232,6 +242,9 @@ function appendChecked(store: GraphStore, op: string, prefix: string, s: Record<
     case KIND_MEM_FREE:
       store.setMemFree(id, alloc);
       break;
+    case KIND_CONDITIONAL:
+      store.setConditional(id, cond!.params, cond!.depth, cond!.expanded);
+      break;
   }
   store.setCost(id, cost);
   return id;
@@ -239,21 +252,7 @@ function appendChecked(store: GraphStore, op: string, prefix: string, s: Record<
 
 /** A child graph: copied from a `ComputeGraph` (a call) or read from a nested document, within CUDA's rules. */
 function readChild(store: GraphStore, op: string, prefix: string, value: unknown, source: SpecSource): ChildSnapshot {
-  const depth = source.documentDepth;
-  if (depth !== null && depth >= MAX_GRAPH_DEPTH) {
-    throw new InvalidArgumentError(op, 'graph', `graph nests child graphs more than ${MAX_GRAPH_DEPTH} deep`);
-  }
-  const child = depth === null ? childReaders().copy(op, 'graph', value) : childReaders().read(op, `${prefix}graph.`, value, depth + 1);
-  if (child.depth >= MAX_GRAPH_DEPTH) {
-    throw new InvalidArgumentError(op, 'graph', `graph nests child graphs ${child.depth} deep; a child may nest at most ${MAX_GRAPH_DEPTH - 1} deep`);
-  }
-  if (store.childNodes + child.expanded > MAX_CHILD_NODES) {
-    throw new InvalidArgumentError(
-      op,
-      'graph',
-      `graph holds ${child.expanded} node(s) with its own child graphs; with the ${store.childNodes} the graph's child graphs hold already, that is more than ${MAX_CHILD_NODES}`,
-    );
-  }
+  const child = readGraph(store, op, prefix, value, source, 'graph', 0);
   if (child.memoryNode !== null) {
     throw new InvalidArgumentError(
       op,
@@ -261,7 +260,72 @@ function readChild(store: GraphStore, op: string, prefix: string, value: unknown
       `graph holds a '${child.memoryNode.kind}' node (node ${child.memoryNode.id}); CUDA does not clone a graph holding allocation or free nodes into a child graph node`,
     );
   }
+  if (child.conditionalNode !== null) {
+    throw new InvalidArgumentError(
+      op,
+      'graph',
+      `graph holds a 'conditional' node (node ${child.conditionalNode}); CUDA does not allow a graph holding conditional nodes as a child graph (a conditional body may hold one instead)`,
+    );
+  }
   return child;
+}
+
+/**
+ * A graph a node holds (a child graph, or a body given as `field`), copied or read, within the
+ * depth and size bounds; `pending` counts the nodes the same node's earlier bodies hold.
+ */
+function readGraph(store: GraphStore, op: string, prefix: string, value: unknown, source: SpecSource, field: string, pending: number): ChildSnapshot {
+  const depth = source.documentDepth;
+  if (depth !== null && depth >= MAX_GRAPH_DEPTH) {
+    throw new InvalidArgumentError(op, field, `${field} nests child graphs more than ${MAX_GRAPH_DEPTH} deep`);
+  }
+  const graph = depth === null ? childReaders().copy(op, field, value) : childReaders().read(op, `${prefix}${field}.`, value, depth + 1);
+  if (graph.depth >= MAX_GRAPH_DEPTH) {
+    throw new InvalidArgumentError(op, field, `${field} nests child graphs ${graph.depth} deep; a child may nest at most ${MAX_GRAPH_DEPTH - 1} deep`);
+  }
+  if (store.childNodes + pending + graph.expanded > MAX_CHILD_NODES) {
+    throw new InvalidArgumentError(
+      op,
+      field,
+      `${field} holds ${graph.expanded} node(s) with its own child graphs; with the ${store.childNodes + pending} the graph's child graphs hold already, that is more than ${MAX_CHILD_NODES}`,
+    );
+  }
+  return graph;
+}
+
+/** A conditional spec, checked: its parameters, how deep its bodies nest, how many nodes they hold, and its default cost. */
+interface ConditionalRead {
+  readonly params: ConditionalParams;
+  readonly depth: number;
+  readonly expanded: number;
+  readonly cost: number;
+}
+
+/** Checks a conditional spec's own fields and bodies (CUDA's rules, conditional.ts). */
+function readConditional(store: GraphStore, op: string, prefix: string, s: Record<string, unknown>, source: SpecSource): ConditionalRead {
+  const type = requireOneOf(op, 'type', s.type, CONDITIONAL_TYPES);
+  if (!Array.isArray(s.bodies)) throw new InvalidArgumentError(op, 'bodies', `bodies must be an array of graphs, got ${describe(s.bodies)}`);
+  const list = s.bodies as readonly unknown[];
+  checkBodyCount(op, 'bodies', type, list.length);
+  const handle = readHandle(op, 'handle', s.handle, store.nextHandle, (h) => store.handleNodes.get(h) ?? null);
+  const estimate = s.estimate === undefined ? 1 : checkEstimate(op, 'estimate', type, s.estimate);
+  const bodies: ComputeGraph[] = [];
+  let depth = 1;
+  let expanded = 0;
+  let longest = 0;
+  for (let i = 0; i < list.length; i++) {
+    const field = `bodies[${i}]`;
+    const body = readGraph(store, op, prefix, list[i], source, field, expanded);
+    const refusal = bodyRefusal(body.graph);
+    if (refusal !== null) throw new InvalidArgumentError(op, field, `${field} holds a '${refusal.kind}' node (${refusal.where}); ${BODY_RULE}`);
+    bodies.push(body.graph);
+    depth = Math.max(depth, body.depth);
+    expanded += body.expanded;
+    longest = Math.max(longest, body.cost);
+  }
+  // The bodies' costs are finite; a large estimate can still overflow, which the schedules then report.
+  const cost = Math.min(estimate * longest, Number.MAX_VALUE);
+  return { params: { type, handle, estimate, bodies: Object.freeze(bodies) }, depth, expanded, cost };
 }
 
 /** The allocation node a free node names: a `memAlloc` node of this graph that no free node frees yet. */

@@ -15,13 +15,17 @@
  * - `'childGraph'`: a whole graph run as one node (`graph`, a read-only copy taken when the node
  *   was added, as `cuGraphAddChildGraphNode` clones its child);
  * - `'memAlloc'` / `'memFree'`: graph memory, CUDA's allocation node (`sizeBytes` on `device`) and
- *   free node (`alloc`: the allocation node it frees, or null for memory allocated outside the graph).
+ *   free node (`alloc`: the allocation node it frees, or null for memory allocated outside the graph);
+ * - `'conditional'`: control flow on the GPU (`type` 'if', 'while' or 'switch', its `bodies`, read-only
+ *   copies as a child graph's `graph` is, its condition's `handle` and the trip `estimate`; see
+ *   conditional.ts).
  *
  * In a capture, events between capturing streams are not nodes: they only carry dependencies.
  */
 import type { MemcpyDir } from './memcpy-dir.js';
 import type { CaptureEvent, NodeId, StreamId } from './ids.js';
 import type { ComputeGraph } from './compute-graph.js';
+import type { ConditionalHandleRecord, ConditionalHandleSpec, ConditionalType } from './conditional.js';
 
 /** The kinds of node, as the strings used in records, specs and JSON. */
 export type NodeKind =
@@ -34,7 +38,8 @@ export type NodeKind =
   | 'eventWait'
   | 'childGraph'
   | 'memAlloc'
-  | 'memFree';
+  | 'memFree'
+  | 'conditional';
 
 /** Every node kind, in the order of their storage codes. */
 export const NODE_KINDS: readonly NodeKind[] = [
@@ -48,6 +53,7 @@ export const NODE_KINDS: readonly NodeKind[] = [
   'childGraph',
   'memAlloc',
   'memFree',
+  'conditional',
 ];
 
 /** The kinds the first graph document format (version 1) knows. */
@@ -73,12 +79,15 @@ export const KIND_CHILD = 7;
 export const KIND_MEM_ALLOC = 8;
 /** Storage code of `'memFree'`. */
 export const KIND_MEM_FREE = 9;
+/** Storage code of `'conditional'`. */
+export const KIND_CONDITIONAL = 10;
 
-/** How deep child graphs may nest (a graph holding a child holding a child … is this many levels). */
+/** How deep child graphs and conditional bodies may nest (a graph holding a child holding a body … is this many levels). */
 export const MAX_GRAPH_DEPTH = 64;
 
 /**
- * The most nodes one graph's child graphs may hold in all, nested ones counted. Read-only children
+ * The most nodes one graph's child graphs and conditional bodies may hold in all, nested ones
+ * counted. Read-only children
  * are shared, so without a bound a few nodes could stand for an exponentially large graph (three
  * children of three children … twelve deep is half a million nodes) that every walk then expands.
  */
@@ -175,6 +184,26 @@ export interface MemFreeNode extends NodeBase {
   readonly alloc: NodeId | null;
 }
 
+/**
+ * A conditional node: runs its `bodies` as its `type` says, on the value of its condition
+ * (`handle`), which kernels set on the GPU (see conditional.ts). Each body is a read-only copy, as a
+ * child graph's `graph` is. Named apart from the driver layer's `ConditionalNode`, a node of a real
+ * graph.
+ */
+export interface ConditionalNodeRecord extends NodeBase {
+  readonly kind: 'conditional';
+  readonly type: ConditionalType;
+  readonly handle: ConditionalHandleRecord;
+  /**
+   * How often the bodies are expected to run: a while loop's trip count, or for 'if' and 'switch'
+   * the chance (0..1) that a body runs. The default `cost` is `estimate` times the largest body's
+   * critical path.
+   */
+  readonly estimate: number;
+  /** 'if': [then] or [then, else]; 'while': [body]; 'switch': one body per case value. */
+  readonly bodies: readonly ComputeGraph[];
+}
+
 /** A node record; switch on `kind` to reach the kind's fields. */
 export type GraphNode =
   | KernelNode
@@ -186,7 +215,8 @@ export type GraphNode =
   | EventWaitNode
   | ChildGraphNode
   | MemAllocNode
-  | MemFreeNode;
+  | MemFreeNode
+  | ConditionalNodeRecord;
 
 /** Fields every spec may give. */
 export interface NodeSpecBase {
@@ -279,6 +309,23 @@ export interface MemFreeNodeSpec extends NodeSpecBase {
   readonly alloc?: NodeId | null;
 }
 
+/**
+ * A conditional node. `bodies` are copied (later changes to them do not reach this node): 1 or 2
+ * for 'if' (then, else), 1 for 'while', 1..65535 for 'switch'. A body may hold only kernel, empty,
+ * childGraph, memset, memcpy and conditional nodes, also inside its child graphs (CUDA's rule).
+ * `handle` (see `ConditionalHandleSpec`) defaults to a fresh id of this graph; `estimate` (default 1)
+ * is a finite number ≥ 0, at most 1 for 'if' and 'switch'. The default `cost` is `estimate` times the
+ * largest body's critical path (by the bodies' own costs); a given `cost` replaces it, as for a
+ * child graph.
+ */
+export interface ConditionalNodeSpec extends NodeSpecBase {
+  readonly kind: 'conditional';
+  readonly type: ConditionalType;
+  readonly bodies: readonly ComputeGraph[];
+  readonly handle?: ConditionalHandleSpec;
+  readonly estimate?: number;
+}
+
 /** What `ComputeGraph.addNode` takes. */
 export type NodeSpec =
   | KernelNodeSpec
@@ -290,7 +337,8 @@ export type NodeSpec =
   | EventWaitNodeSpec
   | ChildGraphNodeSpec
   | MemAllocNodeSpec
-  | MemFreeNodeSpec;
+  | MemFreeNodeSpec
+  | ConditionalNodeSpec;
 
 /** Whether an edge is an ordinary dependency or a programmatic one (CUDA's `CUgraphDependencyType`). */
 export type EdgeKind = 'plain' | 'programmatic';

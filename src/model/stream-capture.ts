@@ -16,7 +16,9 @@
  * (`recordExternalEvent`, `waitExternalEvent`: event nodes), stream-ordered allocation
  * (`recordMemAlloc`, `recordMemFree`: graph memory nodes), a graph spliced in as a child
  * (`recordChildGraph`), and kernels launched with programmatic stream serialization
- * (`recordKernel(…, { programmatic: true })`: a programmatic edge from the kernel before it).
+ * (`recordKernel(…, { programmatic: true })`: a programmatic edge from the kernel before it), and
+ * conditional nodes (`conditionalHandle`, `recordWhile`, `recordIf`, `recordSwitch`: each body is
+ * recorded by a callback into a capture of its own, as CUDA captures a body into the body graph).
  *
  * Every call checks its input first and throws before changing anything.
  *
@@ -29,7 +31,7 @@
  */
 import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
-import { isU32, requireBoolean, requireInt, requireName, requireOneOf, requireOptions, requireSize, requireU32 } from '../util/validate.js';
+import { describe, isU32, requireBoolean, requireInt, requireName, requireOneOf, requireOptions, requireSize, requireU32 } from '../util/validate.js';
 import { isCut, listText } from './bounded-text.js';
 import { CaptureStatus } from './capture-status.js';
 import { GraphErrorCode } from './error-codes.js';
@@ -39,6 +41,9 @@ import { encodeMemcpyDir, type MemcpyDir } from './memcpy-dir.js';
 import { BLOCK_THREADS_MAX, GRID_X_MAX, KIND_HOST, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET } from './node.js';
 import { appendNodeSpec } from './node-spec.js';
 import { edgeCode } from './edge-data.js';
+import { renamed } from './call-name.js';
+import { checkBodyCount, checkEstimate, type ConditionalHandleRecord, type ConditionalType } from './conditional.js';
+import { HandleRegistry } from './conditional-handles.js';
 import type { CaptureEvent, NodeId, StreamId } from './ids.js';
 
 const NONE = 0;
@@ -85,6 +90,34 @@ export interface EndCaptureOptions {
   readonly requireJoined?: boolean;
 }
 
+/** Options of `StreamCapture.conditionalHandle`. */
+export interface ConditionalHandleOptions {
+  /** The condition's value at the start of every launch: 0..2^32−1, default 0. */
+  readonly default?: number;
+  /** Whether every launch starts with the condition at `default` (`CU_GRAPH_COND_ASSIGN_DEFAULT`); default true. */
+  readonly assignDefault?: boolean;
+}
+
+/** Options of `recordWhile`, `recordIf` and `recordSwitch`. */
+export interface RecordConditionalOptions {
+  /** The node's name (default `'conditional'`). */
+  readonly name?: string;
+  /**
+   * How often the bodies are expected to run (default 1): a while loop's trips, or for 'if' and
+   * 'switch' the chance (0..1) that a body runs. The node's cost is this times its largest body's
+   * critical path.
+   */
+  readonly estimate?: number;
+}
+
+/**
+ * Records one conditional body: `capture` is a capture of its own, already capturing on `stream`
+ * (the stream the conditional is recorded on); what the callback records there is the body. It may
+ * fork to other streams and join back, and record conditionals of its own (nested bodies). It must
+ * record synchronously and leave `capture` open: the recording call ends it.
+ */
+export type BodyRecorder = (capture: StreamCapture, stream: StreamId) => void;
+
 /**
  * A capture session over any number of modelled streams.
  *
@@ -121,6 +154,10 @@ export class StreamCapture {
   #eventSets = new Map<number, readonly number[] | typeof EXTERNAL>();
   /** CUDA semantics: the slot of the stream the capture began on (−1: none yet). */
   #origin = -1;
+  /** Conditional handles, shared with the captures of this capture's bodies (conditional-handles.ts). */
+  #handles = new HandleRegistry();
+  /** The call recording a conditional body, if any: the capture holds still meanwhile (all or nothing). */
+  #busy: string | null = null;
 
   /**
    * A session with no stream capturing.
@@ -168,7 +205,7 @@ export class StreamCapture {
    */
   beginCapture(stream: StreamId): void {
     const OP = 'StreamCapture.beginCapture';
-    this.#open(OP);
+    this.#writable(OP);
     const s = requireU32(OP, 'stream', stream);
     const known = this.#store.findSlot(s);
     if (known >= 0 && this.#status[known] === ACTIVE) {
@@ -279,6 +316,136 @@ export class StreamCapture {
    */
   recordChildGraph(stream: StreamId, graph: ComputeGraph, name?: string): NodeId {
     return this.#recordSpec('StreamCapture.recordChildGraph', stream, { kind: 'childGraph', graph, ...(name !== undefined ? { name } : {}) });
+  }
+
+  /**
+   * A new conditional handle of this capture (CUDA: `cuGraphConditionalHandleCreate` on the
+   * capture's graph), for one conditional node recorded in this capture or in one of its bodies.
+   * Ids count from 0 across the capture and its bodies' captures.
+   * @throws GraphError `CAPTURE_SESSION_ENDED` after `endCapture`; InvalidArgumentError for bad options.
+   * @example
+   * const h = cap.conditionalHandle({ default: 1 });
+   * cap.recordWhile(s, h, (body, bs) => { body.recordKernel(bs, 'step', 64, 256, 0); body.recordKernel(bs, 'check', 1, 32, 0); }, { estimate: 20 });
+   */
+  conditionalHandle(options?: ConditionalHandleOptions): ConditionalHandleRecord {
+    const OP = 'StreamCapture.conditionalHandle';
+    this.#open(OP);
+    const o = requireOptions<ConditionalHandleOptions>(OP, options, ['default', 'assignDefault']);
+    const dflt = o.default === undefined ? 0 : requireU32(OP, 'default', o.default);
+    const assign = o.assignDefault === undefined ? true : requireBoolean(OP, 'assignDefault', o.assignDefault);
+    return this.#handles.issue(OP, dflt, assign);
+  }
+
+  /**
+   * Records a while loop on `stream`: `body` records the loop's body (see `BodyRecorder`), which
+   * runs again and again while `handle`'s condition is non-zero (checked before each trip). The node
+   * comes after the stream's current work and is its newest node. Returns the new node.
+   * @throws whatever `body` throws, unchanged; GraphError kind `Internal` if `stream` is not
+   *   `Active`; InvalidArgumentError for a handle not made by this capture or already used, a
+   *   non-function, bad options, or a body holding a node kind CUDA does not allow in one (a host
+   *   callback, say); the body capture's own refusal at its end (`CAPTURE_UNJOINED` under CUDA
+   *   semantics, …). A refused call, a throwing body included, adds nothing and uses no handle.
+   */
+  recordWhile(stream: StreamId, handle: ConditionalHandleRecord, body: BodyRecorder, options?: RecordConditionalOptions): NodeId {
+    return this.#recordConditional('StreamCapture.recordWhile', stream, handle, 'while', [body], ['body'], options);
+  }
+
+  /**
+   * Records an if node on `stream`: `then` records the body that runs when `handle`'s condition is
+   * non-zero, `otherwise` (if given) the body that runs when it is zero. Otherwise as `recordWhile`.
+   * @throws as `recordWhile`.
+   */
+  recordIf(stream: StreamId, handle: ConditionalHandleRecord, then: BodyRecorder, otherwise?: BodyRecorder, options?: RecordConditionalOptions): NodeId {
+    const bodies = otherwise === undefined ? [then] : [then, otherwise];
+    return this.#recordConditional('StreamCapture.recordIf', stream, handle, 'if', bodies, ['then', 'otherwise'], options);
+  }
+
+  /**
+   * Records a switch node on `stream`: `cases[v]` records the body that runs when `handle`'s
+   * condition is `v` (none runs for a value ≥ `cases.length`). 1..65535 cases. Otherwise as `recordWhile`.
+   * @throws as `recordWhile`; InvalidArgumentError for a `cases` that is not such an array.
+   */
+  recordSwitch(stream: StreamId, handle: ConditionalHandleRecord, cases: readonly BodyRecorder[], options?: RecordConditionalOptions): NodeId {
+    const OP = 'StreamCapture.recordSwitch';
+    this.#active(OP, stream);
+    if (!Array.isArray(cases)) throw new InvalidArgumentError(OP, 'cases', `cases must be an array of body callbacks, got ${describe(cases)}`);
+    // A copy: the callbacks run user code, which must not change the list under us.
+    const list = [...(cases as readonly unknown[])];
+    checkBodyCount(OP, 'cases', 'switch', list.length);
+    return this.#recordConditional(OP, stream, handle, 'switch', list, list.map((_, i) => `cases[${i}]`), options);
+  }
+
+  /**
+   * Records a conditional node of `type` on `stream`, all or nothing: everything is checked, the
+   * handle reserved, each body recorded into a capture of its own, then the node added and wired.
+   * Any refusal or exception on the way gives back the handles it took and leaves the capture as it was.
+   */
+  #recordConditional(
+    op: string,
+    stream: StreamId,
+    handle: unknown,
+    type: ConditionalType,
+    bodies: readonly unknown[],
+    names: readonly string[],
+    options: unknown,
+  ): NodeId {
+    const slot = this.#active(op, stream);
+    const o = requireOptions<RecordConditionalOptions>(op, options, ['name', 'estimate']);
+    if (o.name !== undefined) requireName(op, 'name', o.name);
+    if (o.estimate !== undefined) checkEstimate(op, 'estimate', type, o.estimate);
+    bodies.forEach((f, i) => {
+      if (typeof f !== 'function') throw new InvalidArgumentError(op, names[i]!, `${names[i]} must be a function (capture, stream) => void, got ${describe(f)}`);
+    });
+    const h = this.#handles.unused(op, 'handle', handle);
+    const mark = this.#handles.mark();
+    // Reserved before the bodies run, so that no body can take it too.
+    this.#handles.use(h);
+    const s = this.#store.streamIds[slot]! as StreamId;
+    this.#busy = op;
+    try {
+      const graphs = bodies.map((f, i) => this.#recordBody(op, names[i]!, f as BodyRecorder, s));
+      const spec = { kind: 'conditional', type, bodies: graphs, handle: h, stream: s, ...o };
+      let id: number;
+      try {
+        id = appendNodeSpec(this.#store, op, '', spec);
+      } catch (e) {
+        // The spec names a body `bodies[i]`; this call names it as its argument (`then`, `cases[2]`).
+        const m = e instanceof InvalidArgumentError ? /^bodies\[(\d+)\]/.exec(e.parameter) : null;
+        if (m === null) throw e;
+        const name = names[Number(m[1])]!;
+        throw new InvalidArgumentError(op, name, name + (e as InvalidArgumentError).message.slice(op.length + 2 + m[0].length));
+      }
+      this.#wire(slot, id);
+      return id as NodeId;
+    } catch (e) {
+      this.#handles.rollback(mark);
+      throw e;
+    } finally {
+      this.#busy = null;
+    }
+  }
+
+  /** Records one body: `record` into a fresh capture of `stream` sharing this one's handles, ended when it returns. */
+  #recordBody(op: string, name: string, record: BodyRecorder, stream: StreamId): ComputeGraph {
+    const body = new StreamCapture({ semantics: this.semantics });
+    body.#handles = this.#handles;
+    body.beginCapture(stream);
+    const result: unknown = record(body, stream);
+    if (typeof result === 'object' && result !== null && typeof (result as PromiseLike<unknown>).then === 'function') {
+      // What it records after its first await finds the body ended; its rejection is answered here,
+      // so it cannot end the process as an unhandled one.
+      (result as PromiseLike<unknown>).then(undefined, () => {});
+      body.#ended = true;
+      throw new InvalidArgumentError(op, name, `${name} returned a promise; a body must record synchronously (its capture ends when the callback returns)`);
+    }
+    if (body.#ended) {
+      throw new GraphError('Internal', GraphErrorCode.CaptureSessionEnded, `${op}: ${name} ended its own capture; the body's capture ends when the callback returns`);
+    }
+    try {
+      return body.endCapture(stream);
+    } catch (e) {
+      throw renamed(e, op, name);
+    }
   }
 
   /** Records the node `spec` describes on `stream` (checked as `addNode` checks it, refusals naming `op`). */
@@ -420,7 +587,7 @@ export class StreamCapture {
    */
   endCapture(stream: StreamId, options?: EndCaptureOptions): ComputeGraph {
     const OP = 'StreamCapture.endCapture';
-    this.#open(OP);
+    this.#writable(OP);
     const s = requireU32(OP, 'stream', stream);
     const o = requireOptions<EndCaptureOptions>(OP, options, ['requireJoined']);
     const requireJoined = o.requireJoined === undefined ? this.#cuda : requireBoolean(OP, 'requireJoined', o.requireJoined);
@@ -490,9 +657,25 @@ export class StreamCapture {
     }
   }
 
-  /** Checks that the session is open and `stream` is `Active`; returns its slot. */
+  /**
+   * Checks that the session is open and not recording a conditional body: a change to the capture
+   * from a body callback would land in the middle of the conditional, which is then refused or
+   * added after it (the callback is given the body's own capture for its work).
+   */
+  #writable(op: string): void {
+    this.#open(op);
+    if (this.#busy !== null) {
+      throw new GraphError(
+        'Internal',
+        GraphErrorCode.Busy,
+        `${op}: the capture cannot change while ${this.#busy} records a body; record the body through the capture its callback is given`,
+      );
+    }
+  }
+
+  /** Checks that the session is open, not busy, and `stream` is `Active`; returns its slot. */
   #active(op: string, stream: unknown): number {
-    if (this.#ended) this.#open(op);
+    if (this.#ended || this.#busy !== null) this.#writable(op);
     if (!isU32(stream)) requireU32(op, 'stream', stream);
     const slot = this.#store.findSlot(stream as number);
     const status = slot < 0 ? NONE : this.#status[slot]!;
@@ -532,7 +715,7 @@ export class StreamCapture {
    * it is an ordinary record, so the event becomes external to the capture.
    */
   #recordEventCuda(op: string, stream: unknown, event: unknown): void {
-    this.#open(op);
+    this.#writable(op);
     const s = isU32(stream) ? stream : requireU32(op, 'stream', stream);
     const e = isU32(event) ? event : requireU32(op, 'event', event);
     const slot = this.#store.findSlot(s);
@@ -552,7 +735,7 @@ export class StreamCapture {
    * crosses the capture boundary: the capture is invalidated and the call fails.
    */
   #waitEventCuda(op: string, stream: unknown, event: unknown): void {
-    this.#open(op);
+    this.#writable(op);
     const s = isU32(stream) ? stream : requireU32(op, 'stream', stream);
     const e = isU32(event) ? event : requireU32(op, 'event', event);
     const known = this.#store.findSlot(s);

@@ -11,7 +11,7 @@ test('--help works for the program and for every command, on stdout, status 0', 
   assert.match(top.stdout, /Usage: cudagraph/);
   for (const c of COMMANDS) assert.match(top.stdout, new RegExp(`^  ${c}\\b`, 'm'), c);
   const expected: Record<string, RegExp[]> = {
-    demo: [/--out <dir>/, /--mode <mode>/, /--json/, /--rounds <n>/, /--iterations <n>/],
+    demo: [/--out <dir>/, /--mode <mode>/, /--json/, /--rounds <n>/, /--iterations <n>/, /\[job\]/, /--n <n>/, /--tol <x>/],
     doctor: [/--json/],
     bench: [/--sizes <list>/, /--quick/, /--json/, /--rounds <n>/, /--reps <n>/],
     render: [/<graph\.json>/, /-o, --output <file>/, /\.svg, \.png, \.dot or \.mmd/, /--no-critical-path/, /--font <file>/, /--scale <n>/],

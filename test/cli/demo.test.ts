@@ -7,6 +7,7 @@ import { ComputeGraph, driverAvailable } from '../../src/index.js';
 import { MLP_PROGRAM } from '../../src/cli/workload.js';
 import { modelGraph, sameDag } from '../../src/cli/workload-model.js';
 import { referenceForward, workloadData } from '../../src/cli/workload-data.js';
+import { solveOnCpu } from '../../src/cli/solver-reference.js';
 import { assertUserError, cudagraph, svgCounts, tempDir, upwardEdges } from './helpers.js';
 
 const noDriver = !driverAvailable().ok;
@@ -119,7 +120,10 @@ test('demo: user mistakes are one line on stderr, no stack trace, status 1', () 
     writeFileSync(file, 'x');
     const cases: [string[], RegExp][] = [
       [['demo', '--bogus'], /^cudagraph: unknown option '--bogus'/],
-      [['demo', 'extra'], /^cudagraph: too many arguments/],
+      [['demo', 'extra'], /^cudagraph: command-argument value 'extra' is invalid for argument 'job'\. Allowed choices are mlp, solver/],
+      [['demo', 'solver', 'extra'], /^cudagraph: too many arguments/],
+      [['demo', 'solver', '--tol', '2'], /^cudagraph: --tol must be a number in \(0, 1\), got '2'/],
+      [['demo', 'solver', '--n', '1'], /^cudagraph: --n must be an integer from 2 to 4096, got '1'/],
       [['demo', '--mode', 'fast'], /^cudagraph: option '--mode <mode>' argument 'fast' is invalid\. Allowed choices are auto, gpu, cpu/],
       [['demo', '--rounds', '0'], /^cudagraph: --rounds must be an integer from 1 to 1000, got '0'/],
       [['demo', '--iterations', '2.5'], /^cudagraph: --iterations must be an integer from 1 to 1000000, got '2\.5'/],
@@ -128,5 +132,27 @@ test('demo: user mistakes are one line on stderr, no stack trace, status 1', () 
     for (const [args, message] of cases) assertUserError(cudagraph(args), message, args.join(' '));
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('demo solver --mode cpu: the float64 CPU solve and the program recorded in the model, its loop a WHILE node', () => {
+  const out = tempDir();
+  try {
+    const r = cudagraph(['demo', 'solver', '--mode', 'cpu', '--n', '48', '--out', out]);
+    assert.equal(r.status, 0, r.stderr);
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.equal(lines[0], 'cudagraph demo solver: CPU model mode: --mode cpu was given; the solver was run on the CPU and its GPU program recorded with StreamCapture.');
+    const field = (name: string): string => lines.find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim() ?? '';
+    assert.equal(field('problem'), 'CG on 2-D Poisson, 48×48 grid (2304 unknowns, double), until ‖r‖/‖b‖ < 1e-8 (at most 960 iterations)');
+    const cpu = solveOnCpu({ n: 48, tol: 1e-8, maxIterations: 960 });
+    assert.match(field('CPU solve'), new RegExp(`^${cpu.iterations} iterations, `));
+    assert.ok(cpu.relativeResidual < 1e-8 && cpu.iterations > 48 && cpu.iterations < 200, `${cpu.iterations} iterations`);
+    assert.equal(field('loop body'), 'cg_spmv_dot → cg_update_xr → cg_update_p → cg_step (a WHILE node: the GPU runs it until cg_step clears the condition)');
+    const graph = ComputeGraph.fromJSON(readFileSync(join(out, 'solver.json'), 'utf8'));
+    const loop = graph.nodes().find((n) => n.kind === 'conditional');
+    assert.ok(loop !== undefined && loop.kind === 'conditional' && loop.type === 'while' && loop.estimate === cpu.iterations);
+    assert.ok(existsSync(join(out, 'solver.svg')) && readFileSync(join(out, 'solver.svg'), 'utf8').includes('while body'));
+  } finally {
+    rmSync(out, { recursive: true, force: true });
   }
 });

@@ -42,6 +42,10 @@ export function signature(n: GraphNode): string {
       return `memAlloc ${n.sizeBytes} on ${n.device}`;
     case 'memFree':
       return `memFree ${n.alloc === null ? 'outside' : 'inside'}`;
+    case 'conditional':
+      // Compared by its type and each body's nodes, in order (as a child graph). CUDA 13.0 cannot read
+      // a conditional node's parameters back; cudagraph's read-back knows the nodes it added.
+      return `conditional ${n.type} [${n.bodies.map((b) => b.nodes().map(signature).join('; ')).join(' | ')}]`;
   }
 }
 

@@ -88,6 +88,36 @@ gpuSuite('cudagraph demo on the GPU', () => {
   });
 });
 
+gpuSuite('cudagraph demo solver on the GPU', () => {
+  test('demo solver --mode gpu --json: the WHILE solve, the host loop and a graph per iteration agree with the float64 CPU solve', () => {
+    const out = mkdtempSync(join(tmpdir(), 'cudagraph-solver-'));
+    try {
+      const r = cudagraph(['demo', 'solver', '--mode', 'gpu', '--json', '--n', '96', '--rounds', '3', '-o', out]);
+      assert.equal(r.status, 0, r.stderr);
+      const j = JSON.parse(r.stdout) as {
+        mode: string;
+        ok: boolean;
+        cpu: { iterations: number };
+        gpu: Record<string, { iterations: number; relativeResidual: number; solutionVsCpu: number; msPerSolve: number }>;
+        speedup: { host: number };
+      };
+      assert.equal(j.mode, 'gpu');
+      assert.equal(j.ok, true);
+      assert.deepEqual(Object.keys(j.gpu).sort(), ['graph-per-iteration', 'host', 'while']);
+      for (const [v, g] of Object.entries(j.gpu)) {
+        assert.ok(Math.abs(g.iterations - j.cpu.iterations) <= 1, `${v}: ${g.iterations} iterations, CPU ${j.cpu.iterations}`);
+        assert.ok(g.relativeResidual < 1e-8 && g.solutionVsCpu < 1e-9, `${v}: residual ${g.relativeResidual}, vs CPU ${g.solutionVsCpu}`);
+        assert.ok(g.msPerSolve > 0);
+      }
+      assert.ok(j.speedup.host > 0);
+      const loop = ComputeGraph.fromJSON(readFileSync(join(out, 'solver.json'), 'utf8')).nodes().find((n) => n.kind === 'conditional');
+      assert.ok(loop !== undefined && loop.kind === 'conditional' && loop.estimate === j.gpu['while']!.iterations);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+});
+
 gpuSuite('cudagraph doctor on the GPU', () => {
   test('doctor: driver, GPUs, NVRTC, a real capture and the context contract all pass; status 0', () => {
     const r = cudagraph(['doctor']);

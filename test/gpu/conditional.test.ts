@@ -81,6 +81,12 @@ gpuSuite('conditional nodes', () => {
     assert.equal(loop.bodies[0]!.bodyOf, loop.node);
     assert.equal(h.node, loop.node);
     loop.bodies[0]!.addKernelNode(countWhile, { ...one, args: [c, arg.u32(37), h.arg()] });
+    // Read back as the model's conditional node, its body included (the kind and bodies cudagraph knows).
+    const model = g.toComputeGraph();
+    const cond = model.nodes().find((n) => n.kind === 'conditional');
+    assert.ok(cond !== undefined && cond.kind === 'conditional' && cond.type === 'while', JSON.stringify(model.toJSON()));
+    assert.deepEqual(cond.bodies[0]!.nodes().map((n) => (n.kind === 'kernel' ? n.functionName : n.kind)), ['count_while']);
+    assert.deepEqual(model.predecessors(cond.id).map((id) => model.node(id).kind), ['memset']);
     using e = g.instantiate(undefined, s);
     for (let i = 0; i < 3; i++) {
       e.launch();

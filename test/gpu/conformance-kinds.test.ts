@@ -64,6 +64,41 @@ gpuSuite('conformance: the other node kinds, device against model', () => {
     s.dispose();
   });
 
+  test('conditional nodes captured with captureWhile / captureIf (nested) are the model\'s recordWhile / recordIf', () => {
+    const s = d.createStream();
+    const cap = StreamGraphCapture.begin(s);
+    res.module.function('k_a').launch(s, kernel('k_a'));
+    const loop = s.conditionalHandle();
+    s.captureWhile(loop, (body) => {
+      res.module.function('k_b').launch(body, kernel('k_b'));
+      const branch = body.conditionalHandle();
+      body.captureIf(
+        branch,
+        (t) => res.module.function('k_c').launch(t, kernel('k_c')),
+        (e) => res.module.function('k_d').launch(e, kernel('k_d')),
+      );
+    });
+    res.module.function('k_e').launch(s, kernel('k_e'));
+    using g = cap.endGraph();
+    const m = new StreamCapture({ semantics: 'cuda' });
+    m.beginCapture(s0);
+    m.recordKernel(s0, 'k_a', 1, 32, 0);
+    m.recordWhile(s0, m.conditionalHandle(), (body, bs) => {
+      body.recordKernel(bs, 'k_b', 1, 32, 0);
+      body.recordIf(bs, body.conditionalHandle(), (t, ts) => void t.recordKernel(ts, 'k_c', 1, 32, 0), (e, es) => void e.recordKernel(es, 'k_d', 1, 32, 0));
+    });
+    m.recordKernel(s0, 'k_e', 1, 32, 0);
+    const device = g.toComputeGraph();
+    const model = m.endCapture(s0);
+    assert.deepEqual(device.nodes().map(signature), model.nodes().map(signature), 'the same nodes, bodies included');
+    compare('conditional', device, model);
+    // It runs: the loop's default of 0 skips the body.
+    using exec = g.instantiate(undefined, s);
+    exec.launch();
+    s.synchronize();
+    s.dispose();
+  });
+
   test('a child graph spliced into a capture (capture.insert) is the model\'s recordChildGraph', () => {
     const s = d.createStream();
     using child = Graph.create(d);

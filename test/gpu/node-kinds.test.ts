@@ -20,7 +20,7 @@ import {
   PinnedHostBuffer,
   arg,
   lowerGraph,
-  type ComputeGraph,
+  ComputeGraph,
   type Event,
   type NodeBinding,
   type NodeId,
@@ -282,6 +282,17 @@ gpuSuite('every node kind on the device', () => {
     // All cases first, then the verdict: the log shows every prediction against the driver.
     console.log(seen.map((c) => `${c.name}: predicted ${c.predicted}, driver ${c.real}`).join('\n'));
     for (const c of seen) assert.equal(c.real, c.predicted, c.name);
+  });
+
+  test('a conditional node is refused by lowering, naming the node, before anything is built', () => {
+    const g = new ComputeGraph();
+    const body = new ComputeGraph();
+    body.addNode({ kind: 'empty' });
+    g.addNode({ kind: 'conditional', type: 'while', bodies: [body], name: 'loop' });
+    assert.throws(
+      () => lowerGraph(g, { modules: [] }),
+      (e: unknown) => e instanceof InvalidArgumentError && /^lowerGraph: .*conditional nodes are not lowered yet/.test((e as Error).message),
+    );
   });
 
   test('update in place: nodes using graph memory cannot take another lowering of the graph (its memory has another address)', () => {

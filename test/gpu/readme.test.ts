@@ -14,6 +14,31 @@ import { gpuSuite } from './gpu.js';
 // dist/test/gpu/ → the package root.
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
+/** Compiles `code` (a README example importing 'cudagraph') with the project's tsc in dist/<name>, runs it, returns its output. */
+function runExample(code: string, name: string): string {
+  const dir = join(root, 'dist', name);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  try {
+    const index = join(root, 'dist', 'src', 'index.js');
+    writeFileSync(join(dir, 'example.ts'), code.replaceAll("from 'cudagraph'", `from ${JSON.stringify(index)}`));
+    writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+    const tsc = spawnSync(
+      process.execPath,
+      [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '--target', 'ES2022', '--module', 'NodeNext',
+        '--moduleResolution', 'NodeNext', '--lib', 'ES2022,ESNext.Disposable', '--types', 'node', '--strict',
+        '--skipLibCheck', '--ignoreConfig', '--outDir', dir, join(dir, 'example.ts')],
+      { encoding: 'utf8', cwd: root },
+    );
+    assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+    const run = spawnSync(process.execPath, [join(dir, 'example.js')], { encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    return run.stdout.trim();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 gpuSuite("README's driver-backed capture example", () => {
   test('compiles and prints what it promises', () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -27,27 +52,17 @@ gpuSuite("README's driver-backed capture example", () => {
     assert.ok(promisedOf(block) && promisedOf(next), 'each example ends with a comment showing its output');
     const promised = `${promisedOf(block)}\n${promisedOf(next)}`;
     // Inside the project, so tsc finds @types/node; the package name points at the build.
-    const dir = join(root, 'dist', 'readme-example');
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir, { recursive: true });
-    try {
-      const index = join(root, 'dist', 'src', 'index.js');
-      const code = `${block}\n${next}`.replaceAll("from 'cudagraph'", `from ${JSON.stringify(index)}`);
-      writeFileSync(join(dir, 'example.ts'), code);
-      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
-      const tsc = spawnSync(
-        process.execPath,
-        [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '--target', 'ES2022', '--module', 'NodeNext',
-          '--moduleResolution', 'NodeNext', '--lib', 'ES2022,ESNext.Disposable', '--types', 'node', '--strict',
-          '--skipLibCheck', '--ignoreConfig', '--outDir', dir, join(dir, 'example.ts')],
-        { encoding: 'utf8', cwd: root },
-      );
-      assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
-      const run = spawnSync(process.execPath, [join(dir, 'example.js')], { encoding: 'utf8' });
-      assert.equal(run.status, 0, run.stderr);
-      assert.equal(run.stdout.trim(), promised);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    assert.equal(runExample(`${block}\n${next}`, 'readme-example'), promised);
+  });
+});
+
+gpuSuite("README's conditional-node example", () => {
+  test('compiles and prints what it promises', () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((code) => code.includes('captureWhile('));
+    assert.ok(block, 'README has the conditional-node example');
+    const promised = /\n\/\/ (.*)\n$/.exec(block)?.[1];
+    assert.equal(promised, '10');
+    assert.equal(runExample(block, 'readme-conditional'), promised);
   });
 });

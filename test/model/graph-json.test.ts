@@ -139,3 +139,37 @@ test('a refused document keeps the underlying error as the cause', () => {
     assert.ok(e.cause instanceof Error);
   }
 });
+
+test('a version 2 document written before conditional nodes existed loads and is written back as it was', () => {
+  // Text an earlier build wrote: a child graph and a programmatic edge, no conditional node.
+  const old =
+    '{"format":"cudagraph.ComputeGraph","version":2,"nodes":[' +
+    '{"id":0,"kind":"kernel","name":"p","stream":0,"cost":1,"functionName":"p","grid":[1,1,1],"block":[32,1,1],"sharedMem":0},' +
+    '{"id":1,"kind":"kernel","name":"q","stream":0,"cost":1,"functionName":"q","grid":[1,1,1],"block":[32,1,1],"sharedMem":0},' +
+    '{"id":2,"kind":"childGraph","name":"tail","stream":null,"cost":1,"graph":{"format":"cudagraph.ComputeGraph","version":2,' +
+    '"nodes":[{"id":0,"kind":"empty","name":"empty","stream":null,"cost":1}],"edges":[]}}],' +
+    '"edges":[[0,1,{"kind":"programmatic","port":"trigger"}],[1,2]]}';
+  const g = ComputeGraph.fromJSON(old);
+  assert.equal(JSON.stringify(g), old);
+  assert.equal(g.hasConditionalNodes(), false);
+});
+
+test('JSON round-trips a conditional node: its type, handle, estimate and bodies as nested documents of the same version', () => {
+  const g = sample();
+  const body = new ComputeGraph();
+  body.addNode({ kind: 'kernel', functionName: 'step', grid: 4, block: 128 });
+  const loop = g.addNode({ kind: 'conditional', type: 'while', bodies: [body], estimate: 7, handle: { id: 4, default: 2 }, name: 'loop "x"' });
+  g.addEdge(NodeId(5), loop);
+  const doc = g.toJSON();
+  assert.equal(doc.version, GRAPH_JSON_VERSION);
+  const node = doc.nodes[loop]!;
+  assert.ok(node.kind === 'conditional');
+  assert.deepEqual(node.handle, { id: 4, default: 2, assignDefault: true });
+  assert.deepEqual(node.bodies[0], body.toJSON());
+  const back = ComputeGraph.fromJSON(JSON.stringify(g));
+  assert.equal(JSON.stringify(back), JSON.stringify(g));
+  assert.deepEqual(back.edges(), g.edges());
+  assert.equal(back.node(loop).cost, 7);
+  // The node's handle id stays taken in the graph read back.
+  assert.throws(() => back.addNode({ kind: 'conditional', type: 'if', bodies: [body], handle: { id: 4 } }), /handle\.id 4 is already the handle of node 6/);
+});

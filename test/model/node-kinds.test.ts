@@ -342,7 +342,7 @@ test('StreamCapture records external events, graph memory, child graphs and prog
 });
 
 test('property: random graphs of every kind with edge data round-trip through JSON and clone(), and diff as identical', () => {
-  const kinds = ['kernel', 'kernel', 'empty', 'eventRecord', 'eventWait', 'childGraph', 'memAlloc', 'memFree', 'memset'] as const;
+  const kinds = ['kernel', 'kernel', 'empty', 'eventRecord', 'eventWait', 'childGraph', 'memAlloc', 'memFree', 'memset', 'conditional'] as const;
   const body = new ComputeGraph();
   const b0 = body.addNode({ kind: 'kernel', functionName: 'b0', grid: 2, block: 64 });
   const b1 = body.addNode({ kind: 'kernel', functionName: 'b1', grid: 2, block: 64 });
@@ -371,6 +371,10 @@ test('property: random graphs of every kind with edge data round-trip through JS
             break;
           case 'childGraph':
             g.addNode({ kind, graph: body });
+            break;
+          case 'conditional':
+            // The child graph body (with its nested child) is a valid conditional body too.
+            g.addNode({ kind, type: (['if', 'while', 'switch'] as const)[i % 3]!, bodies: i % 3 === 1 ? [body] : [body, body], estimate: i % 3 === 1 ? i : 1 });
             break;
           case 'memAlloc':
             open.push(g.addNode({ kind, sizeBytes: 64 * (i + 1) }));

@@ -143,10 +143,24 @@ type Op =
   | { op: 'addEdges'; pairs: [number, number][] }
   | { op: 'chain'; ids: number[] };
 
+/** Bodies for conditional specs: one a body may be, one it may not (a host callback). */
+const kernelBody = new ComputeGraph();
+kernelBody.addNode({ kind: 'kernel', functionName: 'b', grid: 1, block: 32 });
+const hostBody = new ComputeGraph();
+hostBody.addNode({ kind: 'hostCallback', label: 'h' });
+
 const spec = fc.oneof(
   fc.record({ kind: fc.constant('kernel' as const), functionName: fc.constantFrom('k', ''), grid: fc.integer({ min: 0, max: 3 }), block: fc.constantFrom(1, 32, 2048) }),
   fc.record({ kind: fc.constant('memset' as const), sizeBytes: fc.integer({ min: 0, max: 8 }), value: fc.integer({ min: 0, max: 300 }) }),
   fc.record({ kind: fc.constant('empty' as const), cost: fc.constantFrom(1, 2, -1, Number.NaN) }),
+  // Valid or not: body counts, bodies, handle ids used twice, estimates.
+  fc.record({
+    kind: fc.constant('conditional' as const),
+    type: fc.constantFrom('if' as const, 'while' as const, 'switch' as const),
+    bodies: fc.array(fc.constantFrom(kernelBody, kernelBody, hostBody), { maxLength: 3 }),
+    handle: fc.record({ id: fc.integer({ min: 0, max: 2 }) }),
+    estimate: fc.constantFrom(0, 0.5, 1, 3, -1),
+  }),
 );
 const id = fc.integer({ min: 0, max: 9 });
 const opArb: fc.Arbitrary<Op> = fc.oneof(
@@ -162,6 +176,7 @@ function builderCall(b: GraphBuilder, o: Op): void {
     const s = o.spec as NodeSpec & Record<string, number | string>;
     if (s.kind === 'kernel') b.kernel(s.functionName as string, { grid: s.grid as number, block: s.block as number });
     else if (s.kind === 'empty') b.empty(undefined, { cost: s.cost as number });
+    else if (o.spec.kind === 'conditional') b.conditional(o.spec.type, o.spec.bodies, { handle: o.spec.handle!, estimate: o.spec.estimate! });
     else b.empty(undefined, { cost: (s.value as number) > 255 ? -1 : 1 });
   } else if (o.op === 'addEdge') b.dep(NodeId(o.from), NodeId(o.to));
   else if (o.op === 'addEdges') b.fanOut(NodeId(o.pairs[0]?.[0] ?? 0), o.pairs.map(([, v]) => NodeId(v)));

@@ -16,6 +16,7 @@ import { makeCurrent } from '../core/context.js';
 import { arg, type KernelArgValue } from '../kernel/arg.js';
 import { CudaNode, dependencyHandles } from './cuda-node.js';
 import type { GraphNodeType } from './node-info.js';
+import { rememberConditional } from './conditional-records.js';
 import type { Graph } from './graph.js';
 
 /**
@@ -32,8 +33,8 @@ export const CONDITIONAL_DEVICE_API =
   'extern "C" __device__ __cudart_builtin__ void cudaGraphSetConditional(unsigned long long handle, unsigned int value);\n' +
   '#endif\n';
 
-/** The kind of a conditional node. */
-export type ConditionalKind = 'if' | 'while' | 'switch';
+export type { ConditionalKind } from './conditional-records.js';
+import type { ConditionalKind } from './conditional-records.js';
 
 /** The node kinds a conditional body may contain (CUDA's rule; recursively, in its child graphs and conditionals). */
 export const BODY_NODE_KINDS: readonly GraphNodeType[] = ['kernel', 'empty', 'graph', 'memset', 'memcpy', 'conditional'];
@@ -140,9 +141,10 @@ export function addConditional(op: string, graph: Graph, kind: ConditionalKind, 
   handle.graph[LIFETIME].assertAlive(op);
   makeCurrent(op, graph.device.context);
   const type = kind === 'if' ? CU_GRAPH_COND_TYPE.IF : kind === 'while' ? CU_GRAPH_COND_TYPE.WHILE : CU_GRAPH_COND_TYPE.SWITCH;
-  const added = cd.addConditionalNode(op, graph.handle, d, handle.value, type, size, graph.device.context);
-  const node = graph.attach(added.node, 'conditional', []);
-  const bodies = graph.adoptBodies(node, added.bodies);
+  const made = cd.addConditionalNode(op, graph.handle, d, handle.value, type, size, graph.device.context);
+  const node = graph.attach(made.node, 'conditional', []);
+  const bodies = graph.adoptBodies(node, made.bodies);
+  rememberConditional(made.node, kind, made.bodies);
   handle.bind(node);
   return { node, kind, bodies };
 }

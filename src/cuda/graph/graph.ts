@@ -24,6 +24,7 @@ import type { LaunchConfig } from '../kernel/launch-config.js';
 import type { Event } from '../device/event.js';
 import type { MemcpyNodeParams, Memcpy3DNodeParams, MemsetNodeParams } from './node-params.js';
 import { addKernels, type KernelNodeEntry } from './kernel-batch.js';
+import { forgetConditional } from './conditional-records.js';
 import {
   BODY_NODE_KINDS,
   BODY_RULE,
@@ -136,7 +137,10 @@ export class Graph {
         if (!destroyed.done && !body) keepFailure(gr.graphDestroy('Graph.dispose', handle), 'Graph.dispose', 'cuGraphDestroy');
         destroyed.done = true;
       } finally {
-        for (const list of bodies.values()) for (const b of list) b[LIFETIME].dispose();
+        for (const [node, list] of bodies) {
+          forgetConditional(node.handleUnchecked());
+          for (const b of list) b[LIFETIME].dispose();
+        }
         bodies.clear();
         for (const n of nodes.values()) n.markRemoved();
         for (const n of added) n.markRemoved();
@@ -328,8 +332,9 @@ export class Graph {
     const map = this.#nodeMap();
     const node = map.get(Number(handle));
     node?.markRemoved();
-    if (node !== undefined) {
-      for (const b of this.#bodies.get(node) ?? []) b[LIFETIME].dispose();
+    if (node !== undefined && this.#bodies.has(node)) {
+      forgetConditional(handle);
+      for (const b of this.#bodies.get(node)!) b[LIFETIME].dispose();
       this.#bodies.delete(node);
     }
     map.delete(Number(handle));

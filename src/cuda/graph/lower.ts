@@ -397,6 +397,9 @@ function lowerInto(
         allocs.set(n.id, a.dptr);
         break;
       }
+      case 'conditional':
+        // The kernels that set a condition need the driver's handle as an argument, which bindings cannot name yet.
+        return fail(n, 'conditional nodes are not lowered yet: build them on the Graph (addWhileNode, addIfNode, addSwitchNode) or by capture (stream.captureWhile)');
       case 'memFree': {
         if (n.alloc === null) return fail(n, 'it frees memory allocated outside this graph, for which lowering has no address; free an allocation node of the graph');
         handles[n.id] = gb.addMemFreeNode(OP, handle, allocs.get(n.alloc)!);

@@ -99,6 +99,11 @@ export interface CapturedNodeInfo {
   readonly event?: EventNodeInfo;
   /** Present for child graph nodes: the child, read back too. */
   readonly child?: GraphReadBack;
+  /**
+   * Present for conditional nodes cudagraph added: the kind and each body, read back too (CUDA 13.0
+   * cannot read a conditional node's parameters: those of other conditional nodes are unknown).
+   */
+  readonly conditional?: { readonly kind: 'if' | 'while' | 'switch'; readonly bodies: readonly GraphReadBack[] };
   /** Present for allocation nodes. */
   readonly memAlloc?: MemAllocNodeInfo;
   /** Present for free nodes. */

@@ -10,6 +10,7 @@ import { ComputeGraph } from '../../model/compute-graph.js';
 import { NodeId } from '../../model/ids.js';
 import { MAX_GRAPH_DEPTH, type EdgeSpec, type NodeSpec } from '../../model/node.js';
 import type { CapturedNodeInfo, EdgeInfo, GraphNodeType, GraphReadBack, MemcpyNodeInfo } from './node-info.js';
+import { conditionalRecord } from './conditional-records.js';
 
 /** What one read-back shares across its nested child graphs: kernel names, and events numbered in order of first sight. */
 export interface ReadContext {
@@ -110,6 +111,11 @@ export function readNode(op: string, h: bigint, index: number, ctx: ReadContext,
       if (depth >= MAX_GRAPH_DEPTH) return { index, type };
       return { index, type, child: readBackHandle(op, gr.childGraphNodeGraph(op, h), ctx, depth + 1) };
     }
+    case 'conditional': {
+      const c = conditionalRecord(h);
+      if (c === null || depth >= MAX_GRAPH_DEPTH) return { index, type };
+      return { index, type, conditional: { kind: c.kind, bodies: c.bodies.map((b) => readBackHandle(op, b, ctx, depth + 1)) } };
+    }
     case 'memAlloc': {
       const p = gr.memAllocNodeParams(op, h);
       return { index, type, memAlloc: { byteLength: p.bytesize, device: p.device, dptr: p.dptr } };
@@ -176,6 +182,7 @@ function specOf(n: CapturedNodeInfo, allocs: ReadonlyMap<bigint, number>): NodeS
   }
   if (n.event) return { kind: n.type === 'eventRecord' ? 'eventRecord' : 'eventWait', event: n.event.number };
   if (n.child) return { kind: 'childGraph', graph: computeGraphOf(n.child) };
+  if (n.conditional) return { kind: 'conditional', type: n.conditional.kind, bodies: n.conditional.bodies.map(computeGraphOf) };
   if (n.memAlloc) return { kind: 'memAlloc', sizeBytes: n.memAlloc.byteLength, device: n.memAlloc.device };
   if (n.memFree) {
     const alloc = allocs.get(n.memFree.dptr);
@@ -183,5 +190,6 @@ function specOf(n: CapturedNodeInfo, allocs: ReadonlyMap<bigint, number>): NodeS
   }
   if (n.type === 'hostCallback') return { kind: 'hostCallback', label: n.host?.label ?? 'host' };
   if (n.type === 'empty') return { kind: 'empty' };
+  if (n.type === 'conditional') return { kind: 'empty', name: 'conditional (not added by cudagraph: its kind and bodies cannot be read before CUDA 13.2)' };
   return { kind: 'empty', name: n.memcpy ? 'memcpy (HostToHost)' : n.type };
 }
