@@ -124,6 +124,22 @@ gpuSuite('conditional nodes', () => {
     }
     assert.equal(read(x)[0], 1 + 100 + 1 + 100, 'then, else, then, else');
 
+    // IF without an else: the body runs only when the condition is non-zero.
+    using gi = Graph.create(d);
+    const hi = gi.conditionalHandle({ assignDefault: false });
+    const seti = gi.addKernelNode(setFrom, { ...one, args: [hi.arg(), flag] });
+    const only = gi.addIfNode(hi, undefined, [seti]);
+    assert.equal(only.bodies.length, 1);
+    only.bodies[0]!.addKernelNode(add, { ...one, args: [x, arg.u32(5), arg.i32(1)] });
+    using ei = gi.instantiate(undefined, s);
+    x.copyFromHost(new Uint32Array([0]));
+    for (const f of [1, 0, 0, 3]) {
+      flag.copyFromHost(new Uint32Array([f]));
+      ei.launch();
+      s.synchronize();
+    }
+    assert.equal(read(x)[0], 10, 'the body ran for the two non-zero conditions only');
+
     using sw = Graph.create(d);
     const hs = sw.conditionalHandle({ assignDefault: false });
     const set2 = sw.addKernelNode(setFrom, { ...one, args: [hs.arg(), flag] });
@@ -180,6 +196,10 @@ gpuSuite('conditional nodes', () => {
       (b) => add.launch(b, { ...one, args: [x, arg.u32(100), arg.i32(1)] }),
     );
     assert.equal(node.bodies.length, 2);
+    // And an IF without an else, on a condition of its own set from the same flag: +7 when it is non-zero.
+    const hi2 = s.conditionalHandle({ assignDefault: false });
+    setFrom.launch(s, { ...one, args: [hi2.arg(), flag] });
+    s.captureIf(hi2, (b) => add.launch(b, { ...one, args: [x, arg.u32(7), arg.i32(1)] }));
     const hsw = s.conditionalHandle({ assignDefault: false });
     setFrom.launch(s, { ...one, args: [hsw.arg(), flag] });
     s.captureSwitch(hsw, [0, 1, 2].map((i) => (b: Stream) => add.launch(b, { ...one, args: [x, arg.u32(1000 * 10 ** i), arg.i32(1)] })));
@@ -190,8 +210,8 @@ gpuSuite('conditional nodes', () => {
       e.launch();
       s.synchronize();
     }
-    // flag 1: then (+1) and case 1 (+10000); 0: else (+100) and case 0 (+1000); 2: then (+1) and case 2 (+100000).
-    assert.equal(read(x)[0], 1 + 10000 + 100 + 1000 + 1 + 100000);
+    // flag 1: then (+1), if (+7) and case 1 (+10000); 0: else (+100) and case 0 (+1000); 2: then (+1), if (+7) and case 2 (+100000).
+    assert.equal(read(x)[0], 1 + 7 + 10000 + 100 + 1000 + 1 + 7 + 100000);
     for (const b of [c, after, flag, x]) b.dispose();
   });
 
