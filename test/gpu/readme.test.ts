@@ -66,3 +66,12 @@ gpuSuite("README's conditional-node example", () => {
     assert.equal(runExample(block, 'readme-conditional'), promised);
   });
 });
+
+gpuSuite('examples/conditional-loop.mjs', () => {
+  test('runs and prints the rounds of each start', () => {
+    const run = spawnSync(process.execPath, [join(root, 'examples', 'conditional-loop.mjs')], { encoding: 'utf8', cwd: root });
+    assert.equal(run.status, 0, run.stderr);
+    // A WHILE body runs at least once (the default is 1): 0.5 is halved once.
+    assert.equal(run.stdout.trim(), ['x = 1000: 10 rounds', 'x = 3: 2 rounds', 'x = 0.5: 1 rounds'].join('\n'));
+  });
+});
