@@ -63,7 +63,7 @@ export function solverModel(n: number, estimate: number): ComputeGraph {
 
 /**
  * Runs `cudagraph demo solver` and returns the exit status: 1 when a GPU solve disagrees with the
- * CPU (iterations beyond ±1, or the solution beyond 1e-9 relative), else 0.
+ * CPU (iterations beyond ±1, or the solution beyond max(1e-9, 100 tol) relative), else 0.
  * @throws UsageError when `--mode gpu` is asked for and no GPU is usable, or the files cannot be written.
  */
 export async function demoSolver(options: SolverDemoOptions, io: Output): Promise<number> {
@@ -109,7 +109,9 @@ export async function demoSolver(options: SolverDemoOptions, io: Output): Promis
   try {
     const { checks, samples } = runVariants(solver, cpu.x, rounds);
     const ms = Object.fromEntries(SOLVER_VARIANTS.map((v) => [v, median(samples[v])])) as Record<SolverVariant, number>;
-    const ok = SOLVER_VARIANTS.every((v) => Math.abs(checks[v]!.iterations - cpu.iterations) <= 1 && checks[v]!.solutionVsCpu < 1e-9);
+    // An iteration more or less moves the solution by about tol: the check allows that, not a wrong result.
+    const bound = Math.max(1e-9, 100 * tol);
+    const ok = SOLVER_VARIANTS.every((v) => Math.abs(checks[v]!.iterations - cpu.iterations) <= 1 && checks[v]!.solutionVsCpu < bound);
     const iterations = checks['while']!.iterations;
     const graph = solverModel(n, iterations);
     const report = {
@@ -133,7 +135,7 @@ export async function demoSolver(options: SolverDemoOptions, io: Output): Promis
           line('graph-per-iteration', 'graph/iter: '),
           line('host', 'host loop:  '),
           `speedup:   ${report.speedup.host.toFixed(2)}× over the host-driven loop, ${report.speedup['graph-per-iteration'].toFixed(2)}× over a graph per iteration (medians of ${rounds} rounds, the three alternating)`,
-          `results:   ${ok ? 'every GPU solve agrees with the CPU' : 'a GPU solve DISAGREES with the CPU'} (iterations ±1, solution within 1e-9 relative)`,
+          `results:   ${ok ? 'every GPU solve agrees with the CPU' : 'a GPU solve DISAGREES with the CPU'} (iterations ±1, solution within ${bound.toExponential(0)} relative)`,
           `picture:   ${files.svg}  (also ${files.dot} and ${files.json})`,
         ].join('\n') + '\n',
       );

@@ -123,7 +123,7 @@ test('demo: user mistakes are one line on stderr, no stack trace, status 1', () 
       [['demo', 'extra'], /^cudagraph: command-argument value 'extra' is invalid for argument 'job'\. Allowed choices are mlp, solver/],
       [['demo', 'solver', 'extra'], /^cudagraph: too many arguments/],
       [['demo', 'solver', '--tol', '2'], /^cudagraph: --tol must be a number in \(0, 1\), got '2'/],
-      [['demo', 'solver', '--n', '1'], /^cudagraph: --n must be an integer from 2 to 4096, got '1'/],
+      [['demo', 'solver', '--n', '1'], /^cudagraph: --n must be an integer from 2 to 2048, got '1'/],
       [['demo', '--mode', 'fast'], /^cudagraph: option '--mode <mode>' argument 'fast' is invalid\. Allowed choices are auto, gpu, cpu/],
       [['demo', '--rounds', '0'], /^cudagraph: --rounds must be an integer from 1 to 1000, got '0'/],
       [['demo', '--iterations', '2.5'], /^cudagraph: --iterations must be an integer from 1 to 1000000, got '2\.5'/],

@@ -221,7 +221,9 @@ gpuSuite('conditional nodes', () => {
     const loop = g.addWhileNode(h);
     const body = loop.bodies[0]!;
     refused(() => body.addHostNode(() => {}), InvalidArgumentError, 'Graph.addHostNode', /is a body of .*a hostCallback node is not allowed/);
-    refused(() => body.addEventRecordNode(d.createEvent()), InvalidArgumentError, 'Graph.addEventRecordNode', /conditional body may contain only/);
+    const ev = d.createEvent();
+    refused(() => body.addEventRecordNode(ev), InvalidArgumentError, 'Graph.addEventRecordNode', /conditional body may contain only/);
+    ev.dispose();
     refused(() => body.addMemAllocNode({ byteLength: 64 }), InvalidArgumentError, 'Graph.addMemAllocNode', /conditional body may contain only/);
     refused(() => g.addWhileNode(h), InvalidArgumentError, 'Graph.addWhileNode', /already serves CudaNode\(conditional\)/);
     {
@@ -260,6 +262,53 @@ gpuSuite('conditional nodes', () => {
     // body.dispose() does nothing: the body ends with its graph.
     body.dispose();
     assert.equal(body.disposed, false);
+    c.dispose();
+  });
+
+  test('a refused capture into a body takes back the conditional nodes it recorded too; a removed node\'s handle serves again', () => {
+    const c = DeviceBuffer.alloc(d, 4);
+    using g = Graph.create(d);
+    const h = g.conditionalHandle({ default: 1 });
+    const loop = g.addWhileNode(h);
+    const body = loop.bodies[0]!;
+    const side = d.createStream();
+    const hf = HostFunction.create(() => {});
+    let nested: Graph | null = null;
+    refused(
+      () =>
+        body.captureInto(side, (st) => {
+          nested = st.captureIf(st.conditionalHandle(), (t) => add.launch(t, { ...one, args: [c, arg.u32(1), arg.i32(1)] })).bodies[0]!;
+          hf.launch(st);
+        }),
+      InvalidArgumentError,
+      'Graph.captureInto',
+      /recorded a hostCallback node \(nothing it recorded was kept\)/,
+    );
+    assert.equal(body.nodeRefs().length, 0, 'the body is as it was');
+    assert.equal(nested!.disposed, true, 'the nested IF node went, and its body with it');
+    // The handle the refused capture made for the body serves nothing now, and never will: CUDA
+    // counts it with the outermost graph and would refuse the instantiation; so does cudagraph,
+    // first, and it refuses to remove the node whose body that handle was made for.
+    refused(() => g.instantiate(undefined, s), InvalidArgumentError, 'Graph.instantiate', /serves no conditional node/);
+    refused(() => g.removeNode(loop.node), InvalidArgumentError, 'Graph.removeNode', /made for a body of CudaNode\(conditional\): removing it would leave that handle unused for ever/);
+    // A removed node's own handle serves a new node, and the graph runs (measured: CUDA accepts it).
+    using g2 = Graph.create(d);
+    const h2 = g2.conditionalHandle({ default: 1 });
+    g2.removeNode(g2.addWhileNode(h2).node);
+    refused(() => g2.instantiate(undefined, s), InvalidArgumentError, 'Graph.instantiate', /serves no conditional node/);
+    const again = g2.addWhileNode(h2);
+    again.bodies[0]!.addKernelNode(countWhile, { ...one, args: [c, arg.u32(5), h2.arg()] });
+    c.copyFromHost(new Uint32Array([0]));
+    using e = g2.instantiate(undefined, s);
+    e.launch();
+    s.synchronize();
+    assert.equal(read(c)[0], 5);
+    // A handle made through the stream names the stream's call in its refusals.
+    const cap = StreamGraphCapture.begin(s);
+    refused(() => s.conditionalHandle({ default: -1 }), InvalidArgumentError, 'Stream.conditionalHandle', /default/);
+    cap.endGraph().dispose();
+    side.dispose();
+    hf.dispose();
     c.dispose();
   });
 

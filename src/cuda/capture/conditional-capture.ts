@@ -14,7 +14,7 @@ import { describe } from '../../util/validate.js';
 import { captureSplice as cs } from '../../driver/result/index.js';
 import type { Stream } from '../device/stream.js';
 import { registerConditionalCapture, type ConditionalCaptureCall } from '../device/stream.js';
-import { addConditional, type ConditionalHandle, type ConditionalKind, type ConditionalNode } from '../graph/conditional.js';
+import { addConditional, makeHandle, switchBodies, type ConditionalHandle, type ConditionalKind, type ConditionalNode } from '../graph/conditional.js';
 import type { Graph } from '../graph/graph.js';
 import { captureRecordOf } from './stream-graph-capture.js';
 import { isThenable } from './guard.js';
@@ -33,7 +33,7 @@ function liveRecord(op: string, stream: Stream) {
 
 /** `stream.conditionalHandle(options)`: a handle of the graph the stream's capture records into. */
 export function captureHandle(op: string, stream: Stream, options: unknown): ConditionalHandle {
-  return liveRecord(op, stream).graphFor(op).conditionalHandle(options as { default?: number; assignDefault?: boolean });
+  return makeHandle(liveRecord(op, stream).graphFor(op), options, op);
 }
 
 /**
@@ -41,9 +41,12 @@ export function captureHandle(op: string, stream: Stream, options: unknown): Con
  * then captures `bodies[i]` (each a function, or undefined for an empty body) into body `i`.
  */
 export function captureConditional(op: string, stream: Stream, kind: ConditionalKind, handle: unknown, bodies: readonly unknown[], size: number): ConditionalNode {
+  if (kind === 'switch') switchBodies(op, size);
   bodies.forEach((b, i) => {
-    if (b !== undefined && typeof b !== 'function') {
-      throw new InvalidArgumentError(op, `bodies[${i}]`, `each body must be a function (stream) => void, got ${describe(b)}`);
+    // Every body is a function; only an IF's else may be left out (an empty WHILE body would loop for ever).
+    if (typeof b !== 'function' && !(kind === 'if' && i === 1 && b === undefined)) {
+      const name = kind === 'while' ? 'body' : kind === 'if' ? (i === 0 ? 'then' : 'otherwise') : `cases[${i}]`;
+      throw new InvalidArgumentError(op, name, `${name} must be a function (stream) => void, got ${describe(b)}`);
     }
   });
   const record = liveRecord(op, stream);
@@ -51,7 +54,13 @@ export function captureConditional(op: string, stream: Stream, kind: Conditional
   const h = stream.handleFor(op);
   const frontier = record.liveInfo(op, h).dependencies.map((d) => graph.nodeOf(op, d));
   const made = addConditional(op, graph, kind, handle, size, frontier);
-  cs.updateCaptureDependencies(op, h, BigUint64Array.of(made.node.handle), cs.CAPTURE_DEPENDENCIES.SET);
+  try {
+    cs.updateCaptureDependencies(op, h, BigUint64Array.of(made.node.handle), cs.CAPTURE_DEPENDENCIES.SET);
+  } catch (e) {
+    // The node is in the capture's graph but not in its order: the graph can only be discarded.
+    record.poisoned ??= { op, error: e };
+    throw e;
+  }
   for (let i = 0; i < bodies.length; i++) {
     const fn = bodies[i] as ConditionalBody | undefined;
     if (fn === undefined) continue;

@@ -9,8 +9,9 @@
  */
 import { InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
 import { describe, requireBoolean, requireInt, requireOptions } from '../../util/validate.js';
-import { conditional as cd } from '../../driver/result/index.js';
-import { CU_GRAPH_COND_ASSIGN_DEFAULT, CU_GRAPH_COND_TYPE } from '../../driver/layouts.js';
+import { CudaError } from '../../errors/cuda-error.js';
+import { conditional as cd, graph as gr, init } from '../../driver/result/index.js';
+import { CU_GRAPH_COND_ASSIGN_DEFAULT, CU_GRAPH_COND_TYPE, CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
 import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import { arg, type KernelArgValue } from '../kernel/arg.js';
@@ -37,7 +38,7 @@ export type { ConditionalKind } from './conditional-records.js';
 import type { ConditionalKind } from './conditional-records.js';
 
 /** The node kinds a conditional body may contain (CUDA's rule; recursively, in its child graphs and conditionals). */
-export const BODY_NODE_KINDS: readonly GraphNodeType[] = ['kernel', 'empty', 'graph', 'memset', 'memcpy', 'conditional'];
+export const BODY_NODE_KINDS: readonly GraphNodeType[] = Object.freeze(['kernel', 'empty', 'graph', 'memset', 'memcpy', 'conditional'] as const);
 
 /** The text of CUDA's rule for bodies, for refusals. */
 export const BODY_RULE = 'a conditional body may contain only kernel, empty, child graph, memset, memcpy and conditional nodes, all on one device (CUDA rule)';
@@ -99,10 +100,10 @@ export class ConditionalHandle {
   }
 }
 
-/** `graph.conditionalHandle(options)`. */
-export function makeHandle(graph: Graph, options: unknown): ConditionalHandle {
-  const op = 'Graph.conditionalHandle';
+/** `graph.conditionalHandle(options)` (`op` names the call the program made: `Stream.conditionalHandle` makes one too). */
+export function makeHandle(graph: Graph, options: unknown, op = 'Graph.conditionalHandle'): ConditionalHandle {
   graph[LIFETIME].assertAlive(op);
+  requireConditionalSupport(op, 'while');
   const o = requireOptions<{ default: number; assignDefault: boolean }>(op, options, ['default', 'assignDefault']);
   const dflt = o.default === undefined ? 0 : requireInt(op, 'default', o.default, 0, 0xffffffff);
   // Without CU_GRAPH_COND_ASSIGN_DEFAULT a launch starts with an undefined condition, which only a
@@ -132,13 +133,16 @@ export function addConditional(op: string, graph: Graph, kind: ConditionalKind, 
   if (!ConditionalHandle.is(handle)) {
     throw new InvalidArgumentError(op, 'handle', `handle must be a ConditionalHandle (graph.conditionalHandle()), got ${describe(handle)}`);
   }
-  if (handle.node !== null) {
+  // A handle whose node was removed may serve a new node (CUDA's handles cannot be destroyed, and an
+  // unused one fails the instantiation).
+  if (handle.node !== null && !handle.node.removed) {
     throw new InvalidArgumentError(op, 'handle', `${handle} already serves ${handle.node}; a handle belongs to one conditional node (CUDA rule): make another with graph.conditionalHandle()`);
   }
   if (!graph.withinGraph(handle.graph)) {
     throw new InvalidArgumentError(op, 'handle', 'the handle was made for another graph; make it with the graph that holds the node (or one this graph is a body of)');
   }
   handle.graph[LIFETIME].assertAlive(op);
+  requireConditionalSupport(op, kind === 'if' && size === 2 ? 'if/else' : kind);
   makeCurrent(op, graph.device.context);
   const type = kind === 'if' ? CU_GRAPH_COND_TYPE.IF : kind === 'while' ? CU_GRAPH_COND_TYPE.WHILE : CU_GRAPH_COND_TYPE.SWITCH;
   const made = cd.addConditionalNode(op, graph.handle, d, handle.value, type, size, graph.device.context);
@@ -158,6 +162,43 @@ export function ifBodies(op: string, options: unknown): number {
 /** The number of bodies of a SWITCH node: an integer ≥ 1. */
 export function switchBodies(op: string, cases: unknown): number {
   return requireInt(op, 'cases', cases, 1, 0xffff);
+}
+
+/**
+ * The driver release each form first supports: IF and WHILE came with CUDA 12.3 (and
+ * `cuGraphAddNode_v2`, which adds them), IF/ELSE and SWITCH with 12.8.
+ */
+const SINCE: Readonly<Record<'if' | 'while' | 'if/else' | 'switch', number>> = { if: 12030, while: 12030, 'if/else': 12080, switch: 12080 };
+
+/** @throws CudaError 801 when this driver predates conditional nodes of `form`. */
+function requireConditionalSupport(op: string, form: keyof typeof SINCE): void {
+  const v = init.driverVersion(op);
+  if (v < SINCE[form]) {
+    const need = SINCE[form];
+    throw new CudaError({
+      code: 801,
+      operation: op,
+      detail: `${form === 'while' || form === 'if' ? 'conditional nodes need' : `a ${form.toUpperCase()} node needs`} a CUDA ${Math.floor(need / 1000)}.${(need % 1000) / 10} driver; this one reports CUDA ${Math.floor(v / 1000)}.${(v % 1000) / 10}`,
+    });
+  }
+}
+
+/** Refuses, in a conditional body, a child graph whose nodes (at any depth) CUDA does not allow there. */
+export function refuseChildInBody(op: string, graph: Graph, child: Graph): void {
+  if (graph.bodyOf === null) return;
+  const bad = (g: bigint): string | null => {
+    for (const h of gr.graphNodes(op, g)) {
+      const t = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] ?? 'unknown';
+      if (!BODY_NODE_KINDS.includes(t)) return t;
+      if (t === 'graph') {
+        const inner = bad(gr.childGraphNodeGraph(op, h));
+        if (inner !== null) return inner;
+      }
+    }
+    return null;
+  };
+  const found = bad(child.handle);
+  if (found !== null) throw new InvalidArgumentError(op, 'child', `the graph is a body of ${graph.bodyOf}, and ${BODY_RULE}: the child graph has a ${found} node`);
 }
 
 /** Refuses, in a conditional body, a node kind CUDA does not allow there. */

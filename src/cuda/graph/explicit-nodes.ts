@@ -22,7 +22,7 @@ import { CudaNode, dependencyHandles, nodeHandleIn } from './cuda-node.js';
 import { kernelFunction, resolveCopy, resolveFill, resolveKernel } from './node-params.js';
 import type { Graph } from './graph.js';
 import type { GraphNodeType } from './node-info.js';
-import { refuseConditionalGraph, refuseInBody } from './conditional.js';
+import { refuseChildInBody, refuseConditionalGraph, refuseInBody } from './conditional.js';
 
 /** One edge for `addDependencies` / `removeDependencies`: `to` runs after `from`; `data` as the model's edges (`{ kind, port }`). */
 export type NodeEdge = readonly [from: CudaNode, to: CudaNode] | readonly [from: CudaNode, to: CudaNode, data: EdgeSpec];
@@ -145,6 +145,7 @@ export function checkChild(op: string, child: unknown, graph: Graph): Graph {
   if (c.device !== graph.device) throw new InvalidArgumentError(op, 'child', `the child graph runs on ${c.device}; this graph on ${graph.device}`);
   refuseMemoryGraph(op, 'child', c, 'the child');
   refuseConditionalGraph(op, 'child', c, 'the child');
+  refuseChildInBody(op, graph, c);
   return c;
 }
 
@@ -314,6 +315,13 @@ export function removeNode(graph: Graph, node: unknown): void {
   const h = nodeHandleIn(op, 'node', node, graph);
   graph.refuseWhileCapturing(op, 'remove nodes');
   refuseMemoryGraph(op, 'node', graph, 'removing a node');
+  const stranded = graph.handlesInBodies(node as CudaNode);
+  if (stranded.length > 0) {
+    throw new InvalidArgumentError(op, 'node', `${stranded.map(String).join(', ')} ${stranded.length === 1 ? 'was' : 'were'} made for a body of ${String(node)}: removing it would leave ${stranded.length === 1 ? 'that handle' : 'them'} unused for ever, and CUDA refuses to instantiate a graph with an unused handle (CUDA_GRAPH_INSTANTIATE_CONDITIONAL_HANDLE_UNUSED)`);
+  }
+  if (graph.bodyCapturing(node as CudaNode)) {
+    throw new InvalidArgumentError(op, 'node', `a stream capture is recording into a body of ${String(node)}; remove it after the capture ends (its bodies go with it)`);
+  }
   makeCurrent(op, graph.device.context);
   gb.destroyNode(op, h);
   graph.forget(h);

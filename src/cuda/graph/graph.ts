@@ -106,10 +106,13 @@ export class Graph {
   /** Whether the graph has conditional nodes (CUDA's extra rules apply), null until known. */
   #conditionals: boolean | null;
   /** The body graphs of each conditional node cudagraph added (the driver owns them; they end with the node). */
-  readonly #bodies = new Map<CudaNode, Graph[]>();
+  readonly #bodies = new Map<CudaNode, readonly Graph[]>();
   /** For a conditional body: the node it is a body of (the driver owns the `CUgraph`); else null. */
   #bodyOf: CudaNode | null = null;
-  /** The conditional handles made for this graph (each must serve a node before the graph instantiates). */
+  /**
+   * The conditional handles made for this graph or a body inside it (the driver counts them all
+   * with the outermost graph: each must serve a live node before it instantiates). Empty in bodies.
+   */
   readonly #handles: ConditionalHandle[] = [];
 
   /**
@@ -139,7 +142,10 @@ export class Graph {
       } finally {
         for (const [node, list] of bodies) {
           forgetConditional(node.handleUnchecked());
-          for (const b of list) b[LIFETIME].dispose();
+          for (const b of list) {
+            b.forgetNestedConditionals();
+            b[LIFETIME].dispose();
+          }
         }
         bodies.clear();
         for (const n of nodes.values()) n.markRemoved();
@@ -173,14 +179,37 @@ export class Graph {
   }
 
   /** @internal Makes the body graphs of conditional node `node` just added (the driver's, owned by the node). */
-  adoptBodies(node: CudaNode, handles: readonly bigint[]): Graph[] {
-    const bodies = handles.map((h) => {
-      const b = new Graph(INTERNAL, this.device, h, [], false, true);
-      b.#bodyOf = node;
-      return b;
-    });
+  adoptBodies(node: CudaNode, handles: readonly bigint[]): readonly Graph[] {
+    const bodies = Object.freeze(
+      handles.map((h) => {
+        const b = new Graph(INTERNAL, this.device, h, [], false, true);
+        b.#bodyOf = node;
+        return b;
+      }),
+    );
     this.#bodies.set(node, bodies);
     return bodies;
+  }
+
+  /**
+   * @internal Forgets the conditional records of every conditional node inside this graph's bodies,
+   * at every depth, now: the driver frees them with their node at once, while the body objects'
+   * own cleanup may be deferred (a capture is active, an exec holds the graph).
+   */
+  forgetNestedConditionals(): void {
+    for (const [node, list] of this.#bodies) {
+      forgetConditional(node.handleUnchecked());
+      for (const b of list) b.forgetNestedConditionals();
+    }
+  }
+
+  /** @internal True when a capture records into a body of `node` (a conditional node of this graph), at any depth. */
+  bodyCapturing(node: CudaNode): boolean {
+    for (const b of this.#bodies.get(node) ?? []) {
+      if (b.#capturing) return true;
+      for (const inner of b.#bodies.keys()) if (b.bodyCapturing(inner)) return true;
+    }
+    return false;
   }
 
   /** @internal The bodies of a conditional node cudagraph added, or null for any other node. */
@@ -196,16 +225,31 @@ export class Graph {
     return this.#bodyOf;
   }
 
-  /** @internal Remembers a handle made for this graph. */
-  noteHandle(handle: ConditionalHandle): void {
-    this.#handles.push(handle);
+  /** @internal The outermost graph: this one, or the graph whose conditional node this body (at any depth) belongs to. */
+  root(): Graph {
+    let at: Graph = this;
+    while (at.#bodyOf !== null) at = at.#bodyOf.graph;
+    return at;
   }
 
-  /** @internal The handles made for this graph or a body inside it that no conditional node uses. */
+  /** @internal Remembers a handle made for this graph or a body inside it (kept by the outermost graph). */
+  noteHandle(handle: ConditionalHandle): void {
+    this.root().#handles.push(handle);
+  }
+
+  /**
+   * @internal The handles made for this graph or a body inside it that no live conditional node
+   * uses (measured on the H200, CUDA 13.0: a handle whose node was removed, or made for a body whose
+   * node was removed, still counts: the instantiation fails with CONDITIONAL_HANDLE_UNUSED).
+   */
   unusedHandles(): ConditionalHandle[] {
-    const out = this.#handles.filter((h) => h.node === null || h.node.removed);
-    for (const list of this.#bodies.values()) for (const b of list) out.push(...b.unusedHandles());
-    return out;
+    return this.root().#handles.filter((h) => h.node === null || h.node.removed);
+  }
+
+  /** @internal Handles made for a body (at any depth) of conditional node `node`: they cannot serve anything once it goes. */
+  handlesInBodies(node: CudaNode): ConditionalHandle[] {
+    const bodies = this.#bodies.get(node) ?? [];
+    return this.root().#handles.filter((h) => bodies.some((b) => h.graph.withinGraph(b)));
   }
 
   /** @internal True when this graph is `g` or a body (at any depth) inside `g`. */
@@ -334,8 +378,13 @@ export class Graph {
     node?.markRemoved();
     if (node !== undefined && this.#bodies.has(node)) {
       forgetConditional(handle);
-      for (const b of this.#bodies.get(node)!) b[LIFETIME].dispose();
+      for (const b of this.#bodies.get(node)!) {
+        b.forgetNestedConditionals();
+        b[LIFETIME].dispose();
+      }
       this.#bodies.delete(node);
+      // Read again when a rule needs it: this may have been the last one.
+      this.#conditionals = null;
     }
     map.delete(Number(handle));
     this.#jsHostFunctions = null;
@@ -621,6 +670,15 @@ export class Graph {
       result = body(stream);
     } catch (e) {
       cap.dispose();
+      // A body keeps what was recorded before the error, unless CUDA would refuse it there.
+      if (this.#bodyOf !== null && !this.disposed) {
+        try {
+          const added = gr.graphNodes(op, this.#handle).filter((h) => !before.has(h));
+          if (this.#disallowedInBody(op, added) !== null) this.#dropRecorded(op, added);
+        } catch {
+          // The body's own error stands.
+        }
+      }
       throw e;
     }
     if (typeof (result as { then?: unknown } | null)?.then === 'function') {
@@ -634,21 +692,40 @@ export class Graph {
     return added.map((h) => this.nodeOf(op, h));
   }
 
+  /** The kind CUDA does not allow in a body among `nodes` and the child graphs they run, or null. */
+  #disallowedInBody(op: string, nodes: readonly bigint[]): string | null {
+    for (const h of nodes) {
+      const t = CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] ?? 'unknown';
+      if (!BODY_NODE_KINDS.includes(t)) return t;
+      if (t === 'graph') {
+        const inner = this.#disallowedInBody(op, gr.graphNodes(op, gr.childGraphNodeGraph(op, h)));
+        if (inner !== null) return `${inner} (in a child graph)`;
+      }
+    }
+    return null;
+  }
+
+  /** Removes `nodes` (just recorded into this body), newest first, and forgets their objects. */
+  #dropRecorded(op: string, nodes: readonly bigint[]): void {
+    for (const h of [...nodes].reverse()) {
+      try {
+        gb.destroyNode(op, h);
+        this.forget(h);
+      } catch {
+        // Best effort: the refusal or the body's own error stands.
+      }
+    }
+  }
+
   /**
    * A capture into a conditional body that recorded a node kind CUDA does not allow there (a host
    * function, an external event, a graph allocation) is refused as a whole: its nodes are removed
    * again, so the body is as it was before the capture.
    */
   #refuseCapturedInBody(op: string, added: readonly bigint[]): void {
-    const bad = added.map((h) => CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] ?? 'unknown').find((t) => !BODY_NODE_KINDS.includes(t));
-    if (bad === undefined) return;
-    for (const h of [...added].reverse()) {
-      try {
-        gb.destroyNode(op, h);
-      } catch {
-        // Best effort: the refusal below stands.
-      }
-    }
+    const bad = this.#disallowedInBody(op, added);
+    if (bad === null) return;
+    this.#dropRecorded(op, added);
     throw new InvalidArgumentError(op, 'body', `the graph is a body of ${this.#bodyOf}, and ${BODY_RULE}: the capture recorded a ${bad} node (nothing it recorded was kept)`);
   }
 

@@ -6,23 +6,24 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConditionalHandle, Device, DeviceBuffer, DisposedError, Graph, InvalidArgumentError, KernelArgValue, Module, arg } from '../../../src/index.js';
+import { BODY_NODE_KINDS, ConditionalHandle, Device, DeviceBuffer, DisposedError, Graph, InvalidArgumentError, KernelArgValue, Module, arg } from '../../../src/index.js';
 import { loadStandIn } from '../../support/stand-in-driver.js';
 
 const lib = loadStandIn('conditional');
 const skip = lib === null && 'gcc is absent';
 const conditionals = lib?.counter('conditional_nodes');
+const kernels = lib?.counter('nodes_added');
 
-/** `body` throws `cls` with a message starting `op: ` and matching `pattern`, and adds no conditional node. */
+/** `body` throws `cls` with a message starting `op: ` and matching `pattern`, and adds no node (of the kinds the stand-in adds). */
 function refused(body: () => unknown, cls: new (...a: never[]) => Error, op: string, pattern: RegExp): void {
-  const before = conditionals!();
+  const before = conditionals!() + kernels!();
   assert.throws(body, (e: unknown) => {
     assert.ok(e instanceof cls, `expected ${cls.name}, got ${String(e)}`);
     assert.ok((e as Error).message.startsWith(`${op}: `), (e as Error).message);
     assert.match((e as Error).message, pattern);
     return true;
   });
-  assert.equal(conditionals!(), before, 'a refused call adds no conditional node');
+  assert.equal(conditionals!() + kernels!(), before, 'a refused call adds no node');
 }
 
 test('conditional handles and nodes: bodies owned by their node, ended with it; kinds and counts', { skip }, () => {
@@ -115,4 +116,47 @@ test('CUDA rules refused before the driver: handles, body kinds, no clone, no ch
   e.dispose();
   g.instantiate().dispose();
   void arg;
+});
+
+test('removing a conditional node: its handle may serve a new node; refused while a capture records into its body', { skip }, () => {
+  const d = Device.get(0);
+  using g = Graph.create(d);
+  const h = g.conditionalHandle({ default: 1 });
+  const first = g.addWhileNode(h);
+  g.removeNode(first.node);
+  assert.equal(first.bodies[0]!.disposed, true);
+  refused(() => g.instantiate(), InvalidArgumentError, 'Graph.instantiate', /serves no conditional node/);
+  const again = g.addWhileNode(h);
+  assert.equal(h.node, again.node);
+  g.instantiate().dispose();
+  // While a capture records into a body (at any depth), the node that owns it stays.
+  const inner = again.bodies[0]!.addIfNode(g.conditionalHandle());
+  const s = d.createStream();
+  inner.bodies[0]!.captureInto(s, () => {
+    refused(() => g.removeNode(again.node), InvalidArgumentError, 'Graph.removeNode', /a stream capture is recording into a body of CudaNode\(conditional\)/);
+    refused(() => again.bodies[0]!.removeNode(inner.node), InvalidArgumentError, 'Graph.removeNode', /recording into a body/);
+  });
+  g.removeNode(again.node);
+  assert.equal(inner.bodies[0]!.disposed, true, 'nested bodies end with the node');
+  s.dispose();
+  // A node whose body has a handle of its own stays: removing it would strand that handle.
+  const keep = g.addWhileNode(g.conditionalHandle());
+  keep.bodies[0]!.addIfNode(keep.bodies[0]!.conditionalHandle());
+  refused(() => g.removeNode(keep.node), InvalidArgumentError, 'Graph.removeNode', /made for a body of CudaNode\(conditional\): removing it would leave that handle unused for ever/);
+  assert.equal(keep.node.removed, false);
+  // What the node hands out cannot be changed from outside.
+  assert.throws(() => (again.bodies as Graph[]).pop(), TypeError);
+  assert.throws(() => (BODY_NODE_KINDS as string[]).push('hostCallback'), TypeError);
+});
+
+test('capture refusals come before the capture is looked at: a missing body, a bad case count', { skip }, () => {
+  const d = Device.get(0);
+  const s = d.createStream();
+  refused(() => s.captureWhile(null as never, undefined as never), InvalidArgumentError, 'Stream.captureWhile', /body must be a function/);
+  refused(() => s.captureIf(null as never, 3 as never), InvalidArgumentError, 'Stream.captureIf', /then must be a function/);
+  refused(() => s.captureIf(null as never, () => {}, 'x' as never), InvalidArgumentError, 'Stream.captureIf', /otherwise must be a function/);
+  refused(() => s.captureSwitch(null as never, [() => {}, undefined as never]), InvalidArgumentError, 'Stream.captureSwitch', /cases\[1\] must be a function/);
+  refused(() => s.captureSwitch(null as never, []), InvalidArgumentError, 'Stream.captureSwitch', /non-empty array/);
+  refused(() => s.captureWhile(null as never, () => {}), InvalidArgumentError, 'Stream.captureWhile', /not capturing/);
+  s.dispose();
 });
