@@ -71,7 +71,7 @@ export async function demoSolver(options: SolverDemoOptions, io: Output): Promis
   const { n, tol, rounds } = options;
   const problem = { n, tol, maxIterations: maxIterationsFor(n) };
   const probe = options.mode === 'cpu' ? null : probeGpu(true);
-  if (probe !== null && !probe.ok && options.mode === 'gpu') throw new UsageError(`demo solver --mode gpu: ${probe.reason}`);
+  if (probe !== null && !probe.ok && options.mode === 'gpu') throw new UsageError(`demo solver --mode gpu: ${probe.reason} (\`cudagraph doctor\` says what to check)`);
   const t0 = performance.now();
   const cpu = solveOnCpu(problem);
   const cpuMs = performance.now() - t0;

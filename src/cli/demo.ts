@@ -65,7 +65,7 @@ function us(x: number): string {
 export async function demo(options: DemoOptions, io: Output): Promise<number> {
   const dir = resolve(options.out);
   const probe = options.mode === 'cpu' ? null : probeGpu(true);
-  if (probe !== null && !probe.ok && options.mode === 'gpu') throw new UsageError(`demo --mode gpu: ${probe.reason}`);
+  if (probe !== null && !probe.ok && options.mode === 'gpu') throw new UsageError(`demo --mode gpu: ${probe.reason} (\`cudagraph doctor\` says what to check)`);
   if (probe === null || !probe.ok) {
     const reason = probe === null ? '--mode cpu was given' : probe.reason;
     return cpuDemo(options, dir, reason, io);

@@ -20,6 +20,7 @@ import { contextReport } from '../cuda/core/context.js';
 import { cudaVersionText, describeDevice, driverProblem, firstLine, gib, loadedLibraryPath, nvrtcProblem } from './gpu-probe.js';
 import type { Output } from './output.js';
 import { PROBE_PTX } from './probe-kernels.js';
+import { nativeStatus } from '../driver/hot.js';
 
 /** The outcome of one check: passed, failed, or skipped (it needs an earlier one). */
 export type CheckStatus = 'ok' | 'failed' | 'skipped';
@@ -250,6 +251,13 @@ function checkContext(devices: Check): Check {
   }
 }
 
+/** Which binding makes the hot calls (launches, graph launches), and why: not a check, a fact. */
+function bindingText(b: ReturnType<typeof nativeStatus>): string {
+  return b.active
+    ? `the Node-API addon${b.path !== null ? ` (${b.path})` : ''} makes the hot calls (launches, graph launches, node batches); koffi the rest`
+    : `koffi makes every driver call: ${b.reason} (docs/ffi-decision.md says what the addon saves)`;
+}
+
 /** Runs every check, in order. */
 export function runChecks(): Check[] {
   const driver = checkDriver();
@@ -273,8 +281,9 @@ export function doctor(options: { json: boolean }, io: Output): number {
     : checks.find((c) => c.name === 'capture')?.status === 'ok' && checks.filter((c) => c.status !== 'ok').every((c) => c.name === 'NVRTC')
       ? 'capture works; `cudagraph demo` needs NVRTC to compile its kernels, so it will use the CPU model until NVRTC is found'
       : `${failed.length} problem${failed.length === 1 ? '' : 's'}: \`cudagraph demo\` will use the CPU model (the model, render and inspect need no GPU)`;
+  const binding = nativeStatus();
   if (options.json) {
-    io.out(JSON.stringify({ ok, checks, verdict }, null, 2) + '\n');
+    io.out(JSON.stringify({ ok, checks, binding, verdict }, null, 2) + '\n');
     return ok ? 0 : 1;
   }
   const lines = ['cudagraph doctor'];
@@ -282,6 +291,7 @@ export function doctor(options: { json: boolean }, io: Output): number {
     lines.push(`  [${MARK[c.status]}] ${c.name.padEnd(12)} ${c.detail}`);
     for (const f of c.fix) lines.push(`  ${' '.repeat(20)}- ${f}`);
   }
+  lines.push(`  binding:     ${bindingText(binding)}`);
   lines.push(verdict);
   io.out(lines.join('\n') + '\n');
   return ok ? 0 : 1;

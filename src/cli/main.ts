@@ -7,6 +7,8 @@
  * file, an unknown picture extension, no GPU for `bench`) is one line without a stack trace and
  * exit status 1.
  */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Argument, Command, CommanderError, Option } from 'commander';
 import { CudagraphError } from '../index.js';
 import { BENCH_DEFAULTS, bench } from './bench.js';
@@ -31,6 +33,7 @@ function program(io: Output, exit: { code: number }): Command {
       // Commander quotes what was typed: escaped, so a typed control character cannot forge lines.
       outputError: (text, write) => write(`cudagraph: ${terminalLines(text.replace(/^error: /, ''))}`),
     })
+    .version(packageVersion(), '-V, --version', 'print the version of cudagraph')
     .showHelpAfterError('(run cudagraph --help for usage)')
     .allowExcessArguments(false)
     .addHelpText(
@@ -110,7 +113,19 @@ function program(io: Output, exit: { code: number }): Command {
     .action((file: string, o: { json: boolean }) => inspect(file, o, io));
 
   for (const c of cli.commands) c.allowExcessArguments(false);
+  // Each command's usage errors point at that command's help.
+  for (const c of cli.commands) c.showHelpAfterError(`(run cudagraph ${c.name()} --help for usage)`);
   return cli;
+}
+
+/** The package's version, from the package.json beside the build (dist/src/cli → the package root). */
+function packageVersion(): string {
+  try {
+    const v = (JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as { version?: unknown }).version;
+    return typeof v === 'string' ? v : 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
 /**

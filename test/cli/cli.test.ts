@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { run } from '../../src/cli/main.js';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { cudagraph } from './helpers.js';
 
 const COMMANDS = ['demo', 'doctor', 'bench', 'render', 'inspect'];
@@ -43,4 +45,18 @@ test('run() in-process: returns the status and writes to the output it is given'
   assert.match(err.join(''), /^cudagraph: unknown option '--nope'/);
   assert.equal(await run(['--help'], io), 0);
   assert.match(out.join(''), /Usage: cudagraph/);
+});
+
+test('--version prints the package version; a command\'s usage error points at that command\'s help', () => {
+  const pkg = JSON.parse(readFileSync(fileURLToPath(new URL('../../../package.json', import.meta.url)), 'utf8')) as { version: string };
+  for (const flag of ['--version', '-V']) {
+    const r = cudagraph([flag]);
+    assert.equal(r.status, 0);
+    assert.equal(r.stdout.trim(), pkg.version);
+  }
+  const render = cudagraph(['render', 'graph.json']);
+  assert.equal(render.status, 1);
+  assert.match(render.stderr, /^cudagraph: required option '-o, --output <file>' not specified\n\(run cudagraph render --help for usage\)\n$/);
+  const inspect = cudagraph(['inspect', '--nope']);
+  assert.match(inspect.stderr, /\(run cudagraph inspect --help for usage\)/);
 });

@@ -110,7 +110,7 @@ test('demo writes to ./cudagraph-out by default', () => {
 
 test('demo --mode gpu without a GPU: one line saying why, status 1', { skip: noDriver ? false : 'a CUDA driver loads here' }, () => {
   const r = cudagraph(['demo', '--mode', 'gpu', '-o', tempDir()]);
-  assertUserError(r, /^cudagraph: demo --mode gpu: no CUDA driver: the CUDA driver library \(libcuda\) is not available/, 'demo --mode gpu');
+  assertUserError(r, /^cudagraph: demo --mode gpu: no CUDA driver: the CUDA driver library \(libcuda\) is not available.* \(`cudagraph doctor` says what to check\)\n$/, 'demo --mode gpu');
 });
 
 test('demo: user mistakes are one line on stderr, no stack trace, status 1', () => {

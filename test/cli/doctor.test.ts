@@ -21,6 +21,12 @@ test('doctor without a driver: the driver check fails with what to do, GPU check
   assert.match(r.stdout, /^ {2}\[skip\] capture {6}needs a GPU$/m);
   assert.match(r.stdout, /^ {2}\[skip\] context {6}needs a GPU$/m);
   assert.match(lines.at(-1)!, /problems?: `cudagraph demo` will use the CPU model/);
+  // Which binding makes the hot calls, and why: the addon where it loads, else koffi with the reason.
+  assert.match(lines.at(-2)!, /^ {2}binding: {5}(the Node-API addon \(.+cudagraph_hot\.node\) makes the hot calls|koffi makes every driver call: .+)/);
+  const off = cudagraph(['doctor'], { env: { ...process.env, CUDAGRAPH_NATIVE: '0' } });
+  assert.match(off.stdout, /^ {2}binding: {5}koffi makes every driver call: CUDAGRAPH_NATIVE=0 /m);
+  const j = JSON.parse(cudagraph(['doctor', '--json'], { env: { ...process.env, CUDAGRAPH_NATIVE: '0' } }).stdout) as { binding: { active: boolean; reason: string } };
+  assert.deepEqual([j.binding.active, j.binding.reason], [false, 'CUDAGRAPH_NATIVE=0']);
 });
 
 test('doctor --json: the five checks as data, with the same verdict', { skip }, () => {
