@@ -46,7 +46,7 @@ export type {
   HostNodeInfo,
 } from './graph/node-info.js';
 export { GraphCaptureGuard, captureGraph, attachCleanupFailure, type GuardState } from './capture/guard.js';
-export { ASYNC_CAPTURE_RULE, type CaptureOptions, type CaptureBody } from './capture/capture-options.js';
+export { ASYNC_CAPTURE_RULE, type CaptureOptions, type CaptureBody, type NotAPromise } from './capture/capture-options.js';
 export { CaptureStateError, type CaptureStateErrorCode } from './capture/guard-errors.js';
 export { explainCaptureStatus, INVALIDATION_CAUSES, type GuardStatusReport } from './capture/guard-status.js';
 export { CapturedGraph, type KernelNodeRef } from './capture/captured-graph.js';

@@ -17,6 +17,7 @@
  * the loader's library resolved (`bind` below), so lazy symbols and the no-driver behaviour are
  * unchanged.
  */
+import type { Environment } from '../util/environment.js';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -157,7 +158,7 @@ export function prebuiltAddonPath(platform: string = process.platform, arch: str
  * reason. `path` overrides the prebuilt file (tests).
  */
 export function loadNativeAddon(
-  env: NodeJS.ProcessEnv = process.env,
+  env: Environment = process.env,
   platform: string = process.platform,
   arch: string = process.arch,
   path: string = prebuiltAddonPath(platform, arch),

@@ -3,6 +3,7 @@
  * package installs and the CPU model works on machines without CUDA, and a driver call there fails
  * with one error that lists every place that was tried and what to check (sharp's loader does this).
  */
+import type { Environment } from '../util/environment.js';
 import { existsSync, lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { koffi, type KoffiLibrary } from './koffi.js';
@@ -68,8 +69,8 @@ function explicitPath(value: string, fileName: string): string {
  * `CUDA_ERROR_STUB_LIBRARY`.
  */
 export function driverCandidates(
-  env: NodeJS.ProcessEnv = process.env,
-  platform: NodeJS.Platform = process.platform,
+  env: Environment = process.env,
+  platform: string = process.platform,
 ): LibraryCandidate[] {
   const out: LibraryCandidate[] = [];
   const fromEnv = env['CUDA_DRIVER_PATH'];
@@ -91,7 +92,7 @@ export function driverCandidates(
  * libraries that ship in pip wheels (NVRTC here, NCCL in `src/nccl/loader.ts`). Folders that do not
  * exist are left out; never throws.
  */
-export function pythonSitePackages(env: NodeJS.ProcessEnv, extraPrefixes: readonly string[] = []): string[] {
+export function pythonSitePackages(env: Environment, extraPrefixes: readonly string[] = []): string[] {
   const prefixes = new Set<string>(['/usr/local/lib', '/usr/lib', '/opt/conda/lib']);
   for (const key of ['CONDA_PREFIX', 'VIRTUAL_ENV']) {
     const v = env[key];
@@ -117,7 +118,7 @@ export function pythonSitePackages(env: NodeJS.ProcessEnv, extraPrefixes: readon
 }
 
 /** Python site-packages folders that may hold pip's NVIDIA wheels (`nvidia/cuda_nvrtc/lib`, `nvidia/cu13/lib`). */
-function pythonNvidiaLibFolders(env: NodeJS.ProcessEnv): string[] {
+function pythonNvidiaLibFolders(env: Environment): string[] {
   const out: string[] = [];
   for (const site of pythonSitePackages(env)) {
     const nvidia = join(site, 'nvidia');
@@ -140,8 +141,8 @@ function pythonNvidiaLibFolders(env: NodeJS.ProcessEnv): string[] {
  * site-packages. Newer versions are tried first.
  */
 export function nvrtcCandidates(
-  env: NodeJS.ProcessEnv = process.env,
-  platform: NodeJS.Platform = process.platform,
+  env: Environment = process.env,
+  platform: string = process.platform,
 ): LibraryCandidate[] {
   const out: LibraryCandidate[] = [];
   const fromEnv = env['NVRTC_PATH'];
@@ -174,13 +175,23 @@ export function nvrtcCandidates(
   return out;
 }
 
+/** What `notALibraryFile` reads of a path's `fs.Stats` (spelled here: the published typings need no `@types/node`). */
+export interface FileKind {
+  isFile(): boolean;
+  isFIFO(): boolean;
+  isDirectory(): boolean;
+  isSocket(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+}
+
 /**
  * What a path is, when it is not a file the dynamic loader can map: `a FIFO (named pipe)`, `a
  * folder`, … (null for a regular file). `dlopen` opens the path before it reads a byte, and opening
  * a FIFO blocks until something writes to it: a `$CUDA_DRIVER_PATH` naming one hung the process
  * for ever. So every path is looked at first (through symlinks, which `dlopen` follows too).
  */
-export function notALibraryFile(stats: Stats): string | null {
+export function notALibraryFile(stats: FileKind): string | null {
   if (stats.isFile()) return null;
   if (stats.isFIFO()) return 'a FIFO (named pipe), not a library file: opening it would block until something writes to it';
   if (stats.isDirectory()) return 'a folder, not a library file';
@@ -223,7 +234,7 @@ function pathProblem(path: string): string | null {
  * `LD_LIBRARY_PATH`, when that is not a regular file: the same hang as a bad explicit path.
  * (The ld.so cache and the system folders list only files that ldconfig or root put there.)
  */
-function searchPathProblem(name: string, env: NodeJS.ProcessEnv): string | null {
+function searchPathProblem(name: string, env: Environment): string | null {
   for (const dir of (env['LD_LIBRARY_PATH'] ?? '').split(':')) {
     if (dir === '') continue;
     const path = join(dir, name);
@@ -249,7 +260,7 @@ function searchPathProblem(name: string, env: NodeJS.ProcessEnv): string | null 
 export function loadFirst(
   candidates: readonly LibraryCandidate[],
   load: (path: string) => KoffiLibrary = (p) => koffi().load(p),
-  env: NodeJS.ProcessEnv = process.env,
+  env: Environment = process.env,
 ): LoadOutcome {
   const attempts: LoadAttempt[] = [];
   for (const c of candidates) {

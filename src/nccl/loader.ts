@@ -3,6 +3,7 @@
  * package installs and the rest of it works where NCCL is absent, and an NCCL call there fails
  * with one `NcclError` (`NCCL_NOT_LOADED`) that lists every path tried.
  */
+import type { Environment } from '../util/environment.js';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pythonSitePackages, type LibraryCandidate } from '../driver/loader.js';
@@ -47,7 +48,7 @@ function fileOrFolder(value: string): string {
  * (including `/opt/torch/.venv`, `$VIRTUAL_ENV`, `$CONDA_PREFIX`), then the system folders.
  * Candidates in folders are listed whether or not the file exists, so a failure shows every place.
  */
-export function ncclCandidates(env: NodeJS.ProcessEnv = process.env, path?: string): LibraryCandidate[] {
+export function ncclCandidates(env: Environment = process.env, path?: string): LibraryCandidate[] {
   const out: LibraryCandidate[] = [];
   if (path !== undefined) out.push({ path: fileOrFolder(path), source: 'loadNccl({ path })' });
   const fromEnv = env['NCCL_LIBRARY'];

@@ -12,6 +12,7 @@
  * `size_t` counts are JS numbers; `ncclUniqueId` is passed BY VALUE to `ncclCommInitRank`, so it
  * is declared as a 128-byte koffi struct.
  */
+import type { WritableEnvironment } from '../util/environment.js';
 import { koffi } from '../driver/koffi.js';
 import { LibrarySlot, type LazyLibrary } from '../driver/sys.js';
 import { describeAttempts, type LoadAttempt } from '../driver/loader.js';
@@ -99,7 +100,7 @@ const slot = new LibrarySlot(() => ncclCandidates(process.env, explicitPath), NC
  * `ncclGetUniqueId`/`ncclCommInit*`), so this runs before the library is even loaded; Node's
  * `process.env` writes reach the C environment (`setenv`), and child processes inherit it.
  */
-export function ensureNcclEnvironment(env: NodeJS.ProcessEnv = process.env): void {
+export function ensureNcclEnvironment(env: WritableEnvironment = process.env): void {
   if (env['NCCL_NVLS_ENABLE'] === undefined) env['NCCL_NVLS_ENABLE'] = '0';
 }
 

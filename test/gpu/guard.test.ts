@@ -351,7 +351,7 @@ gpuSuite('GraphCaptureGuard and CapturedGraph', () => {
       (e: unknown) => e instanceof CaptureStateError && e.code === 'ERR_ASYNC_CAPTURE' && /must be synchronous/.test(e.message) && e.message.startsWith('captureGraph: '),
     );
     assertClean(s);
-    assert.throws(() => captureGraph(s, async () => {}), (e: unknown) => e instanceof InvalidArgumentError && /async function/.test(e.message));
+    assert.throws(() => captureGraph(s, (async () => {}) as never), (e: unknown) => e instanceof InvalidArgumentError && /async function/.test(e.message));
     await new Promise((r) => setTimeout(r, 20)); // an unhandled rejection would fail this test file
     s.synchronize();
     assert.equal(allEqual(u32(buf), 0), true, 'the discarded capture never ran');

@@ -32,6 +32,13 @@ export interface CheckedCaptureOptions {
 /** A function recorded into a graph: it submits work to `stream` and returns nothing (never a Promise). */
 export type CaptureBody = (stream: Stream) => void;
 
+/**
+ * `unknown` for a result that is not a Promise (or other thenable), `never` for one that is: the
+ * capture entry points take `fn: (stream) => R & NotAPromise<R>`, so an `async` body is refused by
+ * the type checker, before the run-time check refuses it for plain JavaScript.
+ */
+export type NotAPromise<R> = R extends PromiseLike<unknown> ? never : unknown;
+
 /** Why a capture body must be synchronous (the message of both refusals; docs/guard.md says more). */
 export const ASYNC_CAPTURE_RULE =
   'a capture must be synchronous. While an await waits, other code on this thread (timers, I/O callbacks, ' +

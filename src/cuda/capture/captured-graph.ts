@@ -13,7 +13,7 @@ import { brands } from '../core/brands.js';
 
 /** A kernel node of a captured graph, as `kernelNodes()` lists it. */
 export interface KernelNodeRef {
-  /** Its index in `graph.graph.nodes()`. */
+  /** Its index in `captured.graph.nodes()`. */
   readonly index: number;
   /** The kernel's name. */
   readonly name: string;
@@ -174,7 +174,7 @@ export class CapturedGraph {
    * Points a kernel node of the instantiated graph at new arguments
    * (`cuGraphExecKernelNodeSetParams_v2`): launches made after this call run the kernel with
    * `args`; launches already queued keep the old ones. `node` is the kernel's name (when one node
-   * runs it), the node's index in `graph.nodes()`, or its `CudaNode`. Arguments are typed as for
+   * runs it), the node's index in `captured.graph.nodes()` (or in `kernelNodes()`' `index`), or its `CudaNode`. Arguments are typed as for
    * `kernel.launch` and checked against the kernel's parameters; the graph keeps the new buffers
    * alive. (`GraphExec.setKernelArgs` is the same on any exec.)
    * @throws InvalidArgumentError for an unknown or ambiguous node, or arguments that do not match

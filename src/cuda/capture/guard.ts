@@ -10,7 +10,7 @@ import type { Stream } from '../device/stream.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
 import { DEFAULT_CAPTURE_MODE, requireCaptureMode, type CaptureMode } from './capture-mode.js';
 import { checkInstantiateFlags, type InstantiateFlags } from '../graph/instantiate-flags.js';
-import { ASYNC_CAPTURE_RULE, checkCaptureBody, checkCaptureOptions, type CaptureBody, type CaptureOptions, type CheckedCaptureOptions } from './capture-options.js';
+import { ASYNC_CAPTURE_RULE, checkCaptureBody, checkCaptureOptions, type CaptureBody, type NotAPromise, type CaptureOptions, type CheckedCaptureOptions } from './capture-options.js';
 import { StreamGraphCapture, type CaptureAllocator, type CaptureFailure } from './stream-graph-capture.js';
 import type { CapturePool } from '../pool/capture-pool.js';
 import { CapturedGraph } from './captured-graph.js';
@@ -134,7 +134,7 @@ export class GraphCaptureGuard {
   /**
    * Captures `fn(stream)` and returns the graph: `captureGraph` as a static. See `captureGraph`.
    */
-  static capture(stream: Stream, fn: CaptureBody, options?: CaptureOptions): CapturedGraph {
+  static capture<R>(stream: Stream, fn: (stream: Stream) => R & NotAPromise<R>, options?: CaptureOptions): CapturedGraph {
     return GraphCaptureGuard.captureFor('GraphCaptureGuard.capture', stream, fn, options);
   }
 
@@ -392,6 +392,6 @@ function releasePooled(pool: CapturePool, pooled: DeviceBuffer[]): unknown {
  *   out.copyFromDeviceAsync(s, tmp);
  * });
  */
-export function captureGraph(stream: Stream, fn: CaptureBody, options?: CaptureOptions): CapturedGraph {
+export function captureGraph<R>(stream: Stream, fn: (stream: Stream) => R & NotAPromise<R>, options?: CaptureOptions): CapturedGraph {
   return GraphCaptureGuard.captureFor('captureGraph', stream, fn, options);
 }

@@ -2,7 +2,7 @@ import { InvalidArgumentError } from '../../errors/base.js';
 import { requireInt, assertInstance } from '../../util/validate.js';
 import type { Stream } from '../device/stream.js';
 import { GraphCaptureGuard, isThenable } from './guard.js';
-import { ASYNC_CAPTURE_RULE, checkCaptureBody, checkCaptureOptions, type CaptureBody, type CaptureOptions } from './capture-options.js';
+import { ASYNC_CAPTURE_RULE, checkCaptureBody, checkCaptureOptions, type CaptureBody, type NotAPromise, type CaptureOptions } from './capture-options.js';
 import { CaptureStateError } from './guard-errors.js';
 import type { CapturedGraph } from './captured-graph.js';
 import { brands } from '../core/brands.js';
@@ -27,7 +27,7 @@ export interface MakeGraphedOptions extends CaptureOptions {
  * const graph = makeGraphed(s, (s) => { layer1.launch(s); layer2.launch(s); }, { warmup: 3 });
  * graph.launch();
  */
-export function makeGraphed(stream: Stream, fn: CaptureBody, options?: MakeGraphedOptions): CapturedGraph {
+export function makeGraphed<R>(stream: Stream, fn: (stream: Stream) => R & NotAPromise<R>, options?: MakeGraphedOptions): CapturedGraph {
   const op = 'makeGraphed';
   const body = checkCaptureBody(op, fn);
   // Everything the capture will check, checked before the warm-up runs.

@@ -311,6 +311,8 @@ export class Stream {
   /**
    * A new stream that starts after this stream's work so far (fork). During a capture the new
    * stream joins it, so its work is captured as a parallel branch; `join` it back before `end()`.
+   * The caller owns the new stream: dispose it when done (after the join, for a capture), or
+   * declare it with `using`.
    */
   fork(options?: StreamOptions): Stream {
     const op = 'Stream.fork';

@@ -136,7 +136,9 @@ export interface HostFunctionOptions {
 /**
  * A JS function the GPU calls in stream order. `launch(stream)` enqueues one call
  * (`cuLaunchHostFunc`); during a capture it records a host node, and the graph keeps the function
- * alive. Lowered graphs bind their host nodes to host functions too.
+ * alive. Lowered graphs bind their host nodes to host functions too. It takes no user data
+ * pointer (C's `void *userData`): what the callback needs, it reaches through its closure
+ * (`HostFunction.create(() => report(state))`).
  *
  * Wait for work that calls host functions with `await stream.synchronizeAsync()`: while a host
  * call is in flight, calls that would wait for the GPU (`synchronize()`, `Module.load`, copies

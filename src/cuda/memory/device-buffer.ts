@@ -256,8 +256,10 @@ export class DeviceBuffer {
   }
 
   /**
-   * Copies host bytes into the buffer and waits (`cuMemcpyHtoD`, on the legacy NULL stream).
-   * Not allowed while a global-mode capture is active: the driver then invalidates the capture.
+   * Copies host bytes into the buffer and waits (`cuMemcpyHtoD`, on the legacy NULL stream). During
+   * a global-mode capture of a non-blocking stream the driver allowed it and the capture stayed
+   * active (H200, CUDA 13.0; docs/driver.md); it is not captured: use `copyFromHostAsync` on the
+   * capturing stream to record a copy.
    */
   copyFromHost(src: ArrayBufferView, options?: HostCopyOptions): this {
     const op = 'DeviceBuffer.copyFromHost';
