@@ -14,6 +14,7 @@ import { LaunchSequence } from '../kernel/launch-sequence.js';
 import type { PreparedLaunch } from '../kernel/prepared-launch.js';
 import { brands, registerBrand } from '../core/brands.js';
 import type { ConditionalHandle, ConditionalNode } from '../graph/conditional.js';
+import type { NotAPromise } from '../capture/capture-options.js';
 
 /** Options of `device.createStream`. */
 export interface StreamOptions {
@@ -281,7 +282,7 @@ export class Stream {
    *   or one that serves a node already; the body's own error, unchanged (the outer capture then
    *   fails when it ends, naming this call).
    */
-  captureWhile(handle: ConditionalHandle, body: (stream: Stream) => void): ConditionalNode {
+  captureWhile<R>(handle: ConditionalHandle, body: (stream: Stream) => R & NotAPromise<R>): ConditionalNode {
     const op = 'Stream.captureWhile';
     return conditionalCall(op).conditional(op, this, 'while', handle, [body], 1);
   }
@@ -291,7 +292,7 @@ export class Stream {
    * `handle`'s condition is non-zero and, when given, `otherwise(s)` into the one that runs when
    * it is zero. As `captureWhile` for the rest.
    */
-  captureIf(handle: ConditionalHandle, then: (stream: Stream) => void, otherwise?: (stream: Stream) => void): ConditionalNode {
+  captureIf<R, E>(handle: ConditionalHandle, then: (stream: Stream) => R & NotAPromise<R>, otherwise?: (stream: Stream) => E & NotAPromise<E>): ConditionalNode {
     const op = 'Stream.captureIf';
     const bodies = otherwise === undefined ? [then] : [then, otherwise];
     return conditionalCall(op).conditional(op, this, 'if', handle, bodies, bodies.length);

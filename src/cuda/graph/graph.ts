@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
 import { describe, requireBoolean, requireInstance, requireOneOf, requireOptions } from '../../util/validate.js';
 import type { CaptureMode } from '../capture/capture-mode.js';
+import type { NotAPromise } from '../capture/capture-options.js';
 import { graph as gr, graphBuild as gb } from '../../driver/result/index.js';
 import { CUDA_GRAPH_INSTANTIATE_FLAG, CU_GRAPH_DEBUG_DOT_FLAGS, CU_GRAPH_DEPENDENCY_TYPE, CU_GRAPH_KERNEL_NODE_PORT, CU_GRAPH_NODE_TYPE } from '../../driver/layouts.js';
 import { INTERNAL, LIFETIME } from '../core/internal.js';
@@ -654,7 +655,7 @@ export class Graph {
    * @throws InvalidArgumentError as `StreamGraphCapture.beginInto`, or for an async `body`;
    *   CudaError when ending the capture fails (901 names the first illegal call).
    */
-  captureInto(stream: Stream, body: (stream: Stream) => void, options?: { dependencies?: readonly CudaNode[]; mode?: CaptureMode }): CudaNode[] {
+  captureInto<R>(stream: Stream, body: (stream: Stream) => R & NotAPromise<R>, options?: { dependencies?: readonly CudaNode[]; mode?: CaptureMode }): CudaNode[] {
     return this.captureIntoFor('Graph.captureInto', stream, body, options);
   }
 
