@@ -12,7 +12,7 @@ import { buildCWorker } from './gpu/build-c.js';
 import { IMPLS, USAGE, parseOptions, type GpuBenchOptions } from './gpu/options.js';
 import { benchPaths, repoRoot } from './gpu/paths.js';
 import { STEPS, commandFor, runsStep } from './gpu/plan.js';
-import { buildRows, checkTargets, formatMarkdown, formatText, type BenchResults, type ImplStatus, type StepSamples } from './gpu/report.js';
+import { buildRows, checkTargets, formatMarkdown, formatText, targetSummary, type BenchResults, type ImplStatus, type StepSamples } from './gpu/report.js';
 import { interleave } from './gpu/stats.js';
 import { WorkerProcess, type WorkerSpec } from './gpu/worker-process.js';
 
@@ -207,9 +207,8 @@ async function main(): Promise<number> {
     }
   }
   if (results.targets.length > 0) {
-    const failed = results.targets.filter((t) => !t.pass);
-    log(`cudagraph targets: ${results.targets.length - failed.length}/${results.targets.length} met`);
-    for (const t of failed) log(`  missed: ${t.label}, N=${t.n}: ${t.target}: ${t.detail}`);
+    log(`cudagraph targets: ${targetSummary(results.targets)}`);
+    for (const t of results.targets) if (t.outcome !== 'met') log(`  ${t.outcome}: ${t.label}, N=${t.n}: ${t.target}: ${t.detail}`);
   }
   process.stdout.write(`\n${results.gpu}, driver ${results.driverVersion ?? '?'}, ${roundsRun} rounds × ${opts.reps} reps, ${elapsed().toFixed(0)} s\n`);
   process.stdout.write(formatText(results) + '\n');

@@ -68,6 +68,10 @@ def _row(impl, row, n, reps, launches):
         for i in range(-1, reps):
             t_cap, t_inst, graph = impl.capture(n, with_args)
             impl.destroy(graph)
+            # Drop the last reference now: a library that frees a graph with its object (CuPy) would
+            # otherwise keep it alive through the next capture, which C, cudagraph and PyTorch do not
+            # (the release order moves the next capture's time by a quarter: docs/benchmark.md).
+            del graph
             if i >= 0:
                 capture.append(t_cap / 1e3 / n)
                 instantiate.append(t_inst / 1e3 / n)

@@ -68,7 +68,10 @@ class CuPyImpl:
         return t1 - t0, t2 - t1, graph
 
     def destroy(self, graph):
-        pass  # the Graph's exec is destroyed when its last reference goes
+        # CuPy frees a Graph's exec and graph when the object goes: the caller (common._row) drops
+        # its last reference right after this call, so the graph is released where the other
+        # implementations release theirs, before the next capture.
+        pass
 
     def sync(self):
         self.stream.synchronize()
