@@ -87,3 +87,4 @@ export {
   type GraphBuilderOptions,
 } from './builder.js';
 export { ELEMENT_TYPES, ELEMENT_BYTES, SCALAR_TYPES, REDUCE_OPS, COLLECTIVE_OPS, type ElementType, type ReduceOp, type CollectiveOp } from './element-type.js';
+export { ModelGraphCache, type ModelGraphCacheOptions, type ModelCacheEntry } from './graph-cache.js';

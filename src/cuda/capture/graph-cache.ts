@@ -15,12 +15,9 @@ import { CapturePool } from '../pool/capture-pool.js';
 import type { CapturedGraph } from './captured-graph.js';
 import { isThenable } from './guard.js';
 import { makeGraphed } from './make-graphed.js';
+import { cacheKeyText, checkBuckets, resolveCacheKey, type CacheKey, type CacheOverflow } from '../../model/cache-keys.js';
 
-/** A cache key: a number, a string, or a small tuple of them (at most 8). */
-export type CacheKey = number | string | readonly (number | string)[];
-
-/** What to do with a numeric key above the largest bucket: refuse it, or run the work eagerly (not cached). */
-export type CacheOverflow = 'refuse' | 'eager';
+export type { CacheKey, CacheOverflow } from '../../model/cache-keys.js';
 
 /** Options of `new GraphCache`. */
 export interface GraphCacheOptions<K extends CacheKey> {
@@ -66,8 +63,6 @@ export interface GraphCacheStats {
   readonly poolReservedBytes: number;
   readonly poolUsedBytes: number;
 }
-
-const MAX_TUPLE = 8;
 
 /** A cache of captured graphs keyed by shape. See the file comment; docs/guard.md, "GraphCache". */
 export class GraphCache<K extends CacheKey = CacheKey> {
@@ -147,13 +142,13 @@ export class GraphCache<K extends CacheKey = CacheKey> {
       this.#stats.eager++;
       return { key, graph: null, hit: false };
     }
-    const found = this.#graphs.get(keyText(k));
+    const found = this.#graphs.get(cacheKeyText(k));
     const graph = found?.graph ?? this.#add(op, k);
     if (found !== undefined) {
       this.#stats.hits++;
       // Most recently used last.
-      this.#graphs.delete(keyText(k));
-      this.#graphs.set(keyText(k), found);
+      this.#graphs.delete(cacheKeyText(k));
+      this.#graphs.set(cacheKeyText(k), found);
     }
     graph.launch(this.stream);
     return { key: k, graph, hit: found !== undefined };
@@ -173,14 +168,14 @@ export class GraphCache<K extends CacheKey = CacheKey> {
       if (k === null) throw new InvalidArgumentError(op, `keys[${i}]`, `keys[${i}] (${describe(key)}) is above the largest bucket (${this.#buckets!.at(-1)})`);
       return k;
     });
-    for (const k of resolved) if (!this.#graphs.has(keyText(k))) this.#add(op, k);
+    for (const k of resolved) if (!this.#graphs.has(cacheKeyText(k))) this.#add(op, k);
     return resolved;
   }
 
   /** Whether the graph `key` runs as is cached. @throws as `resolve`. */
   has(key: K): boolean {
     const k = this.#resolve('GraphCache.has', key);
-    return k !== null && this.#graphs.has(keyText(k));
+    return k !== null && this.#graphs.has(cacheKeyText(k));
   }
 
   /** The keys cached, least recently used first. */
@@ -226,11 +221,7 @@ export class GraphCache<K extends CacheKey = CacheKey> {
   }
 
   #resolve(op: string, key: unknown, name = 'key'): K | null {
-    checkKey(op, name, key);
-    if (this.#buckets === null) return key as K;
-    if (typeof key !== 'number') throw new InvalidArgumentError(op, name, `${name} must be a number: the cache pads numeric keys up to its buckets, got ${describe(key)}`);
-    const bucket = this.#buckets.find((b) => b >= key);
-    return bucket === undefined ? null : (bucket as K);
+    return resolveCacheKey<K>(op, name, key, this.#buckets);
   }
 
   /** Captures the graph of `k` (a miss), caches it, and evicts beyond `maxGraphs`. */
@@ -240,7 +231,7 @@ export class GraphCache<K extends CacheKey = CacheKey> {
     const graph = makeGraphed(this.stream, (s) => this.#body(op, s, k), { warmup: this.#warmup, ...(this.#pool !== null ? { pool: this.#pool } : {}) });
     this.#stats.captureMs += performance.now() - t0;
     this.#stats.captures++;
-    this.#graphs.set(keyText(k), { key: k, graph });
+    this.#graphs.set(cacheKeyText(k), { key: k, graph });
     while (this.#graphs.size > this.#maxGraphs) {
       const [oldest, entry] = this.#graphs.entries().next().value as [string, { graph: CapturedGraph }];
       this.#graphs.delete(oldest);
@@ -262,27 +253,4 @@ export class GraphCache<K extends CacheKey = CacheKey> {
   #runEagerly(op: string, key: K): void {
     this.#body(op, this.stream, key);
   }
-}
-
-/** Checks a cache key: a finite number, a string, or a tuple of 1..8 of them. */
-function checkKey(op: string, name: string, key: unknown): void {
-  const scalar = (v: unknown): boolean => (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'string';
-  if (scalar(key)) return;
-  if (Array.isArray(key) && key.length >= 1 && key.length <= MAX_TUPLE && key.every(scalar)) return;
-  throw new InvalidArgumentError(op, name, `${name} must be a finite number, a string, or an array of 1 to ${MAX_TUPLE} of them, got ${describe(key)}`);
-}
-
-/** The text a key is stored under: distinct for 1 and '1' and [1]. */
-function keyText(key: CacheKey): string {
-  return typeof key === 'number' ? `n${key}` : typeof key === 'string' ? `s${key}` : `t${JSON.stringify(key)}`;
-}
-
-/** Ascending positive integers, at least one. */
-function checkBuckets(op: string, buckets: unknown): readonly number[] {
-  if (!Array.isArray(buckets) || buckets.length === 0) throw new InvalidArgumentError(op, 'buckets', `buckets must be a non-empty array of ascending positive integers, got ${describe(buckets)}`);
-  buckets.forEach((b, i) => {
-    requireInt(op, `buckets[${i}]`, b, 1, Number.MAX_SAFE_INTEGER);
-    if (i > 0 && (b as number) <= (buckets[i - 1] as number)) throw new InvalidArgumentError(op, `buckets[${i}]`, `buckets must ascend: buckets[${i}] (${b}) is not above buckets[${i - 1}] (${buckets[i - 1]})`);
-  });
-  return Object.freeze([...(buckets as number[])]);
 }

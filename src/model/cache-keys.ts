@@ -1,0 +1,52 @@
+/**
+ * The keys and buckets of graph caches, one set of rules for both: the model's `ModelGraphCache`
+ * and the driver-backed `GraphCache`. A key is a finite number, a string, or a tuple of up to 8 of
+ * them; with buckets, a numeric key runs as the smallest bucket at or above it.
+ */
+import { InvalidArgumentError } from '../errors/base.js';
+import { describe, requireInt } from '../util/validate.js';
+
+/** A cache key: a number, a string, or a small tuple of them (at most 8). */
+export type CacheKey = number | string | readonly (number | string)[];
+
+/** What to do with a numeric key above the largest bucket: refuse it, or run the work eagerly (not cached). */
+export type CacheOverflow = 'refuse' | 'eager';
+
+/** The most elements a tuple key may have. */
+export const MAX_TUPLE_KEY = 8;
+
+/** Checks a cache key: a finite number, a string, or a tuple of 1..8 of them. */
+export function checkCacheKey(op: string, name: string, key: unknown): void {
+  const scalar = (v: unknown): boolean => (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'string';
+  if (scalar(key)) return;
+  if (Array.isArray(key) && key.length >= 1 && key.length <= MAX_TUPLE_KEY && key.every(scalar)) return;
+  throw new InvalidArgumentError(op, name, `${name} must be a finite number, a string, or an array of 1 to ${MAX_TUPLE_KEY} of them, got ${describe(key)}`);
+}
+
+/** The text a key is stored under: distinct for 1 and '1' and [1]. */
+export function cacheKeyText(key: CacheKey): string {
+  return typeof key === 'number' ? `n${key}` : typeof key === 'string' ? `s${key}` : `t${JSON.stringify(key)}`;
+}
+
+/** Checks buckets: ascending positive integers, at least one; a frozen copy. */
+export function checkBuckets(op: string, buckets: unknown): readonly number[] {
+  if (!Array.isArray(buckets) || buckets.length === 0) throw new InvalidArgumentError(op, 'buckets', `buckets must be a non-empty array of ascending positive integers, got ${describe(buckets)}`);
+  buckets.forEach((b, i) => {
+    requireInt(op, `buckets[${i}]`, b, 1, Number.MAX_SAFE_INTEGER);
+    if (i > 0 && (b as number) <= (buckets[i - 1] as number)) throw new InvalidArgumentError(op, `buckets[${i}]`, `buckets must ascend: buckets[${i}] (${b}) is not above buckets[${i - 1}] (${buckets[i - 1]})`);
+  });
+  return Object.freeze([...(buckets as number[])]);
+}
+
+/**
+ * The key `key` runs as: itself without buckets, else its bucket (the smallest at or above it),
+ * or null above the largest.
+ * @throws InvalidArgumentError for a key that is not a cache key, or not a number with buckets.
+ */
+export function resolveCacheKey<K extends CacheKey>(op: string, name: string, key: unknown, buckets: readonly number[] | null): K | null {
+  checkCacheKey(op, name, key);
+  if (buckets === null) return key as K;
+  if (typeof key !== 'number') throw new InvalidArgumentError(op, name, `${name} must be a number: the cache pads numeric keys up to its buckets, got ${describe(key)}`);
+  const bucket = buckets.find((b) => b >= key);
+  return bucket === undefined ? null : (bucket as K);
+}
