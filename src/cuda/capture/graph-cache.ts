@@ -142,7 +142,12 @@ export class GraphCache<K extends CacheKey = CacheKey> {
       this.#stats.eager++;
       return { key, graph: null, hit: false };
     }
-    const found = this.#graphs.get(cacheKeyText(k));
+    let found = this.#graphs.get(cacheKeyText(k));
+    if (found !== undefined && found.graph.disposed) {
+      // The program disposed a graph the cache handed out: capture it again.
+      this.#graphs.delete(cacheKeyText(k));
+      found = undefined;
+    }
     const graph = found?.graph ?? this.#add(op, k);
     if (found !== undefined) {
       this.#stats.hits++;

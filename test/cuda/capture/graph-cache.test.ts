@@ -51,8 +51,12 @@ test('a graph per key: captured on first use, replayed after; buckets pad numeri
   const st = cache.stats;
   assert.deepEqual([st.hits, st.misses, st.captures, st.evictions, st.graphs, st.eager, st.poolReservedBytes], [1, 2, 2, 0, 2, 0, 0]);
   assert.ok(st.captureMs >= 0);
+  // A graph the program disposed is captured again on its next use.
+  a.graph!.dispose();
+  const again = cache.launch(4);
+  assert.deepEqual([again.hit, again.graph !== a.graph, calls.length], [false, true, 3]);
   cache.dispose();
-  assert.equal(a.graph!.disposed, true, 'disposing the cache disposes its graphs');
+  assert.equal(again.graph!.disposed, true, 'disposing the cache disposes its graphs');
 });
 
 test('keys: numbers, strings and small tuples, each its own; overflow refused or run eagerly; LRU eviction; prepare', { skip }, () => {
