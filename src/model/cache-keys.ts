@@ -50,3 +50,68 @@ export function resolveCacheKey<K extends CacheKey>(op: string, name: string, ke
   const bucket = buckets.find((b) => b >= key);
   return bucket === undefined ? null : (bucket as K);
 }
+
+/**
+ * `keys` (the argument of a cache's `prepare`) resolved as `resolveCacheKey` resolves one, every
+ * key checked before any is used.
+ * @throws InvalidArgumentError naming `keys[i]` for a bad key or one above the largest bucket.
+ */
+export function resolveCacheKeys<K extends CacheKey>(op: string, keys: unknown, buckets: readonly number[] | null): K[] {
+  if (!Array.isArray(keys)) throw new InvalidArgumentError(op, 'keys', `keys must be an array of cache keys, got ${describe(keys)}`);
+  return keys.map((key: unknown, i) => {
+    const k = resolveCacheKey<K>(op, `keys[${i}]`, key, buckets);
+    if (k === null) throw new InvalidArgumentError(op, `keys[${i}]`, `keys[${i}] (${describe(key)}) is above the largest bucket (${buckets!.at(-1)})`);
+    return k;
+  });
+}
+
+/**
+ * The entries of a graph cache, by key, in least-recently-used order (a Map keeps insertion order:
+ * a use moves an entry to the end, eviction takes from the front).
+ */
+export class CacheEntries<K extends CacheKey, V> {
+  readonly #map = new Map<string, { readonly key: K; readonly value: V }>();
+
+  /** The value of `key`, now the most recently used; undefined when absent. */
+  use(key: K): V | undefined {
+    const text = cacheKeyText(key);
+    const e = this.#map.get(text);
+    if (e === undefined) return undefined;
+    this.#map.delete(text);
+    this.#map.set(text, e);
+    return e.value;
+  }
+
+  has(key: K): boolean {
+    return this.#map.has(cacheKeyText(key));
+  }
+
+  delete(key: K): void {
+    this.#map.delete(cacheKeyText(key));
+  }
+
+  /** Adds `value` as the most recently used, then evicts from the least recently used down to `max` entries; returns what went. */
+  add(key: K, value: V, max: number): V[] {
+    this.#map.set(cacheKeyText(key), { key, value });
+    const evicted: V[] = [];
+    while (this.#map.size > max) {
+      const [oldest, e] = this.#map.entries().next().value as [string, { value: V }];
+      this.#map.delete(oldest);
+      evicted.push(e.value);
+    }
+    return evicted;
+  }
+
+  /** Keys and values, least recently used first. */
+  entries(): Array<[K, V]> {
+    return [...this.#map.values()].map((e) => [e.key, e.value]);
+  }
+
+  get size(): number {
+    return this.#map.size;
+  }
+
+  clear(): void {
+    this.#map.clear();
+  }
+}

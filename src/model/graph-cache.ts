@@ -6,7 +6,7 @@
  */
 import { InvalidArgumentError } from '../errors/base.js';
 import { describe, requireInt, requireOneOf, requireOptions } from '../util/validate.js';
-import { cacheKeyText, checkBuckets, resolveCacheKey, type CacheKey, type CacheOverflow } from './cache-keys.js';
+import { CacheEntries, checkBuckets, resolveCacheKey, resolveCacheKeys, type CacheKey, type CacheOverflow } from './cache-keys.js';
 import type { ComputeGraph } from './compute-graph.js';
 import { StreamId } from './ids.js';
 import { StreamCapture } from './stream-capture.js';
@@ -40,7 +40,7 @@ export class ModelGraphCache<K extends CacheKey = CacheKey> {
   readonly #buckets: readonly number[] | null;
   readonly #overflow: CacheOverflow;
   readonly #maxGraphs: number;
-  readonly #graphs = new Map<string, { readonly key: K; readonly graph: ComputeGraph }>();
+  readonly #graphs = new CacheEntries<K, ComputeGraph>();
   #stats = { hits: 0, misses: 0, recordings: 0, evictions: 0, eager: 0 };
 
   /** @throws InvalidArgumentError for a record that is not a function, bad buckets, an unknown overflow or option, a bad maxGraphs. */
@@ -70,40 +70,27 @@ export class ModelGraphCache<K extends CacheKey = CacheKey> {
       this.#stats.eager++;
       return { key, graph, hit: false, eager: true };
     }
-    const text = cacheKeyText(k);
-    const found = this.#graphs.get(text);
+    const found = this.#graphs.use(k);
     if (found !== undefined) {
       this.#stats.hits++;
-      this.#graphs.delete(text);
-      this.#graphs.set(text, found);
-      return { key: k, graph: found.graph, hit: true, eager: false };
+      return { key: k, graph: found, hit: true, eager: false };
     }
     this.#stats.misses++;
     const graph = this.#recordOne(k);
-    this.#graphs.set(text, { key: k, graph });
-    while (this.#graphs.size > this.#maxGraphs) {
-      this.#graphs.delete(this.#graphs.keys().next().value as string);
-      this.#stats.evictions++;
-    }
+    this.#stats.evictions += this.#graphs.add(k, graph, this.#maxGraphs).length;
     return { key: k, graph, hit: false, eager: false };
   }
 
   /** Records the graphs of `keys` now, skipping cached ones; returns the keys they run as. @throws as `graph`. */
   prepare(keys: readonly K[]): K[] {
-    const op = 'ModelGraphCache.prepare';
-    if (!Array.isArray(keys)) throw new InvalidArgumentError(op, 'keys', `keys must be an array of cache keys, got ${describe(keys)}`);
-    const resolved = keys.map((key, i) => {
-      const k = resolveCacheKey<K>(op, `keys[${i}]`, key, this.#buckets);
-      if (k === null) throw new InvalidArgumentError(op, `keys[${i}]`, `keys[${i}] (${describe(key)}) is above the largest bucket (${this.#buckets!.at(-1)})`);
-      return k;
-    });
-    for (const k of resolved) if (!this.#graphs.has(cacheKeyText(k))) this.graph(k);
+    const resolved = resolveCacheKeys<K>('ModelGraphCache.prepare', keys, this.#buckets);
+    for (const k of resolved) if (!this.#graphs.has(k)) this.graph(k);
     return resolved;
   }
 
   /** The cached keys and graphs, least recently used first. */
   entries(): Array<[K, ComputeGraph]> {
-    return [...this.#graphs.values()].map((e) => [e.key, e.graph]);
+    return this.#graphs.entries();
   }
 
   /** The counters (a copy) and the number of graphs kept. */

@@ -21,6 +21,7 @@ import {
   type Stream,
 } from '../../src/index.js';
 import { gpuSuite } from './gpu.js';
+import { refused } from '../support/refused.js';
 
 const SOURCE =
   CONDITIONAL_DEVICE_API +
@@ -42,15 +43,6 @@ extern "C" __global__ void restart(unsigned int *p, unsigned long long h) {
 }
 `;
 
-/** Refusal check: the error class, the call the message starts with, and what it says. */
-function refused(fn: () => unknown, cls: new (...a: never[]) => Error, op: string, pattern: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof cls, `expected ${cls.name}, got ${String(e)}`);
-    assert.ok((e as Error).message.startsWith(`${op}: `), (e as Error).message);
-    assert.match((e as Error).message, pattern);
-    return true;
-  });
-}
 
 gpuSuite('conditional nodes', () => {
   const d = Device.get(0);

@@ -25,6 +25,7 @@ import {
   type NodeId,
 } from '../../src/index.js';
 import { gpuSuite } from './gpu.js';
+import { refused } from '../support/refused.js';
 
 const N = 1024;
 const GRID = N / 256;
@@ -50,15 +51,6 @@ extern "C" __global__ void twice_plus_one(unsigned int *p, int n) {
 }
 `;
 
-/** Refusal check: the error class, the call the message starts with, and what it says. */
-function refused(fn: () => unknown, cls: new (...a: never[]) => Error, op: string, pattern: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof cls, `expected ${cls.name}, got ${String(e)}`);
-    assert.ok((e as Error).message.startsWith(`${op}: `), (e as Error).message);
-    assert.match((e as Error).message, pattern);
-    return true;
-  });
-}
 
 gpuSuite('graphs built node by node', () => {
   const d = Device.get(0);

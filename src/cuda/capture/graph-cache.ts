@@ -15,7 +15,7 @@ import { CapturePool } from '../pool/capture-pool.js';
 import type { CapturedGraph } from './captured-graph.js';
 import { isThenable } from './guard.js';
 import { makeGraphed } from './make-graphed.js';
-import { cacheKeyText, checkBuckets, resolveCacheKey, type CacheKey, type CacheOverflow } from '../../model/cache-keys.js';
+import { CacheEntries, checkBuckets, resolveCacheKey, resolveCacheKeys, type CacheKey, type CacheOverflow } from '../../model/cache-keys.js';
 
 export type { CacheKey, CacheOverflow } from '../../model/cache-keys.js';
 
@@ -75,8 +75,8 @@ export class GraphCache<K extends CacheKey = CacheKey> {
   readonly #ownsPool: boolean;
   readonly #maxGraphs: number;
   readonly #warmup: number;
-  /** Key text → graph, in least-recently-used order (a Map keeps insertion order). */
-  readonly #graphs = new Map<string, { readonly key: K; readonly graph: CapturedGraph }>();
+  /** The graphs by key, least recently used first. */
+  readonly #graphs = new CacheEntries<K, CapturedGraph>();
   #stats = { hits: 0, misses: 0, captures: 0, captureMs: 0, evictions: 0, eager: 0 };
   #disposed = false;
 
@@ -142,19 +142,14 @@ export class GraphCache<K extends CacheKey = CacheKey> {
       this.#stats.eager++;
       return { key, graph: null, hit: false };
     }
-    let found = this.#graphs.get(cacheKeyText(k));
-    if (found !== undefined && found.graph.disposed) {
+    let found = this.#graphs.use(k);
+    if (found !== undefined && found.disposed) {
       // The program disposed a graph the cache handed out: capture it again.
-      this.#graphs.delete(cacheKeyText(k));
+      this.#graphs.delete(k);
       found = undefined;
     }
-    const graph = found?.graph ?? this.#add(op, k);
-    if (found !== undefined) {
-      this.#stats.hits++;
-      // Most recently used last.
-      this.#graphs.delete(cacheKeyText(k));
-      this.#graphs.set(cacheKeyText(k), found);
-    }
+    if (found !== undefined) this.#stats.hits++;
+    const graph = found ?? this.#add(op, k);
     graph.launch(this.stream);
     return { key: k, graph, hit: found !== undefined };
   }
@@ -167,25 +162,20 @@ export class GraphCache<K extends CacheKey = CacheKey> {
   prepare(keys: readonly K[]): K[] {
     const op = 'GraphCache.prepare';
     this.#alive(op);
-    if (!Array.isArray(keys)) throw new InvalidArgumentError(op, 'keys', `keys must be an array of cache keys, got ${describe(keys)}`);
-    const resolved = keys.map((key, i) => {
-      const k = this.#resolve(op, key, `keys[${i}]`);
-      if (k === null) throw new InvalidArgumentError(op, `keys[${i}]`, `keys[${i}] (${describe(key)}) is above the largest bucket (${this.#buckets!.at(-1)})`);
-      return k;
-    });
-    for (const k of resolved) if (!this.#graphs.has(cacheKeyText(k))) this.#add(op, k);
+    const resolved = resolveCacheKeys<K>(op, keys, this.#buckets);
+    for (const k of resolved) if (!this.#graphs.has(k)) this.#add(op, k);
     return resolved;
   }
 
   /** Whether the graph `key` runs as is cached. @throws as `resolve`. */
   has(key: K): boolean {
     const k = this.#resolve('GraphCache.has', key);
-    return k !== null && this.#graphs.has(cacheKeyText(k));
+    return k !== null && this.#graphs.has(k);
   }
 
   /** The keys cached, least recently used first. */
   keys(): K[] {
-    return [...this.#graphs.values()].map((e) => e.key);
+    return this.#graphs.entries().map(([k]) => k);
   }
 
   /** The counters, and the shared pool's bytes. */
@@ -212,7 +202,7 @@ export class GraphCache<K extends CacheKey = CacheKey> {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
-    for (const { graph } of this.#graphs.values()) graph.dispose();
+    for (const [, graph] of this.#graphs.entries()) graph.dispose();
     this.#graphs.clear();
     if (this.#ownsPool) this.#pool?.dispose();
   }
@@ -236,11 +226,8 @@ export class GraphCache<K extends CacheKey = CacheKey> {
     const graph = makeGraphed(this.stream, (s) => this.#body(op, s, k), { warmup: this.#warmup, ...(this.#pool !== null ? { pool: this.#pool } : {}) });
     this.#stats.captureMs += performance.now() - t0;
     this.#stats.captures++;
-    this.#graphs.set(cacheKeyText(k), { key: k, graph });
-    while (this.#graphs.size > this.#maxGraphs) {
-      const [oldest, entry] = this.#graphs.entries().next().value as [string, { graph: CapturedGraph }];
-      this.#graphs.delete(oldest);
-      entry.graph.dispose();
+    for (const old of this.#graphs.add(k, graph, this.#maxGraphs)) {
+      old.dispose();
       this.#stats.evictions++;
     }
     return graph;

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BODY_NODE_KINDS, ConditionalHandle, Device, DeviceBuffer, DisposedError, Graph, InvalidArgumentError, KernelArgValue, Module, arg } from '../../../src/index.js';
 import { loadStandIn } from '../../support/stand-in-driver.js';
+import { refused as check } from '../../support/refused.js';
 
 const lib = loadStandIn('conditional');
 const skip = lib === null && 'gcc is absent';
@@ -17,13 +18,8 @@ const kernels = lib?.counter('nodes_added');
 /** `body` throws `cls` with a message starting `op: ` and matching `pattern`, and adds no node (of the kinds the stand-in adds). */
 function refused(body: () => unknown, cls: new (...a: never[]) => Error, op: string, pattern: RegExp): void {
   const before = conditionals!() + kernels!();
-  assert.throws(body, (e: unknown) => {
-    assert.ok(e instanceof cls, `expected ${cls.name}, got ${String(e)}`);
-    assert.ok((e as Error).message.startsWith(`${op}: `), (e as Error).message);
-    assert.match((e as Error).message, pattern);
-    return true;
-  });
-  assert.equal(conditionals!() + kernels!(), before, 'a refused call adds no node');
+  check(body, cls, op, pattern);
+  assert.equal(conditionals!() + kernels!(), before, `${op}: a refused call adds no node`);
 }
 
 test('conditional handles and nodes: bodies owned by their node, ended with it; kinds and counts', { skip }, () => {

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { CudaNode, Device, DeviceBuffer, DisposedError, Graph, InvalidArgumentError, Module, PinnedHostBuffer, arg } from '../../../src/index.js';
 import { LIFETIME } from '../../../src/cuda/core/internal.js';
 import { loadStandIn } from '../../support/stand-in-driver.js';
+import { refused as check } from '../../support/refused.js';
 
 /** The stand-in driver's counts of nodes added and of exec updates, or null without gcc. */
 function standIn(): { added: () => number; updates: () => number } | null {
@@ -25,12 +26,7 @@ const skip = driver === null && 'gcc is absent';
 /** `body` throws `cls` with a message starting `op: ` and matching `pattern`, and adds no node. */
 function refused(body: () => unknown, cls: new (...a: never[]) => Error, op: string, pattern: RegExp): void {
   const before = nodesAdded!();
-  assert.throws(body, (e: unknown) => {
-    assert.ok(e instanceof cls, `expected ${cls.name}, got ${String(e)}`);
-    assert.ok((e as Error).message.startsWith(`${op}: `), (e as Error).message);
-    assert.match((e as Error).message, pattern);
-    return true;
-  });
+  check(body, cls, op, pattern);
   assert.equal(nodesAdded!(), before, `${op}: a refused call adds no node`);
 }
 

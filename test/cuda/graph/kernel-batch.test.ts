@@ -12,6 +12,7 @@ import type { KernelNodeEntry } from '../../../src/index.js';
 import { LIFETIME } from '../../../src/cuda/core/internal.js';
 import { nativeAddon, setNativeAddonForTesting } from '../../../src/driver/hot.js';
 import { loadStandIn } from '../../support/stand-in-driver.js';
+import { refused as check } from '../../support/refused.js';
 
 const lib = loadStandIn('kernel-batch');
 const skip = lib === null && 'gcc is absent';
@@ -42,12 +43,7 @@ function onBothBindings(body: (binding: string) => void): void {
 /** `body` throws `cls` with a message starting `Graph.addKernelNodes: ` and matching `pattern`, and adds no node. */
 function refused(body: () => unknown, cls: new (...a: never[]) => Error, pattern: RegExp): void {
   const before = added!();
-  assert.throws(body, (e: unknown) => {
-    assert.ok(e instanceof cls, `expected ${cls.name}, got ${String(e)}`);
-    assert.ok((e as Error).message.startsWith('Graph.addKernelNodes: '), (e as Error).message);
-    assert.match((e as Error).message, pattern);
-    return true;
-  });
+  check(body, cls, 'Graph.addKernelNodes', pattern);
   assert.equal(added!(), before, 'a refused call adds no node');
 }
 
