@@ -39,7 +39,7 @@ gpuSuite('GraphCache on the device', () => {
     using cache = new GraphCache({ stream: s, buckets: BUCKETS, capture: work, warmup: 1 });
     const got = new Float32Array(max);
     const want = new Float32Array(max);
-    for (const n of [1, 31, 32, 33, 100, 256, 700, 1024, 5, 1000]) {
+    for (const n of [1, 31, 32, 33, 100, 256, 300, 700, 1024, 5, 1000]) {
       x.copyFromHost(input);
       y.memsetAsync(s, 0);
       const r = cache.launch(n);
@@ -55,7 +55,7 @@ gpuSuite('GraphCache on the device', () => {
       assert.equal(r.key, BUCKETS.find((b) => b >= n));
     }
     const st = cache.stats;
-    assert.deepEqual([st.captures, st.graphs, st.misses, st.hits], [6, 6, 6, 4]);
+    assert.deepEqual([st.captures, st.graphs, st.misses, st.hits], [6, 6, 6, 5]);
     assert.ok(st.poolReservedBytes >= st.poolUsedBytes && st.poolUsedBytes >= 0);
     // What six graphs of one pool hold, beside what the largest bucket alone needs (4 × 1024 bytes):
     // printed for the docs' measurement, not yet a bound.
