@@ -9,7 +9,9 @@
  *     that loops cuLaunchKernel here (a LaunchSequence: no Node-API call per kernel);
  *   - cuGraphLaunch(exec, stream);
  *   - a batch of kernel nodes added to a graph: one call that loops cuGraphAddKernelNode_v2 here,
- *     each node's dependencies being nodes of the graph or nodes added earlier in the batch.
+ *     each node's dependencies being nodes of the graph or nodes added earlier in the batch;
+ *   - waits for GPU work that leave the event loop free (completion.c: one polling thread per
+ *     environment, finished waits handed to JS in batches).
  *
  * The two per-call hot functions also have a "mailbox" form that takes no Node-API arguments and
  * returns nothing: the JS side writes the launch id, stream and graph into a small ArrayBuffer
@@ -32,19 +34,19 @@
  *
  * Build: scripts/build-native.sh (the result is committed under native/prebuilt/<platform>-<arch>/).
  */
-#define NAPI_VERSION 8
-#include <node_api.h>
+#include "completion.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Bumped whenever a function's signature or meaning changes; the JS loader refuses other values. */
-#define HOT_ABI 4
+#define HOT_ABI 5
 
 /* Negative results are the addon's own; zero and positive ones are CUresult values. */
 #define HOT_NOT_BOUND (-1)  /* the driver function has not been bound yet */
 #define HOT_BAD_ID (-2)     /* no registered launch has this id */
+_Static_assert(HOT_NOT_BOUND == COMPLETION_NOT_BOUND, "one not-bound code");
 
 typedef int (*cu_launch_kernel_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                    unsigned by, unsigned bz, unsigned shared_mem, void *stream,
@@ -87,6 +89,8 @@ typedef struct {
   int32_t free_head;   /* first free slot below `used`, or -2 */
   mailbox_layout *mailbox; /* the backing store of the ArrayBuffer mailbox() made, or NULL */
   napi_ref mailbox_ref;    /* keeps that ArrayBuffer (and so its backing store) alive */
+  completion_driver completion; /* the driver functions of the waits */
+  completion_waiter *waiter;    /* this environment's completion thread, once waiterStart ran */
 } hot_state;
 
 #define IN_USE (-1)
@@ -438,10 +442,36 @@ static napi_value hot_registered(napi_env env, napi_callback_info info) {
   return out;
 }
 
+/* waiterStart, waitEvent, waitStream, waitsPending: completion.h documents them. */
+static napi_value hot_waiter_start(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  return completion_start(env, info, &st->completion, &st->waiter);
+}
+
+static napi_value hot_wait_event(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  return completion_wait(env, info, &st->completion, st->waiter);
+}
+
+static napi_value hot_wait_stream(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  return completion_wait_stream(env, info, &st->completion, st->waiter);
+}
+
+static napi_value hot_waits_pending(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  return completion_pending(env, st->waiter);
+}
+
 /*
  * bind(name: string, address: bigint): boolean -- sets the driver function `name`
- * ("cuLaunchKernel", "cuGraphLaunch" or "cuGraphAddKernelNode_v2") to `address` (0n unbinds);
- * false for an unknown name.
+ * ("cuLaunchKernel", "cuGraphLaunch", "cuGraphAddKernelNode_v2", and for the waits "cuEventQuery",
+ * "cuStreamQuery", "cuEventRecord", "cuCtxSetCurrent") to `address` (0n unbinds); false for an unknown name. A wait
+ * keeps the functions bound when it was handed over.
  */
 static napi_value hot_bind(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -459,6 +489,11 @@ static napi_value hot_bind(napi_env env, napi_callback_info info) {
   else if (strcmp(name, "cuGraphLaunch") == 0) st->cu_graph_launch = (cu_graph_launch_fn)(uintptr_t)address;
   else if (strcmp(name, "cuGraphAddKernelNode_v2") == 0)
     st->cu_graph_add_kernel_node = (cu_graph_add_kernel_node_fn)(uintptr_t)address;
+  else if (strcmp(name, "cuEventQuery") == 0) st->completion.cu_event_query = (cu_event_query_fn)(uintptr_t)address;
+  else if (strcmp(name, "cuStreamQuery") == 0) st->completion.cu_stream_query = (cu_stream_query_fn)(uintptr_t)address;
+  else if (strcmp(name, "cuEventRecord") == 0) st->completion.cu_event_record = (cu_event_record_fn)(uintptr_t)address;
+  else if (strcmp(name, "cuCtxSetCurrent") == 0)
+    st->completion.cu_ctx_set_current = (cu_ctx_set_current_fn)(uintptr_t)address;
   else known = false;
   napi_value out;
   napi_get_boolean(env, known, &out);
@@ -495,6 +530,8 @@ NAPI_MODULE_INIT() {
       {"bind", hot_bind},             {"launchSequence", hot_launch_sequence},
       {"mailbox", hot_mailbox},       {"launchFromMailbox", hot_launch_from_mailbox},
       {"graphLaunchFromMailbox", hot_graph_launch_from_mailbox}, {"addKernelNodes", hot_add_kernel_nodes},
+      {"waiterStart", hot_waiter_start}, {"waitEvent", hot_wait_event}, {"waitStream", hot_wait_stream},
+      {"waitsPending", hot_waits_pending},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value fn;

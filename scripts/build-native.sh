@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Builds the Node-API addon of cudagraph's hot path (native/cudagraph_hot.c) for this machine's
+# Builds the Node-API addon of cudagraph's hot path (native/cudagraph_hot.c, native/completion.c) for this machine's
 # platform and architecture, into native/prebuilt/<platform>-<arch>/cudagraph_hot.node, the file
 # the package ships (npm 11 runs no install scripts, so nothing is compiled on users' machines).
 #
 #   scripts/build-native.sh           # build (gcc, or $CC)
 #   scripts/build-native.sh --check   # build into a temporary file and fail if it differs from the committed one
 #
-# Beside the addon, <file>.source-sha256 records the hash of the source it was built from (a CPU
+# Beside the addon, <file>.source-sha256 records the hash of the sources it was built from (native/*.h then native/*.c, in name order) (a CPU
 # test checks it). No node-gyp: one compiler call against Node's own headers (Node-API version 8, ABI-stable across
 # Node >= 20). Reproducible: no build id, no paths or dates in the output, symbols stripped; the
 # same compiler version gives the same bytes. Linked against nothing but libc; Node-API symbols are
@@ -40,7 +40,7 @@ mkdir -p "$(dirname "$out")"
   -I"$NODE_INCLUDE" \
   -ffile-prefix-map="$PWD"=. -fno-ident \
   -Wl,--build-id=none -Wl,-s \
-  -o "$out" native/cudagraph_hot.c
+  -o "$out" native/cudagraph_hot.c native/completion.c
 
 # Only old, stable glibc symbol versions: the file must load on any glibc-based Linux of the last decade.
 if command -v objdump >/dev/null; then
@@ -60,6 +60,6 @@ if [ "$check" = 1 ]; then
   fi
 else
   # What the CPU tests compare with the source, so that an edit without a rebuild is caught.
-  sha256sum native/cudagraph_hot.c | cut -d' ' -f1 >"$out.source-sha256"
+  cat native/*.h native/*.c | sha256sum | cut -d' ' -f1 >"$out.source-sha256"
   echo "build-native: wrote $out ($(wc -c <"$out") bytes, sha256 $(sha256sum "$out" | cut -d' ' -f1)) with $("$CC" --version | head -1)"
 fi

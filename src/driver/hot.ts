@@ -24,10 +24,10 @@ import { fileURLToPath } from 'node:url';
 import { driverSymbol, symbolAddress, onLibrariesReset, type DriverApi } from './sys.js';
 
 /** The ABI version this code speaks; the addon reports its own as `abi`. */
-export const NATIVE_ABI = 4;
+export const NATIVE_ABI = 5;
 
 /** The driver functions the addon calls. */
-export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch' | 'cuGraphAddKernelNode_v2';
+export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch' | 'cuGraphAddKernelNode_v2' | 'cuEventQuery' | 'cuStreamQuery' | 'cuEventRecord' | 'cuCtxSetCurrent';
 
 /**
  * A kernel launch's shape in `cuLaunchKernel`'s argument order: function, grid x/y/z, block x/y/z,
@@ -99,6 +99,25 @@ export interface HotAddon {
   registered(): number;
   /** Sets the address of driver function `name` (0n unbinds); false for an unknown name. */
   bind(name: HotSymbol, address: bigint): boolean;
+  /**
+   * Starts this environment's completion thread (once; a second call throws): it polls the events
+   * of the waits handed over by `waitEvent` and calls `onComplete([id, CUresult, …])` with those
+   * that ended, in batches. It polls without sleeping for `spinNs` after the last activity, then
+   * sleeps a sixteenth of the idle time between polls, at most `maxSleepNs`.
+   */
+  waiterStart(onComplete: (done: number[]) => void, spinNs: number, maxSleepNs: number): void;
+  /**
+   * Records `event` on `stream` (unless `stream` is 0n), then hands the wait for it to the
+   * completion thread, which reports `id`. Returns 0, the record's CUresult, or `NOT_BOUND`.
+   */
+  waitEvent(id: number, ctx: bigint, event: bigint, stream: bigint): number;
+  /**
+   * Hands a wait for all of `stream`'s work to the completion thread (polled with cuStreamQuery:
+   * enqueues nothing). Returns 0 or `NOT_BOUND`.
+   */
+  waitStream(id: number, ctx: bigint, stream: bigint): number;
+  /** Waits handed over and not reported yet. */
+  waitsPending(): number;
 }
 
 /**

@@ -40,7 +40,7 @@ test('the prebuilt addon loads on linux-x64 without libcuda, and names no CUDA l
   assert.deepEqual(status, { active: true, path: prebuiltAddonPath(), reason: 'loaded' });
   assert.ok(addon !== null);
   assert.equal(addon.abi, NATIVE_ABI);
-  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind', 'addKernelNodes'] as const) {
+  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind', 'addKernelNodes', 'waiterStart', 'waitEvent', 'waitStream', 'waitsPending'] as const) {
     assert.equal(typeof addon[f], 'function', f);
   }
   // The driver's addresses come from the loader: the file must not link or dlopen libcuda itself.
@@ -52,7 +52,10 @@ test('the prebuilt addon loads on linux-x64 without libcuda, and names no CUDA l
 
 test('every prebuilt addon was built from the current source (scripts/build-native.sh)', () => {
   const root = join(prebuiltAddonPath(), '..', '..');
-  const source = createHash('sha256').update(readFileSync(join(root, '..', 'cudagraph_hot.c'))).digest('hex');
+  // The hash of native/*.h then native/*.c, in name order (as scripts/build-native.sh writes it).
+  const dir = join(root, '..');
+  const files = readdirSync(dir).filter((f) => f.endsWith('.h')).sort().concat(readdirSync(dir).filter((f) => f.endsWith('.c')).sort());
+  const source = createHash('sha256').update(Buffer.concat(files.map((f) => readFileSync(join(dir, f))))).digest('hex');
   const builds = readdirSync(root).filter((d) => existsSync(join(root, d, 'cudagraph_hot.node')));
   assert.ok(builds.includes('linux-x64'), `prebuilt folders: ${builds.join(', ')}`);
   for (const d of builds) {

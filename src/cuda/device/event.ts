@@ -1,6 +1,6 @@
 import { InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
 import { requireInstance, requireOptions, requireBoolean } from '../../util/validate.js';
-import { event as ev } from '../../driver/result/index.js';
+import { event as ev, wait } from '../../driver/result/index.js';
 import { CU, CU_EVENT_EXTERNAL } from '../../driver/layouts.js';
 import { INTERNAL, CAPTURE, RECORDED_IN, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
@@ -123,12 +123,20 @@ export class Event {
     surfaceHostCallbackErrors(op);
   }
 
-  /** Resolves when the work before the last record is done, without blocking the event loop. */
+  /**
+   * Resolves when the work before the last record is done, without blocking the event loop (the
+   * same completion thread as `Stream.synchronizeAsync`). Rejects with `HostCallbackError` when a
+   * host function threw, `CudaError` when the work failed.
+   */
   synchronizeAsync(): Promise<void> {
     const op = 'Event.synchronizeAsync';
     try {
-      this[LIFETIME].assertAlive(op);
-      return ev.eventSynchronizeAsync(op, this.#handle).then(() => surfaceHostCallbackErrors(op));
+      const life = this[LIFETIME];
+      life.assertAlive(op);
+      const waiting = wait.eventWaitAsync(op, this.device.context, this.#handle);
+      // The completion thread queries the handle until the wait ends: a dispose meanwhile waits for it.
+      life.retain();
+      return waiting.finally(() => life.release()).then(() => surfaceHostCallbackErrors(op));
     } catch (e) {
       return Promise.reject(e);
     }

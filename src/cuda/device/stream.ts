@@ -1,6 +1,6 @@
 import { InvalidArgumentError, DisposedError, privateConstructorError } from '../../errors/base.js';
 import { describe, requireBoolean, requireInstance, requireOptions } from '../../util/validate.js';
-import { stream as st } from '../../driver/result/index.js';
+import { stream as st, wait } from '../../driver/result/index.js';
 import { CU, CU_EVENT_EXTERNAL } from '../../driver/layouts.js';
 import { INTERNAL, CAPTURE, RECORDED_IN, LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
@@ -195,15 +195,24 @@ export class Stream {
   }
 
   /**
-   * Resolves when the stream's work is done, without blocking the event loop (the wait runs on a
-   * worker thread), so JS host functions in the work can run meanwhile. Rejects with
-   * `HostCallbackError` when a host function threw.
+   * Resolves when the work submitted to the stream before this call is done, without blocking the
+   * event loop, so JS host functions in the work can run meanwhile. The wait costs about what a
+   * blocking `synchronize()` costs (docs/driver.md, "Waiting without blocking"): an event recorded
+   * here is polled by one completion thread for all waits of the process. Rejects with
+   * `HostCallbackError` when a host function threw, `CudaError` when the work failed.
+   * @throws InvalidArgumentError (as a rejection) while the stream is capturing: synchronizing
+   *   would end the capture, so nothing is done.
    */
   synchronizeAsync(): Promise<void> {
     const op = 'Stream.synchronizeAsync';
     try {
       const h = this.handleFor(op);
-      return st.streamSynchronizeAsync(op, h).then(() => surfaceHostCallbackErrors(op));
+      if (this.#cell.sink !== null) {
+        throw new InvalidArgumentError(op, 'stream', 'the stream is capturing: a wait cannot be captured (CUDA would end the capture); wait after the capture ends');
+      }
+      const ctx = this.device.context;
+      makeCurrent(op, ctx);
+      return wait.streamWaitAsync(op, ctx, h).then(() => surfaceHostCallbackErrors(op));
     } catch (e) {
       return Promise.reject(e);
     }

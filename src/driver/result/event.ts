@@ -2,7 +2,6 @@
 import { driverSymbol } from '../sys.js';
 import { check, cudaError } from './check.js';
 import { u64, f32, takeHandle } from './scratch.js';
-import { waitOnWorker } from './stream.js';
 
 const CUDA_ERROR_NOT_READY = 600;
 
@@ -38,11 +37,6 @@ export function eventQuery(op: string, event: bigint): boolean {
 /** Blocks until the event completes (`cuEventSynchronize`). */
 export function eventSynchronize(op: string, event: bigint): void {
   check(driverSymbol(op, 'cuEventSynchronize')(event), op, 'cuEventSynchronize');
-}
-
-/** Resolves when the event completes, without blocking the event loop (see `waitOnWorker`). */
-export function eventSynchronizeAsync(op: string, event: bigint): Promise<void> {
-  return waitOnWorker(op, 'cuEventSynchronize', event, () => eventQuery(op, event));
 }
 
 /** Milliseconds between two recorded events (`cuEventElapsedTime_v2`). */

@@ -19,6 +19,7 @@ export * as execUpdate from './exec-update.js';
 export * as captureSplice from './capture-splice.js';
 export * as launchEx from './launch-ex.js';
 export * as host from './host.js';
+export * as wait from './wait.js';
 export { cudaError, check, setCaptureErrorListener } from './check.js';
 // The host-call gate and the process-wide record, for the object layer's policy (driver/host-gate.ts).
 export { gate, passGate, hostCallsSubmitted, hostCallStarted, hostCallFinished, QUEUE_LIMIT, STAGED_LIMIT } from '../host-gate.js';

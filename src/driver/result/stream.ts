@@ -32,7 +32,8 @@ export function streamQuery(op: string, stream: bigint): boolean {
 
 /**
  * Runs a blocking wait (`cuStreamSynchronize` / `cuEventSynchronize`) on a koffi worker thread and
- * resolves when it returns, so the event loop keeps running. A driver that refuses the call there
+ * resolves when it returns, so the event loop keeps running (the waits' path without the addon,
+ * `wait.ts`). A driver that refuses the call there
  * (no current context on that thread) is polled with `query` from the event loop instead.
  */
 export function waitOnWorker(
@@ -50,11 +51,6 @@ export function waitOnWorker(
       else reject(cudaError(rc, op, call));
     });
   });
-}
-
-/** Resolves when the stream's work is done, without blocking the event loop. */
-export function streamSynchronizeAsync(op: string, stream: bigint): Promise<void> {
-  return waitOnWorker(op, 'cuStreamSynchronize', stream, () => streamQuery(op, stream));
 }
 
 /** Polls `done` from the event loop: at once, then with back-off up to 1 ms. */

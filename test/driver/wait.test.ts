@@ -1,0 +1,185 @@
+/**
+ * Waits that leave the event loop free (`synchronizeAsync`), against the stand-in driver
+ * (fixtures/stand-in-driver.c), whose events a test can hold and release: the addon's completion
+ * thread and koffi's fallback, what a wait means (the work before it), batches, a thousand waits on
+ * one thread, failures of the work, a wait during a capture, an event disposed while waited for,
+ * and processes and workers that end with waits pending (in child processes, with a timeout).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { CudaError, Device, InvalidArgumentError, captureGraph } from '../../src/index.js';
+import { nativeAddon, setNativeAddonForTesting } from '../../src/driver/hot.js';
+import { waitsPending } from '../../src/driver/result/wait.js';
+import { loadStandIn } from '../support/stand-in-driver.js';
+
+const lib = loadStandIn('wait');
+const skip = lib === null ? 'gcc is absent' : nativeAddon() === null ? 'no addon for this platform' : false;
+const v = (name: string) => lib!.u64s(name);
+
+/** Holds every event recorded from now on until `release()`. */
+function hold(): { release: (upto?: bigint) => void; records: () => bigint } {
+  v('events_hold')[0] = 1n;
+  return {
+    release: (upto) => {
+      v('events_done_upto')[0] = upto ?? v('event_records')[0]!;
+    },
+    records: () => v('event_records')[0]!,
+  };
+}
+
+function unhold(): void {
+  v('events_done_upto')[0] = v('event_records')[0]!;
+  v('events_hold')[0] = 0n;
+}
+
+/** Settles after `ms` of event-loop turns; whether `p` settled meanwhile. */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let settled = false;
+  void p.then(() => (settled = true), () => (settled = true));
+  const end = Date.now() + ms;
+  while (!settled && Date.now() < end) await new Promise((r) => setTimeout(r, 1));
+  return settled;
+}
+
+function threads(): number {
+  return Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
+}
+
+test('a wait resolves when the work before it is done, not before, with the event loop free', { skip }, async () => {
+  const s = Device.get(0).createStream();
+  const h = hold();
+  const p = s.synchronizeAsync();
+  let turns = 0;
+  const ticking = setInterval(() => turns++, 1);
+  assert.equal(await settledWithin(p, 30), false, 'held: not resolved');
+  assert.ok(turns > 3, `the event loop ran meanwhile (${turns} timer turns)`);
+  h.release();
+  await p;
+  clearInterval(ticking);
+  unhold();
+  assert.equal(waitsPending(), 0);
+  s.dispose();
+});
+
+test('a stream wait means the work submitted before it: a later wait on the same stream is not waited for', { skip }, async () => {
+  const s = Device.get(0).createStream();
+  const h = hold();
+  const first = s.synchronizeAsync();
+  const upto = h.records();
+  const second = s.synchronizeAsync();
+  h.release(upto);
+  await first;
+  assert.equal(await settledWithin(second, 20), false, 'the second wait is still held');
+  h.release();
+  await second;
+  unhold();
+  s.dispose();
+});
+
+test('a thousand waits on a thousand streams: one completion thread, all resolved', { skip }, async () => {
+  const d = Device.get(0);
+  // The completion thread exists once the first wait ran.
+  await d.createStream().synchronizeAsync();
+  const before = threads();
+  const streams = Array.from({ length: 1000 }, () => d.createStream());
+  const h = hold();
+  const waits = streams.map((s) => s.synchronizeAsync());
+  assert.equal(waitsPending(), 1000);
+  assert.equal(threads(), before, 'no thread per wait');
+  h.release();
+  await Promise.all(waits);
+  assert.equal(waitsPending(), 0);
+  unhold();
+  for (const s of streams) s.dispose();
+});
+
+test('a failure of the work rejects the wait with CudaError naming the call; the next wait works', { skip }, async () => {
+  const s = Device.get(0).createStream();
+  v('event_query_error')[0] = 700n;
+  try {
+    await assert.rejects(s.synchronizeAsync(), (e: unknown) => e instanceof CudaError && e.code === 700 && /^Stream\.synchronizeAsync/.test(e.message) && /cuEventQuery/.test(e.message));
+  } finally {
+    v('event_query_error')[0] = 0n;
+  }
+  v('event_record_error')[0] = 1n;
+  try {
+    await assert.rejects(s.synchronizeAsync(), (e: unknown) => e instanceof CudaError && e.code === 1 && /cuEventRecord/.test(e.message));
+  } finally {
+    v('event_record_error')[0] = 0n;
+  }
+  await s.synchronizeAsync();
+  s.dispose();
+});
+
+test('a wait on a capturing stream is refused and the capture goes on', { skip }, async () => {
+  const s = Device.get(0).createStream();
+  let refusal: Promise<void> | null = null;
+  const g = captureGraph(s, (st) => {
+    refusal = st.synchronizeAsync();
+    assert.equal(st.isCapturing, true);
+  });
+  await assert.rejects(refusal!, (e: unknown) => e instanceof InvalidArgumentError && /^Stream\.synchronizeAsync: .*capturing/.test((e as Error).message));
+  g.dispose();
+  s.dispose();
+});
+
+test('an event disposed while waited for is destroyed when the wait ends, not before', { skip }, async () => {
+  const d = Device.get(0);
+  const s = d.createStream();
+  const h = hold();
+  const e = d.createEvent().record(s);
+  const live = v('events_live')[0]!;
+  const p = e.synchronizeAsync();
+  e.dispose();
+  assert.equal(v('events_live')[0], live, 'not destroyed while the completion thread queries it');
+  h.release();
+  await p;
+  assert.equal(v('events_live')[0], live - 1n, 'destroyed once the wait ended');
+  unhold();
+  s.dispose();
+});
+
+test('without the addon: the same waits through koffi, the same meaning', { skip: lib === null && 'gcc is absent' }, async () => {
+  const before = setNativeAddonForTesting(null);
+  try {
+    const s = Device.get(0).createStream();
+    const h = hold();
+    const first = s.synchronizeAsync();
+    const upto = h.records();
+    const second = s.synchronizeAsync();
+    assert.equal(await settledWithin(first, 20), false);
+    h.release(upto);
+    await first;
+    assert.equal(await settledWithin(second, 20), false);
+    h.release();
+    await second;
+    unhold();
+    s.dispose();
+  } finally {
+    setNativeAddonForTesting(before ?? undefined);
+  }
+});
+
+/** Runs `scenario` of wait-child.ts in a child process (with the stand-in) and returns its result. */
+function child(scenario: string) {
+  const file = fileURLToPath(new URL('./wait-child.js', import.meta.url));
+  return spawnSync(process.execPath, [file, scenario], { encoding: 'utf8', timeout: 20_000 });
+}
+
+for (const [scenario, what] of [
+  ['exit-when-done', 'a process whose last wait ended exits by itself (the wait no longer holds the loop)'],
+  ['exit-while-pending', 'process.exit() with a wait pending ends the process cleanly'],
+  ['worker-terminated', 'a worker terminated with a wait pending: the process goes on and exits'],
+  ['pending-keeps-alive', 'a pending wait keeps the process alive until it ends'],
+] as const) {
+  test(what, { skip }, () => {
+    const r = child(scenario);
+    assert.equal(r.error, undefined, `${scenario}: ${String(r.error)}`);
+    assert.equal(r.signal, null, `${scenario}: killed by ${r.signal}\n${r.stderr}`);
+    assert.equal(r.status, 0, `${scenario}: exit ${r.status}\n${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, new RegExp(`^${scenario}: ok$`, 'm'), r.stdout + r.stderr);
+  });
+}
