@@ -14,8 +14,8 @@ tests, the benchmarks' tables and a summary table (exit status, seconds, pass/fa
 are printed last; the script exits 1 when a step failed. Options add steps:
 
   --bench [budget]  bench:gpu, stopped after about <budget> seconds (default 90), then bench:pdl
-                    (programmatic dependent launch on a chain of short kernels, eager and graphed)
-                    and bench:solver (the conjugate-gradient solver in a WHILE node, 5 rounds)
+                    (programmatic dependent launch on a chain of short kernels, eager and graphed),
+                    bench:await (an awaited round trip's parts and the event loop's delay) and bench:solver (the conjugate-gradient solver in a WHILE node, 5 rounds)
   --pin <cpus>      with --bench (implied): after the unpinned bench:gpu, a second one with every
                     worker pinned to <cpus> (taskset -c); the two runs go to $OUT/unpinned and
                     $OUT/pinned
@@ -134,6 +134,8 @@ if [ -n "$bench" ]; then
 fi
 # What programmatic dependent launch saves on a chain of short kernels (writes $out/pdl-chain.json).
 [ -z "$bench" ] || { step "bench:pdl" "$out/pdl.log" env OUT="$out" timeout 200 node dist/bench/pdl-chain.js; benches+=("$out/pdl.log"); }
+# Where an awaited round trip's time goes, and the event loop's delay meanwhile (writes $out/await.json).
+[ -z "$bench" ] || { step "bench:await" "$out/await.log" env OUT="$out" timeout 200 node dist/bench/await.js; benches+=("$out/await.log"); }
 [ -z "$bench" ] || { step "bench:solver" "$out/solver.log" env OUT="$out" timeout 300 node dist/bench/solver.js --rounds 5; benches+=("$out/solver.log"); }
 [ "$nccl" = 0 ] || step "bench:nccl" "$out/nccl-bench.log" \
   timeout 150 node dist/bench/nccl.js --iters 100 --rounds 3 --out "$out/nccl-bench.json"

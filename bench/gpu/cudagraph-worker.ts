@@ -215,6 +215,26 @@ class CudagraphImpl implements BenchImpl<GraphExec> {
     return { launchNs: Number(t1 - t0), timerNs: Number(t0 - ta) };
   }
 
+  roundTrip(graph: GraphExec): number {
+    const s = this.stream;
+    s.synchronize();
+    now();
+    const t0 = now();
+    graph.launch(s);
+    s.synchronize();
+    return Number(now() - t0);
+  }
+
+  async roundTripAwait(graph: GraphExec): Promise<number> {
+    const s = this.stream;
+    s.synchronize();
+    now();
+    const t0 = now();
+    graph.launch(s);
+    await s.synchronizeAsync();
+    return Number(now() - t0);
+  }
+
   replay(graph: GraphExec, launches: number): number {
     const s = this.stream;
     s.synchronize();

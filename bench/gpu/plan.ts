@@ -5,11 +5,15 @@
  */
 import { DEFAULT_REPLAY_LAUNCHES, rowCommand, type RowCommand, type RowName } from './protocol.js';
 
-/** One command of a round; `repsDivisor` thins the repetitions of the slow 10 000-node capture. */
+/**
+ * One command of a round; `repsDivisor` thins the repetitions of the slow 10 000-node capture,
+ * `repsMultiplier` multiplies those of the short round trips (one repetition is one round trip).
+ */
 export interface Step {
   readonly row: RowName;
   readonly n: number;
   readonly repsDivisor: number;
+  readonly repsMultiplier?: number;
   /** The implementations that run this step; every one when absent. */
   readonly only?: readonly string[];
 }
@@ -19,6 +23,9 @@ export const SEQUENCE_IMPLS: readonly string[] = ['cudagraph', 'cudagraph-koffi'
 
 /** The workers with explicit graph construction: C and cudagraph. */
 export const EXPLICIT_IMPLS: readonly string[] = ['c', ...SEQUENCE_IMPLS];
+
+/** The workers with a wait that leaves the caller's event loop free: all but C. */
+export const AWAIT_IMPLS: readonly string[] = [...SEQUENCE_IMPLS, 'cupy', 'torch'];
 
 /** Whether implementation `id` runs `step`. */
 export function runsStep(step: Step, id: string): boolean {
@@ -33,8 +40,10 @@ export interface TableRow {
   readonly n: number;
   readonly step: number;
   readonly metric: string;
-  /** Host-cost rows carry the issue's target: within 1.25× of C. `replay` is device time. */
+  /** Host-cost rows carry the ratio targets to C (`bounds`). `replay` is device time. */
   readonly hostCost: boolean;
+  /** The ratio targets to C of a host-cost row; default `[1.10, 1.25]` (report.ts). */
+  readonly bounds?: readonly number[];
   /**
    * Not one of the target rows (a cudagraph-only form: `LaunchSequence`): shown with its ratio to C
    * but never checked against the targets. C's column is then C's per-call row, step `cStep`.
@@ -42,6 +51,8 @@ export interface TableRow {
   readonly extra: boolean;
   /** The step whose samples fill C's column (`step` unless set). */
   readonly cStep?: number;
+  /** The metric of C's column (`metric` unless set): the awaited round trip reads C's blocking one. */
+  readonly cMetric?: string;
   /**
    * The harness's own cost, not a library's (the `timer` metric: the first clock read after a
    * wait, in each language): shown for every implementation, never judged.
@@ -67,7 +78,15 @@ export const STEPS: readonly Step[] = [
   { row: 'update', n: 10000, repsDivisor: 1, only: EXPLICIT_IMPLS },
   // The same chain in one batch call: cudagraph only, judged against C's per-node loop (step 11).
   { row: 'build-batch', n: 10000, repsDivisor: 3, only: SEQUENCE_IMPLS },
+  // Round trips: launch, then wait (blocking; then leaving the event loop free, beside C's blocking one).
+  { row: 'roundtrip', n: 10, repsDivisor: 1, repsMultiplier: 10 },
+  { row: 'roundtrip', n: 100, repsDivisor: 1, repsMultiplier: 10 },
+  { row: 'roundtrip-await', n: 10, repsDivisor: 1, repsMultiplier: 10, only: AWAIT_IMPLS },
+  { row: 'roundtrip-await', n: 100, repsDivisor: 1, repsMultiplier: 10, only: AWAIT_IMPLS },
 ];
+
+/** The wait that leaves the event loop free: within 1.2× of C's blocking round trip. */
+export const AWAIT_RATIO_TO_C = 1.2;
 
 function row(step: number, metric: string, label: string, hostCost = true): TableRow {
   const s = STEPS[step]!;
@@ -104,10 +123,14 @@ export const TABLE_ROWS: readonly TableRow[] = [
   row(12, 'toggle', 'disable / enable 1 node, one call'),
   row(12, 'reinstantiate', 're-instantiate the whole graph instead, one call'),
   { ...row(13, 'build', 'explicit construction, one addKernelNodes batch, per node'), cStep: 11 },
+  row(14, 'sync', 'launch + blocking wait, one round trip'),
+  row(15, 'sync', 'launch + blocking wait, one round trip'),
+  { ...row(16, 'await', "launch + await (event loop free), one round trip, vs C's blocking one"), cStep: 14, cMetric: 'sync', bounds: [AWAIT_RATIO_TO_C] },
+  { ...row(17, 'await', "launch + await (event loop free), one round trip, vs C's blocking one"), cStep: 15, cMetric: 'sync', bounds: [AWAIT_RATIO_TO_C] },
 ];
 
 /** The command for `step` with `reps` base repetitions (at least 3 after thinning). */
 export function commandFor(step: Step, reps: number): RowCommand {
-  const r = step.repsDivisor > 1 ? Math.max(3, Math.ceil(reps / step.repsDivisor)) : reps;
+  const r = step.repsDivisor > 1 ? Math.max(3, Math.ceil(reps / step.repsDivisor)) : Math.min(10_000, reps * (step.repsMultiplier ?? 1));
   return rowCommand(step.row, step.n, r, DEFAULT_REPLAY_LAUNCHES);
 }

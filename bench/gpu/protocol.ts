@@ -13,13 +13,16 @@ import { describe, requireInt } from '../../src/util/validate.js';
  * worker knows them (the plan sends them to no other worker). `build` and `update` work on a graph
  * built node by node (N `add2` kernel nodes in a chain); the C and cudagraph workers know them
  * (CuPy and PyTorch have no explicit graph construction); `build-batch` builds the same chain with
- * one `graph.addKernelNodes` call (cudagraph only, compared with C's `build`).
+ * one `graph.addKernelNodes` call (cudagraph only, compared with C's `build`). `roundtrip` times a
+ * launch of a graph of N empty nodes and the blocking wait for it; `roundtrip-await` the same
+ * launch and a wait that leaves the event loop free (cudagraph's `await synchronizeAsync()`, Python's
+ * `await loop.run_in_executor(None, synchronize)`; C has none, and is compared by its `roundtrip`).
  */
-export const ROW_NAMES = ['eager', 'eager-args', 'capture', 'capture-args', 'launch', 'replay', 'eager-seq', 'capture-seq', 'build', 'update', 'build-batch'] as const;
+export const ROW_NAMES = ['eager', 'eager-args', 'capture', 'capture-args', 'launch', 'replay', 'eager-seq', 'capture-seq', 'build', 'update', 'build-batch', 'roundtrip', 'roundtrip-await'] as const;
 export type RowName = (typeof ROW_NAMES)[number];
 
 /**
- * Untimed repetitions before the timed ones of a `launch` row of `n` nodes, in every worker (C,
+ * Untimed repetitions before the timed ones of a `launch` or round-trip row of `n` nodes, in every worker (C,
  * Python, Node alike; bench/gpu/c/worker.c and bench/gpu/py/common.py repeat the rule): enough
  * single calls to reach a JIT's steady state on the first launch row a worker runs (10 nodes: a
  * thousand calls; V8 optimises a function after it has run for a while, not after one call, and one
@@ -53,6 +56,8 @@ export const ROW_METRICS: Readonly<Record<RowName, readonly string[]>> = {
   build: ['build'],
   update: ['update', 'toggle', 'reinstantiate'],
   'build-batch': ['build'],
+  roundtrip: ['sync'],
+  'roundtrip-await': ['await'],
 };
 
 /** `row <name> <n> <reps> <launches>`: run row `name` at size `n`, `reps` timed repetitions. */

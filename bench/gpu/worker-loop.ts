@@ -47,6 +47,13 @@ export interface BenchImpl<G> {
    * exec destroyed untimed).
    */
   updateRow?(n: number, reps: number): { update: number[]; toggle: number[]; reinstantiate: number[] };
+  /**
+   * One round trip on an idle stream: the graph's launch and the blocking wait for it (ns, timed
+   * from a second clock read after the wait before, as `launchOnce`).
+   */
+  roundTrip(graph: G): number;
+  /** The same with a wait that leaves the event loop free (`await`); absent where there is none. */
+  roundTripAwait?(graph: G): Promise<number>;
 }
 
 /** The capture metrics of `reps` repetitions (after one warm-up) of `capture`, in µs per node. */
@@ -70,8 +77,11 @@ function optional<G, K extends 'eagerSequence' | 'captureSequence' | 'build' | '
   return f.bind(impl) as NonNullable<BenchImpl<G>[K]>;
 }
 
-/** Runs one command: untimed warm-up (one repetition; `launchWarmupReps(n)` for `launch`), then `reps` timed ones; samples in µs. */
-export function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): RowReply {
+/**
+ * Runs one command: untimed warm-up (one repetition; `launchWarmupReps(n)` for `launch` and the
+ * round trips), then `reps` timed ones; samples in µs.
+ */
+export async function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): Promise<RowReply> {
   const { row, n, reps, launches } = cmd;
   const samples: Record<string, number[]> = {};
   switch (row) {
@@ -118,6 +128,20 @@ export function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): RowReply {
       samples.reinstantiate = r.reinstantiate.map((ns) => ns / 1e3);
       break;
     }
+    case 'roundtrip':
+    case 'roundtrip-await': {
+      const graph = impl.readyGraph(n);
+      try {
+        const once = row === 'roundtrip' ? async (g: G) => impl.roundTrip(g) : optionalAwait(impl, row);
+        for (let i = launchWarmupReps(n); i > 0; i--) await once(graph);
+        const xs: number[] = [];
+        for (let i = 0; i < reps; i++) xs.push((await once(graph)) / 1e3);
+        samples[row === 'roundtrip' ? 'sync' : 'await'] = xs;
+      } finally {
+        impl.destroy(graph);
+      }
+      break;
+    }
     case 'launch':
     case 'replay': {
       const graph = impl.readyGraph(n);
@@ -138,6 +162,13 @@ export function runRow<G>(impl: BenchImpl<G>, cmd: RowCommand): RowReply {
     }
   }
   return { ok: true, row, n, samples };
+}
+
+/** `impl.roundTripAwait`, bound, or an error naming the row. */
+function optionalAwait<G>(impl: BenchImpl<G>, row: string): (graph: G) => Promise<number> {
+  const f = impl.roundTripAwait;
+  if (typeof f !== 'function') throw new Error(`row ${row}: this implementation has no wait that leaves the event loop free`);
+  return f.bind(impl);
 }
 
 function messageOf(e: unknown): string {
@@ -167,7 +198,7 @@ export async function serve<G>(implId: string, make: () => BenchImpl<G>): Promis
       const cmd = parseCommand(line);
       if (cmd === null) continue;
       if (cmd === 'quit') break;
-      reply = runRow(impl, cmd);
+      reply = await runRow(impl, cmd);
     } catch (e) {
       reply = { ok: false, error: messageOf(e) };
     }

@@ -195,6 +195,19 @@ static int rep_launch(CUgraphExec exec, double *call, double *timer) {
   return 0;
 }
 
+/* roundtrip: one cuGraphLaunch and the blocking wait for it, on an idle stream, timed from a second
+ * clock read after the wait before (as `launch`). C has no wait that leaves an event loop free: the
+ * other workers' awaited round trips are compared with this one. */
+static int rep_roundtrip(CUgraphExec exec, double *span) {
+  CHECK(cuStreamSynchronize(stream));
+  (void)now_us();
+  double t0 = now_us();
+  CHECK(cuGraphLaunch(exec, stream));
+  CHECK(cuStreamSynchronize(stream));
+  *span = now_us() - t0;
+  return 0;
+}
+
 /* replay: `launches` back-to-back launches then a sync, all inside the span: device time per
  * node once the host keeps ahead. */
 static int rep_replay(CUgraphExec exec, int n, int launches, double *per_node) {
@@ -338,6 +351,18 @@ static int run_row(const char *row, int n, int reps, int launches) {
     printf("{\"ok\":true,\"row\":\"%s\",\"n\":%d,\"samples\":{", row, n);
     print_samples(row, xs_a, reps, 1);
     if (is_launch) print_samples("timer", xs_b, reps, 0);
+    printf("}}\n");
+    return 0;
+  }
+  if (!strcmp(row, "roundtrip")) {
+    CUgraphExec exec;
+    if (ready_graph(n, &exec)) return -1;
+    for (int i = -launch_warmup_reps(n); i < reps; i++) {
+      if (rep_roundtrip(exec, i < 0 ? &scratch_a : &xs_a[i])) { cuGraphExecDestroy(exec); return -1; }
+    }
+    CHECK(cuGraphExecDestroy(exec));
+    printf("{\"ok\":true,\"row\":\"%s\",\"n\":%d,\"samples\":{", row, n);
+    print_samples("sync", xs_a, reps, 1);
     printf("}}\n");
     return 0;
   }

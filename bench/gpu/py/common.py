@@ -13,6 +13,7 @@ must stay tight: the loop is what is measured) and this module does the rest:
   launcher(graph) -> callable          launches the graph when called with no argument; a bound
                                        method, so the timed call adds no Python frame
 """
+import asyncio
 import json
 import sys
 from time import perf_counter_ns
@@ -56,6 +57,33 @@ def _replay(sync, go, launches):
     return perf_counter_ns() - t0
 
 
+def _round_trip(sync, go):
+    """One launch and the blocking wait for it, on an idle stream (ns)."""
+    sync()
+    perf_counter_ns()
+    t0 = perf_counter_ns()
+    go()
+    sync()
+    return perf_counter_ns() - t0
+
+
+async def _round_trips_awaited(sync, go, warmup, reps):
+    """Round trips whose wait leaves the asyncio event loop free, as a Python program waits for a
+    blocking call: the synchronisation on the loop's default thread pool (ns each)."""
+    loop = asyncio.get_running_loop()
+    spans = []
+    for i in range(-warmup, reps):
+        sync()
+        perf_counter_ns()
+        t0 = perf_counter_ns()
+        go()
+        await loop.run_in_executor(None, sync)
+        t1 = perf_counter_ns()
+        if i >= 0:
+            spans.append(t1 - t0)
+    return spans
+
+
 def _row(impl, row, n, reps, launches):
     """Runs one row: an untimed warm-up repetition, then `reps` timed ones. Samples in µs."""
     if row in ("eager", "eager-args"):
@@ -88,6 +116,18 @@ def _row(impl, row, n, reps, launches):
                 return {"launch": [p[0] / 1e3 for p in pairs], "timer": [p[1] / 1e3 for p in pairs]}
             _replay(sync, go, launches)
             return {"replay": [_replay(sync, go, launches) / 1e3 / (launches * n) for _ in range(reps)]}
+        finally:
+            impl.destroy(graph)
+    if row in ("roundtrip", "roundtrip-await"):
+        graph = _ready_graph(impl, n)
+        sync, go = impl.sync, impl.launcher(graph)
+        try:
+            if row == "roundtrip":
+                for _ in range(launch_warmup_reps(n)):
+                    _round_trip(sync, go)
+                return {"sync": [_round_trip(sync, go) / 1e3 for _ in range(reps)]}
+            spans = asyncio.run(_round_trips_awaited(sync, go, launch_warmup_reps(n), reps))
+            return {"await": [x / 1e3 for x in spans]}
         finally:
             impl.destroy(graph)
     raise ValueError("unknown row '%s'" % row)

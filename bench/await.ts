@@ -1,0 +1,156 @@
+/**
+ * Where the time of an awaited round trip goes, and whether the event loop stays free meanwhile
+ * (`npm run bench:await` on a GPU machine). One process, the variants interleaved in every round:
+ *
+ *   - sync:       `exec.launch(s)` + `s.synchronize()` (blocking), a graph of N empty kernels;
+ *   - await:      `exec.launch(s)` + `await s.synchronizeAsync()`;
+ *   - idle await: `await s.synchronizeAsync()` of an idle stream: the wait's own cost (an event
+ *                 recorded, found done by the completion thread, handed back to the event loop,
+ *                 the promise settled) with no GPU work to overlap it;
+ *   - immediate:  `await` of a promise resolved by `setImmediate`: what one turn of the event loop
+ *                 costs this process, the floor of any wait that frees the loop.
+ *
+ * Then the event loop's delay (`perf_hooks.monitorEventLoopDelay`, 1 ms resolution) during a
+ * stream of awaited round trips and during a stream of blocking ones, for `--seconds` each; and a
+ * thousand streams awaited at once (the wall time, and the process's threads before and after).
+ *
+ *   npm run bench:await -- [--nodes 10] [--rounds 10] [--reps 300] [--seconds 1]
+ *   (writes $OUT/await.json when OUT is set)
+ */
+import { writeFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { Device, Module, StreamGraphCapture } from '../src/index.js';
+import { nativeStatus } from '../src/driver/index.js';
+import type { GraphExec, Stream } from '../src/index.js';
+import { median } from './gpu/stats.js';
+
+const argv = process.argv.slice(2);
+const num = (flag: string, dflt: number): number => {
+  const i = argv.indexOf(flag);
+  const v = i >= 0 ? Number(argv[i + 1]) : dflt;
+  if (!Number.isInteger(v) || v < 1) {
+    process.stderr.write(`bench:await: ${flag} must be an integer ≥ 1\n`);
+    process.exit(2);
+  }
+  return v;
+};
+const NODES = num('--nodes', 10);
+const ROUNDS = num('--rounds', 10);
+const REPS = num('--reps', 300);
+const SECONDS = num('--seconds', 1);
+const STREAMS = 1000;
+
+const d = Device.get(0);
+const s = d.createStream();
+const empty = Module.compile(d, 'extern "C" __global__ void empty() {}').function('empty');
+
+function graphOf(stream: Stream, n: number): GraphExec {
+  const cap = StreamGraphCapture.begin(stream);
+  for (let i = 0; i < n; i++) empty.launch(stream, { grid: 1, block: 32, args: [] });
+  const exec = cap.end();
+  exec.launch(stream);
+  stream.synchronize();
+  return exec;
+}
+const exec = graphOf(s, NODES);
+const now = () => process.hrtime.bigint();
+
+const variants: Record<string, () => Promise<number>> = {
+  sync: async () => {
+    s.synchronize();
+    const t0 = now();
+    exec.launch(s);
+    s.synchronize();
+    return Number(now() - t0);
+  },
+  await: async () => {
+    s.synchronize();
+    const t0 = now();
+    exec.launch(s);
+    await s.synchronizeAsync();
+    return Number(now() - t0);
+  },
+  'idle await': async () => {
+    s.synchronize();
+    const t0 = now();
+    await s.synchronizeAsync();
+    return Number(now() - t0);
+  },
+  immediate: async () => {
+    const t0 = now();
+    await new Promise<void>((r) => setImmediate(r));
+    return Number(now() - t0);
+  },
+};
+
+// Warm-up: a thousand of each (JIT, the completion thread, the pool of wait events).
+for (const f of Object.values(variants)) for (let i = 0; i < 1000; i++) await f();
+
+const perRound: Record<string, number[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+for (let r = 0; r < ROUNDS; r++) {
+  for (const [name, f] of Object.entries(variants)) {
+    const xs: number[] = [];
+    for (let i = 0; i < REPS; i++) xs.push((await f()) / 1e3);
+    perRound[name]!.push(median(xs));
+  }
+}
+
+/** The event loop's delay while `body` runs for SECONDS (µs percentiles). */
+async function loopDelay(body: () => Promise<unknown>): Promise<{ p50: number; p99: number; max: number; roundTrips: number }> {
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  const end = Date.now() + SECONDS * 1000;
+  let roundTrips = 0;
+  while (Date.now() < end) {
+    await body();
+    roundTrips++;
+  }
+  h.disable();
+  return { p50: h.percentile(50) / 1e3, p99: h.percentile(99) / 1e3, max: h.max / 1e3, roundTrips };
+}
+const delayAwait = await loopDelay(variants.await!);
+const delaySync = await loopDelay(async () => {
+  // Blocking round trips back to back, giving the loop a turn only every 100 ms (as a program
+  // that blocks would): the delay the awaited form avoids.
+  const end = Date.now() + 100;
+  while (Date.now() < end) await variants.sync!();
+  await new Promise<void>((r) => setImmediate(r));
+});
+
+const threads = () => Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
+const streams = Array.from({ length: STREAMS }, () => d.createStream());
+const execs = streams.map((st) => graphOf(st, 1));
+const threadsBefore = threads();
+const t0 = now();
+await Promise.all(streams.map((st, i) => (execs[i]!.launch(st), st.synchronizeAsync())));
+const manyMs = Number(now() - t0) / 1e6;
+const threadsAfter = threads();
+
+const summary = Object.fromEntries(
+  Object.entries(perRound).map(([k, xs]) => [k, { median: median(xs), lo: Math.min(...xs), hi: Math.max(...xs) }]),
+);
+const results = {
+  date: new Date().toISOString(),
+  gpu: d.name,
+  binding: nativeStatus().active ? 'addon' : `koffi (${nativeStatus().reason})`,
+  nodes: NODES, rounds: ROUNDS, reps: REPS,
+  roundTripUs: summary,
+  awaitOverSync: summary['await']!.median / summary['sync']!.median,
+  loopDelayUs: { awaited: delayAwait, blocking: delaySync },
+  concurrent: { streams: STREAMS, wallMs: manyMs, threadsBefore, threadsAfter },
+  perRound,
+};
+if (process.env['OUT']) writeFileSync(join(process.env['OUT'], 'await.json'), JSON.stringify(results, null, 2));
+
+const f = (x: number) => x.toFixed(2);
+process.stdout.write(`bench:await — ${d.name}, ${results.binding}, graph of ${NODES} empty kernels, ${ROUNDS} rounds × ${REPS}\n`);
+for (const [k, v] of Object.entries(summary)) process.stdout.write(`  ${k.padEnd(11)} ${f(v.median).padStart(7)} µs  [${f(v.lo)}–${f(v.hi)}]\n`);
+process.stdout.write(`  await / sync: ${results.awaitOverSync.toFixed(3)}×\n`);
+process.stdout.write(`  event-loop delay, awaited round trips (${delayAwait.roundTrips} in ${SECONDS} s): p50 ${f(delayAwait.p50)} µs, p99 ${f(delayAwait.p99)} µs, max ${f(delayAwait.max)} µs\n`);
+process.stdout.write(`  event-loop delay, blocking round trips (${delaySync.roundTrips} turns): p50 ${f(delaySync.p50)} µs, p99 ${f(delaySync.p99)} µs, max ${f(delaySync.max)} µs\n`);
+process.stdout.write(`  ${STREAMS} streams awaited at once: ${manyMs.toFixed(1)} ms, threads ${threadsBefore} → ${threadsAfter}\n`);
+for (const e of execs) e.dispose();
+for (const st of streams) st.dispose();
+exec.dispose();
+s.dispose();
