@@ -7,6 +7,9 @@
  *   - idle await: `await s.synchronizeAsync()` of an idle stream: the wait's own cost (an event
  *                 recorded, found done by the completion thread, handed back to the event loop,
  *                 the promise settled) with no GPU work to overlap it;
+ *   - await, loop asleep / idle await, loop asleep: the same two with the event loop left to sleep
+ *                 at once (no keeping awake: the completion thread's hand-back must wake the JS
+ *                 thread, src/driver/result/wait.ts says why that costs);
  *   - immediate:  `await` of a promise resolved by `setImmediate`: what one turn of the event loop
  *                 costs this process, the floor of any wait that frees the loop.
  *
@@ -22,6 +25,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Device, Module, StreamGraphCapture } from '../src/index.js';
 import { nativeStatus } from '../src/driver/index.js';
+import { setKeepAwakeMs } from '../src/driver/result/wait.js';
 import type { GraphExec, Stream } from '../src/index.js';
 import { median } from './gpu/stats.js';
 
@@ -76,6 +80,25 @@ const variants: Record<string, () => Promise<number>> = {
     const t0 = now();
     await s.synchronizeAsync();
     return Number(now() - t0);
+  },
+  'await, loop asleep': async () => {
+    const before = setKeepAwakeMs(0);
+    s.synchronize();
+    const t0 = now();
+    exec.launch(s);
+    await s.synchronizeAsync();
+    const t = Number(now() - t0);
+    setKeepAwakeMs(before);
+    return t;
+  },
+  'idle await, loop asleep': async () => {
+    const before = setKeepAwakeMs(0);
+    s.synchronize();
+    const t0 = now();
+    await s.synchronizeAsync();
+    const t = Number(now() - t0);
+    setKeepAwakeMs(before);
+    return t;
   },
   immediate: async () => {
     const t0 = now();
@@ -145,7 +168,7 @@ if (process.env['OUT']) writeFileSync(join(process.env['OUT'], 'await.json'), JS
 
 const f = (x: number) => x.toFixed(2);
 process.stdout.write(`bench:await — ${d.name}, ${results.binding}, graph of ${NODES} empty kernels, ${ROUNDS} rounds × ${REPS}\n`);
-for (const [k, v] of Object.entries(summary)) process.stdout.write(`  ${k.padEnd(11)} ${f(v.median).padStart(7)} µs  [${f(v.lo)}–${f(v.hi)}]\n`);
+for (const [k, v] of Object.entries(summary)) process.stdout.write(`  ${k.padEnd(24)} ${f(v.median).padStart(7)} µs  [${f(v.lo)}–${f(v.hi)}]\n`);
 process.stdout.write(`  await / sync: ${results.awaitOverSync.toFixed(3)}×\n`);
 process.stdout.write(`  event-loop delay, awaited round trips (${delayAwait.roundTrips} in ${SECONDS} s): p50 ${f(delayAwait.p50)} µs, p99 ${f(delayAwait.p99)} µs, max ${f(delayAwait.max)} µs\n`);
 process.stdout.write(`  event-loop delay, blocking round trips (${delaySync.roundTrips} turns): p50 ${f(delaySync.p50)} µs, p99 ${f(delaySync.p99)} µs, max ${f(delaySync.max)} µs\n`);

@@ -12,8 +12,13 @@
  *     awake. Then it sleeps between rounds for a sixteenth of the time since the last activity (at
  *     most `max_sleep_ns`): a long wait costs little CPU and ends at most ~6 % late. With nothing
  *     pending and nothing recent it sleeps on a condition variable until a wait is handed over.
- *   - every wait found finished in a round goes to JS in one batch: one thread-safe function call,
- *     one JS callback, however many finished.
+ *   - every wait found finished goes to a queue of finished waits, which JS drains in batches:
+ *     while JS says it polls (waitsPolling(true): it keeps its event loop turning for a young wait,
+ *     src/driver/result/wait.ts), it drains the queue on each turn of the loop (waitsDrain(), a
+ *     counter read when empty) and the thread sends nothing; otherwise the thread wakes the loop
+ *     through a thread-safe function, once for however many finished, and its callback drains.
+ *     Waking a sleeping JS thread costs the kernel about 7 us on the H200's host; a turn of a loop
+ *     that does not sleep finds the queue within one or two.
  *   - no call on this thread blocks (cuEventQuery returns at once), so stopping it is bounded: the
  *     environment's teardown and the process's exit both stop and join it before the driver goes.
  *
@@ -27,6 +32,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "completion.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,19 +50,40 @@ typedef struct {
   cu_ctx_set_current_fn set_ctx;
 } wait_entry;
 
-/* A batch of finished waits for JS: [id, result] pairs. */
+/* Finished waits: [id, result] pairs. */
 typedef struct {
-  size_t n;
-  int64_t pairs[];
-} batch;
+  int64_t *pairs;
+  size_t n, cap; /* in pairs */
+} done_list;
+
+static bool done_push(done_list *d, int64_t id, int64_t rc) {
+  if (d->n == d->cap) {
+    size_t next = d->cap == 0 ? 16 : 2 * d->cap;
+    int64_t *grown = realloc(d->pairs, 2 * next * sizeof(int64_t));
+    if (grown == NULL) return false;
+    d->pairs = grown;
+    d->cap = next;
+  }
+  d->pairs[2 * d->n] = id;
+  d->pairs[2 * d->n + 1] = rc;
+  d->n++;
+  return true;
+}
 
 struct completion_waiter {
   uv_mutex_t mu;
   uv_cond_t cv;
-  /* Guarded by mu: waits handed over and not yet taken by the thread; the stop flag. */
+  /* Guarded by mu: waits handed over and not yet taken by the thread; the stop flag; the queue of
+   * finished waits (and a spare list, swapped with it by a drain). */
   wait_entry *incoming;
   size_t n_incoming, cap_incoming;
   bool stop;
+  done_list done, spare;
+  /* Lock-free views: finished waits queued (so an empty drain takes no lock); whether JS polls the
+   * queue itself (no wake-up needed); whether a wake-up is sent and its callback has not run. */
+  atomic_size_t n_done;
+  atomic_bool js_polling;
+  atomic_bool signal_pending;
   /* The thread's state (set once). */
   uv_thread_t thread;
   bool joined;
@@ -119,14 +146,24 @@ static bool grow(wait_entry **items, size_t *cap, size_t need) {
   return true;
 }
 
-static void deliver(completion_waiter *w, batch *b) {
-  if (napi_call_threadsafe_function(w->tsfn, b, napi_tsfn_nonblocking) != napi_ok) free(b);
+/* Queues the round's finished waits and, unless JS polls, wakes the event loop (once). The queue's
+ * count is published before the flag is read, and JS clears the flag before its last drain, both
+ * sequentially consistent: a wait is never left unseen by both. */
+static void deliver(completion_waiter *w, const done_list *round) {
+  uv_mutex_lock(&w->mu);
+  for (size_t i = 0; i < round->n; i++) done_push(&w->done, round->pairs[2 * i], round->pairs[2 * i + 1]);
+  atomic_store(&w->n_done, w->done.n);
+  uv_mutex_unlock(&w->mu);
+  if (!atomic_load(&w->js_polling) && !atomic_exchange(&w->signal_pending, true)) {
+    if (napi_call_threadsafe_function(w->tsfn, NULL, napi_tsfn_nonblocking) != napi_ok) atomic_store(&w->signal_pending, false);
+  }
 }
 
 static void run(void *arg) {
   completion_waiter *w = arg;
   wait_entry *pending = NULL;
   size_t n = 0, cap = 0;
+  done_list round = {NULL, 0, 0};
   void *current_ctx = NULL;
   uint64_t last_activity = uv_hrtime();
   uv_mutex_lock(&w->mu);
@@ -142,7 +179,7 @@ static void run(void *arg) {
     }
     uv_mutex_unlock(&w->mu);
 
-    batch *done = NULL;
+    round.n = 0;
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
       wait_entry *e = &pending[i];
@@ -151,31 +188,19 @@ static void run(void *arg) {
         current_ctx = e->ctx;
       }
       int rc = e->query(e->target);
-      if (rc == CUDA_ERROR_NOT_READY) {
-        pending[kept++] = *e;
-        continue;
-      }
-      if (done == NULL) {
-        done = malloc(sizeof(batch) + 2 * (n - i) * sizeof(int64_t));
-        if (done == NULL) { /* try again next round */
-          pending[kept++] = *e;
-          continue;
-        }
-        done->n = 0;
-      }
-      done->pairs[2 * done->n] = e->id;
-      done->pairs[2 * done->n + 1] = rc;
-      done->n++;
+      /* Not ready, or no memory to report it yet: poll it again next round. */
+      if (rc == CUDA_ERROR_NOT_READY || !done_push(&round, e->id, rc)) pending[kept++] = *e;
     }
     n = kept;
     uint64_t now = uv_hrtime();
-    if (done != NULL) {
-      deliver(w, done);
+    bool finished = round.n > 0;
+    if (finished) {
+      deliver(w, &round);
       last_activity = now;
     }
 
     uv_mutex_lock(&w->mu);
-    if (w->stop || w->n_incoming > 0 || done != NULL) continue;
+    if (w->stop || w->n_incoming > 0 || finished) continue;
     uint64_t idle = now - last_activity;
     if (idle < w->spin_ns) {
       /* Recent activity: poll again at once (and find a new wait at once). */
@@ -192,29 +217,49 @@ static void run(void *arg) {
   }
   uv_mutex_unlock(&w->mu);
   free(pending);
+  free(round.pairs);
 }
 
-static void call_js(napi_env env, napi_value js_callback, void *context, void *data) {
-  batch *b = data;
-  if (env == NULL || js_callback == NULL) { /* the environment is going away */
-    free(b);
-    return;
-  }
-  completion_waiter *w = context;
-  napi_value done, global, result;
-  napi_create_array_with_length(env, 2 * b->n, &done);
-  for (size_t i = 0; i < 2 * b->n; i++) {
+/* The finished waits queued, as a JS array [id, result, ...], or NULL when none; the event loop is
+ * let go once nothing is pending. Main thread only. */
+static napi_value drain(napi_env env, completion_waiter *w) {
+  if (atomic_load(&w->n_done) == 0) return NULL;
+  uv_mutex_lock(&w->mu);
+  done_list taken = w->done;
+  w->done = w->spare;
+  w->done.n = 0;
+  atomic_store(&w->n_done, 0);
+  uv_mutex_unlock(&w->mu);
+  napi_value out;
+  napi_create_array_with_length(env, 2 * taken.n, &out);
+  for (size_t i = 0; i < 2 * taken.n; i++) {
     napi_value v;
-    napi_create_int64(env, b->pairs[i], &v);
-    napi_set_element(env, done, (uint32_t)i, v);
+    napi_create_int64(env, taken.pairs[i], &v);
+    napi_set_element(env, out, (uint32_t)i, v);
   }
-  w->pending_js -= (uint32_t)b->n;
+  w->pending_js -= (uint32_t)taken.n;
+  /* The emptied list becomes the spare (the thread only appends to w->done, under the lock). */
+  uv_mutex_lock(&w->mu);
+  taken.n = 0;
+  w->spare = taken;
+  uv_mutex_unlock(&w->mu);
   if (w->pending_js == 0 && w->refed) {
     /* Nothing to wait for: the thread-safe function must not keep the process alive. */
     napi_unref_threadsafe_function(env, w->tsfn);
     w->refed = false;
   }
-  free(b);
+  return out;
+}
+
+static void call_js(napi_env env, napi_value js_callback, void *context, void *data) {
+  (void)data;
+  if (env == NULL || js_callback == NULL) return; /* the environment is going away */
+  completion_waiter *w = context;
+  /* Cleared before the drain: a wait finished after it sends a new wake-up. */
+  atomic_store(&w->signal_pending, false);
+  napi_value done = drain(env, w);
+  if (done == NULL) return; /* JS drained them first */
+  napi_value global, result;
   napi_get_global(env, &global);
   /* As a callback from native code: the promise reactions it queues run when it returns. */
   if (napi_make_callback(env, w->async_context, global, js_callback, 1, &done, &result) == napi_pending_exception) {
@@ -239,6 +284,8 @@ static void finalize(napi_env env, void *data, void *hint) {
   uv_cond_destroy(&w->cv);
   uv_mutex_destroy(&w->mu);
   free(w->incoming);
+  free(w->done.pairs);
+  free(w->spare.pairs);
   free(w);
 }
 
@@ -384,6 +431,25 @@ static napi_value hand_over(napi_env env, completion_waiter *w, const wait_entry
   napi_value out;
   napi_create_int32(env, 0, &out);
   return out;
+}
+
+napi_value completion_drain(napi_env env, completion_waiter *w) {
+  napi_value out = w == NULL ? NULL : drain(env, w);
+  if (out == NULL) napi_get_undefined(env, &out);
+  return out;
+}
+
+napi_value completion_polling(napi_env env, napi_callback_info info, completion_waiter *w) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  bool on;
+  if (argc < 1 || napi_get_value_bool(env, argv[0], &on) != napi_ok) {
+    napi_throw_type_error(env, NULL, "waitsPolling(on: boolean)");
+    return NULL;
+  }
+  if (w != NULL) atomic_store(&w->js_polling, on);
+  return NULL;
 }
 
 napi_value completion_pending(napi_env env, completion_waiter *w) {

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { CudaError, Device, InvalidArgumentError, captureGraph } from '../../src/index.js';
 import { nativeAddon, setNativeAddonForTesting } from '../../src/driver/hot.js';
-import { waitsPending } from '../../src/driver/result/wait.js';
+import { setKeepAwakeMs, waitsPending } from '../../src/driver/result/wait.js';
 import { loadStandIn } from '../support/stand-in-driver.js';
 
 const lib = loadStandIn('wait');
@@ -48,21 +48,32 @@ function threads(): number {
   return Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
 }
 
-test('a wait resolves when the work before it is done, not before, with the event loop free', { skip }, async () => {
-  const s = Device.get(0).createStream();
-  const h = hold();
-  const p = s.synchronizeAsync();
-  let turns = 0;
-  const ticking = setInterval(() => turns++, 1);
-  assert.equal(await settledWithin(p, 30), false, 'held: not resolved');
-  assert.ok(turns > 3, `the event loop ran meanwhile (${turns} timer turns)`);
-  h.release();
-  await p;
-  clearInterval(ticking);
-  unhold();
-  assert.equal(waitsPending(), 0);
-  s.dispose();
-});
+// Both hand-backs: the event loop kept turning and draining the finished waits itself (the wait
+// is young: a keep-awake longer than the hold), and left asleep, woken by the completion thread.
+for (const [keepAwake, how] of [[100, 'the loop kept turning'], [0, 'the loop asleep, woken']] as const) {
+  test(`a wait resolves when the work before it is done, not before, with the event loop free (${how})`, { skip }, async () => {
+    const before = setKeepAwakeMs(keepAwake);
+    try {
+      const s = Device.get(0).createStream();
+      const h = hold();
+      const p = s.synchronizeAsync();
+      let turns = 0;
+      const ticking = setInterval(() => turns++, 1);
+      assert.equal(await settledWithin(p, 30), false, 'held: not resolved');
+      assert.ok(turns > 3, `the event loop ran meanwhile (${turns} timer turns)`);
+      h.release();
+      await p;
+      clearInterval(ticking);
+      unhold();
+      assert.equal(waitsPending(), 0);
+      // Many short waits in a row, each resolved.
+      for (let i = 0; i < 200; i++) await s.synchronizeAsync();
+      s.dispose();
+    } finally {
+      setKeepAwakeMs(before);
+    }
+  });
+}
 
 test('a stream wait means the work submitted before it: a later wait on the same stream is not waited for', { skip }, async () => {
   const s = Device.get(0).createStream();

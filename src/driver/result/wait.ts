@@ -9,6 +9,15 @@
  * the driver's functions), each wait is a blocking `cuEventSynchronize` on one of koffi's worker
  * threads: correct, about 12 µs slower per wait.
  *
+ * The hand-back: the completion thread queues the finished waits. If the JS thread is asleep in the
+ * event loop's poll, the thread wakes it through a thread-safe function, and the kernel's wake-up
+ * costs about 7 µs on the H200's host, more than the rest of the wait together (bench:await). So
+ * for a short while after a wait began (`keepAwakeMs`), the loop is kept turning with
+ * `setImmediate` instead of sleeping, and drains the queue itself on every turn (a counter read
+ * while it is empty): a wait ends within a turn of the GPU work, and every other callback runs
+ * meanwhile, as a blocking wait spins, but without blocking. Waits that last longer let the loop
+ * sleep, and pay the wake-up once.
+ *
  * A stream wait records an event of this module's pool on the stream and waits for that event, so
  * it means the work submitted before the call, whatever is submitted after it (a plain
  * `cuStreamSynchronize` on another thread would also wait for that later work). Except while a JS
@@ -33,6 +42,8 @@ const SPIN_NS = 100_000;
 const MAX_SLEEP_NS = 1_000_000;
 /** Idle wait events kept per context for reuse; more are destroyed when their wait ends. */
 const POOL_LIMIT = 64;
+/** How long after the latest wait began the event loop is kept from sleeping (see the file comment). */
+let keepAwakeMs = 0.25;
 
 interface PendingWait {
   readonly op: string;
@@ -69,7 +80,7 @@ function returnEvent(ctx: bigint, event: bigint): void {
   else eventDestroy('wait', event);
 }
 
-/** The completion thread's batch: [id, CUresult, id, CUresult, …]. Never throws. */
+/** Finished waits, drained from the completion thread's queue: [id, CUresult, id, CUresult, …]. Never throws. */
 function onComplete(done: readonly number[]): void {
   for (let i = 0; i < done.length; i += 2) {
     const id = done[i]!;
@@ -96,6 +107,44 @@ function waiter(op: string): HotAddon | null {
   return hot;
 }
 
+let awake = false;
+let lastHandOver = 0;
+
+/** One turn of the event loop while waits are young: drains, then schedules the next or lets the loop sleep. */
+function turn(): void {
+  const hot = started!;
+  const done = hot.waitsDrain();
+  if (done !== undefined) onComplete(done);
+  if (pending.size === 0 || performance.now() - lastHandOver > keepAwakeMs) {
+    awake = false;
+    // From now on the thread wakes the loop; a wait it finished before seeing that is drained here.
+    hot.waitsPolling(false);
+    const late = hot.waitsDrain();
+    if (late !== undefined) onComplete(late);
+    return;
+  }
+  setImmediate(turn);
+}
+
+/** A wait was handed over: keep the event loop turning for a while (see the file comment). */
+function keepAwake(hot: HotAddon): void {
+  lastHandOver = performance.now();
+  if (awake || keepAwakeMs <= 0) return;
+  awake = true;
+  hot.waitsPolling(true);
+  setImmediate(turn);
+}
+
+/**
+ * Sets how long (ms) the event loop is kept from sleeping after a wait began; 0 lets it sleep at
+ * once. Returns the value before. For bench:await's breakdown. @internal
+ */
+export function setKeepAwakeMs(ms: number): number {
+  const before = keepAwakeMs;
+  keepAwakeMs = ms;
+  return before;
+}
+
 function freshId(): number {
   do nextId = nextId >= 0xffff_ffff ? 1 : nextId + 1;
   while (pending.has(nextId));
@@ -116,6 +165,7 @@ function waitFor(op: string, ctx: bigint, event: bigint, stream: bigint, pooled:
   const id = freshId();
   const rc = hot.waitEvent(id, ctx, event, stream);
   if (rc !== 0) throw cudaError(rc, op, 'cuEventRecord');
+  keepAwake(hot);
   return new Promise<void>((resolve, reject) => {
     pending.set(id, { op, resolve, reject, event: pooled ? event : 0n, ctx, call: 'cuEventQuery' });
   });
@@ -144,6 +194,7 @@ function streamQueryWait(op: string, ctx: bigint, stream: bigint): Promise<void>
   const id = freshId();
   const rc = hot.waitStream(id, ctx, stream);
   if (rc !== 0) throw cudaError(rc, op, 'cuStreamQuery');
+  keepAwake(hot);
   return new Promise<void>((resolve, reject) => {
     pending.set(id, { op, resolve, reject, event: 0n, ctx, call: 'cuStreamQuery' });
   });
