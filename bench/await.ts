@@ -3,6 +3,8 @@
  * (`npm run bench:await` on a GPU machine). One process, the variants interleaved in every round:
  *
  *   - sync:       `exec.launch(s)` + `s.synchronize()` (blocking), a graph of N empty kernels;
+ *   - sync via event: `exec.launch(s)`, an event recorded after it, `event.synchronize()`: what the
+ *                 record that an await makes (it waits for the work before it, not after) adds;
  *   - await:      `exec.launch(s)` + `await s.synchronizeAsync()`;
  *   - idle await: `await s.synchronizeAsync()` of an idle stream: the wait's own cost (an event
  *                 recorded, found done by the completion thread, handed back to the event loop,
@@ -60,7 +62,15 @@ function graphOf(stream: Stream, n: number): GraphExec {
 const exec = graphOf(s, NODES);
 const now = () => process.hrtime.bigint();
 
+const marker = d.createEvent();
 const variants: Record<string, () => Promise<number>> = {
+  'sync via event': async () => {
+    s.synchronize();
+    const t0 = now();
+    exec.launch(s);
+    s.record(marker).synchronize();
+    return Number(now() - t0);
+  },
   sync: async () => {
     s.synchronize();
     const t0 = now();
@@ -176,4 +186,5 @@ process.stdout.write(`  ${STREAMS} streams awaited at once: ${manyMs.toFixed(1)}
 for (const e of execs) e.dispose();
 for (const st of streams) st.dispose();
 exec.dispose();
+marker.dispose();
 s.dispose();

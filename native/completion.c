@@ -12,13 +12,13 @@
  *     awake. Then it sleeps between rounds for a sixteenth of the time since the last activity (at
  *     most `max_sleep_ns`): a long wait costs little CPU and ends at most ~6 % late. With nothing
  *     pending and nothing recent it sleeps on a condition variable until a wait is handed over.
- *   - every wait found finished goes to a queue of finished waits, which JS drains in batches:
- *     while JS says it polls (waitsPolling(true): it keeps its event loop turning for a young wait,
- *     src/driver/result/wait.ts), it drains the queue on each turn of the loop (waitsDrain(), a
- *     counter read when empty) and the thread sends nothing; otherwise the thread wakes the loop
- *     through a thread-safe function, once for however many finished, and its callback drains.
- *     Waking a sleeping JS thread costs the kernel about 7 us on the H200's host; a turn of a loop
- *     that does not sleep finds the queue within one or two.
+ *   - every wait found finished goes to a queue of finished waits; the thread wakes the event loop
+ *     through a thread-safe function once for however many finished, and its callback drains the
+ *     queue into one JS call.
+ *
+ * The thread is for waits that last: a young wait is polled by JS itself on turns of an event loop
+ * kept awake (eventQuery() below; src/driver/result/wait.ts says why), and handed over only when
+ * it outlives that window, or when too many are young at once.
  *   - no call on this thread blocks (cuEventQuery returns at once), so stopping it is bounded: the
  *     environment's teardown and the process's exit both stop and join it before the driver goes.
  *
@@ -79,10 +79,9 @@ struct completion_waiter {
   size_t n_incoming, cap_incoming;
   bool stop;
   done_list done, spare;
-  /* Lock-free views: finished waits queued (so an empty drain takes no lock); whether JS polls the
-   * queue itself (no wake-up needed); whether a wake-up is sent and its callback has not run. */
+  /* Lock-free views: finished waits queued (so an empty drain takes no lock); whether a wake-up is
+   * sent and its callback has not run (one wake-up for however many finish meanwhile). */
   atomic_size_t n_done;
-  atomic_bool js_polling;
   atomic_bool signal_pending;
   /* The thread's state (set once). */
   uv_thread_t thread;
@@ -146,15 +145,14 @@ static bool grow(wait_entry **items, size_t *cap, size_t need) {
   return true;
 }
 
-/* Queues the round's finished waits and, unless JS polls, wakes the event loop (once). The queue's
- * count is published before the flag is read, and JS clears the flag before its last drain, both
- * sequentially consistent: a wait is never left unseen by both. */
+/* Queues the round's finished waits and wakes the event loop, unless a wake-up is still on its way
+ * (its callback clears the flag before it drains, so nothing queued after the drain is missed). */
 static void deliver(completion_waiter *w, const done_list *round) {
   uv_mutex_lock(&w->mu);
   for (size_t i = 0; i < round->n; i++) done_push(&w->done, round->pairs[2 * i], round->pairs[2 * i + 1]);
   atomic_store(&w->n_done, w->done.n);
   uv_mutex_unlock(&w->mu);
-  if (!atomic_load(&w->js_polling) && !atomic_exchange(&w->signal_pending, true)) {
+  if (!atomic_exchange(&w->signal_pending, true)) {
     if (napi_call_threadsafe_function(w->tsfn, NULL, napi_tsfn_nonblocking) != napi_ok) atomic_store(&w->signal_pending, false);
   }
 }
@@ -433,23 +431,34 @@ static napi_value hand_over(napi_env env, completion_waiter *w, const wait_entry
   return out;
 }
 
-napi_value completion_drain(napi_env env, completion_waiter *w) {
-  napi_value out = w == NULL ? NULL : drain(env, w);
-  if (out == NULL) napi_get_undefined(env, &out);
+napi_value completion_event_record(napi_env env, napi_callback_info info, completion_driver *driver) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint64_t event, stream;
+  if (argc < 2 || !get_u64(env, argv[0], &event) || !get_u64(env, argv[1], &stream)) {
+    napi_throw_type_error(env, NULL, "eventRecord(event: bigint, stream: bigint)");
+    return NULL;
+  }
+  int rc = driver->cu_event_record == NULL ? COMPLETION_NOT_BOUND : driver->cu_event_record((void *)(uintptr_t)event, (void *)(uintptr_t)stream);
+  napi_value out;
+  napi_create_int32(env, rc, &out);
   return out;
 }
 
-napi_value completion_polling(napi_env env, napi_callback_info info, completion_waiter *w) {
+napi_value completion_event_query(napi_env env, napi_callback_info info, completion_driver *driver) {
   size_t argc = 1;
   napi_value argv[1];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  bool on;
-  if (argc < 1 || napi_get_value_bool(env, argv[0], &on) != napi_ok) {
-    napi_throw_type_error(env, NULL, "waitsPolling(on: boolean)");
+  uint64_t event;
+  if (argc < 1 || !get_u64(env, argv[0], &event)) {
+    napi_throw_type_error(env, NULL, "eventQuery(event: bigint)");
     return NULL;
   }
-  if (w != NULL) atomic_store(&w->js_polling, on);
-  return NULL;
+  int rc = driver->cu_event_query == NULL ? COMPLETION_NOT_BOUND : driver->cu_event_query((void *)(uintptr_t)event);
+  napi_value out;
+  napi_create_int32(env, rc, &out);
+  return out;
 }
 
 napi_value completion_pending(napi_env env, completion_waiter *w) {

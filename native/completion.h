@@ -2,8 +2,8 @@
  * completion: the addon's wait for GPU work that does not block the event loop.
  *
  * One completion thread per Node environment (the main thread, each worker thread) polls every
- * pending wait's event with cuEventQuery and queues the finished ones for JS, which drains them in
- * batches (on its own turns of the event loop, or woken by a thread-safe function). A thousand awaits are a thousand entries of one list, not a thousand
+ * pending wait's event with cuEventQuery and hands the finished ones to JS in batches, waking the
+ * event loop through a thread-safe function. Young waits JS polls itself (eventQuery). A thousand awaits are a thousand entries of one list, not a thousand
  * threads. cudagraph_hot.c registers the two functions and owns the driver function pointers.
  */
 #ifndef CUDAGRAPH_COMPLETION_H
@@ -35,8 +35,7 @@ typedef struct completion_waiter completion_waiter;
 /*
  * waiterStart(onComplete: (done: number[]) => void, spinNs: number, maxSleepNs: number): undefined
  * -- makes this environment's thread-safe function and completion thread (once; a second call
- * throws). `done` holds [id, result, id, result, ...] of the waits finished since the last drain;
- * it is called when the thread woke the event loop (JS was not polling).
+ * throws). `done` holds [id, result, id, result, ...] of the waits finished since the last call.
  */
 napi_value completion_start(napi_env env, napi_callback_info info, completion_driver *driver, completion_waiter **slot);
 
@@ -56,17 +55,11 @@ napi_value completion_wait(napi_env env, napi_callback_info info, completion_dri
  */
 napi_value completion_wait_stream(napi_env env, napi_callback_info info, completion_driver *driver, completion_waiter *w);
 
-/*
- * waitsDrain(): number[] | undefined -- the finished waits not reported yet, [id, result, ...]
- * (undefined when none; a counter read, no lock).
- */
-napi_value completion_drain(napi_env env, completion_waiter *w);
+/* eventRecord(event: bigint, stream: bigint): number -- cuEventRecord's result (or HOT_NOT_BOUND). */
+napi_value completion_event_record(napi_env env, napi_callback_info info, completion_driver *driver);
 
-/*
- * waitsPolling(on: boolean): undefined -- whether JS drains the queue itself on every turn of its
- * event loop (the thread then sends no wake-up). Turning it off, JS must drain once more after.
- */
-napi_value completion_polling(napi_env env, napi_callback_info info, completion_waiter *w);
+/* eventQuery(event: bigint): number -- cuEventQuery's result (or HOT_NOT_BOUND): JS's own poll of a young wait. */
+napi_value completion_event_query(napi_env env, napi_callback_info info, completion_driver *driver);
 
 /* waitsPending(): number -- waits handed over and not yet reported to JS (tests). */
 napi_value completion_pending(napi_env env, completion_waiter *w);

@@ -442,7 +442,7 @@ static napi_value hot_registered(napi_env env, napi_callback_info info) {
   return out;
 }
 
-/* waiterStart, waitEvent, waitStream, waitsDrain, waitsPolling, waitsPending: completion.h documents them. */
+/* waiterStart, waitEvent, waitStream, eventRecord, eventQuery, waitsPending: completion.h documents them. */
 static napi_value hot_waiter_start(napi_env env, napi_callback_info info) {
   hot_state *st;
   napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
@@ -461,16 +461,16 @@ static napi_value hot_wait_stream(napi_env env, napi_callback_info info) {
   return completion_wait_stream(env, info, &st->completion, st->waiter);
 }
 
-static napi_value hot_waits_drain(napi_env env, napi_callback_info info) {
+static napi_value hot_event_record(napi_env env, napi_callback_info info) {
   hot_state *st;
   napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
-  return completion_drain(env, st->waiter);
+  return completion_event_record(env, info, &st->completion);
 }
 
-static napi_value hot_waits_polling(napi_env env, napi_callback_info info) {
+static napi_value hot_event_query(napi_env env, napi_callback_info info) {
   hot_state *st;
   napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
-  return completion_polling(env, info, st->waiter);
+  return completion_event_query(env, info, &st->completion);
 }
 
 static napi_value hot_waits_pending(napi_env env, napi_callback_info info) {
@@ -543,7 +543,7 @@ NAPI_MODULE_INIT() {
       {"mailbox", hot_mailbox},       {"launchFromMailbox", hot_launch_from_mailbox},
       {"graphLaunchFromMailbox", hot_graph_launch_from_mailbox}, {"addKernelNodes", hot_add_kernel_nodes},
       {"waiterStart", hot_waiter_start}, {"waitEvent", hot_wait_event}, {"waitStream", hot_wait_stream},
-      {"waitsDrain", hot_waits_drain}, {"waitsPolling", hot_waits_polling}, {"waitsPending", hot_waits_pending},
+      {"eventRecord", hot_event_record}, {"eventQuery", hot_event_query}, {"waitsPending", hot_waits_pending},
   };
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value fn;

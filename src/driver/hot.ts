@@ -101,8 +101,8 @@ export interface HotAddon {
   bind(name: HotSymbol, address: bigint): boolean;
   /**
    * Starts this environment's completion thread (once; a second call throws): it polls the events
-   * of the waits handed over by `waitEvent` and queues those that ended; when JS does not poll
-   * (`waitsPolling`), it wakes the event loop and `onComplete([id, CUresult, …])` gets the queue. It polls without sleeping for `spinNs` after the last activity, then
+   * of the waits handed over by `waitEvent` and calls `onComplete([id, CUresult, …])` with those
+   * that ended, in batches, waking the event loop. It polls without sleeping for `spinNs` after the last activity, then
    * sleeps a sixteenth of the idle time between polls, at most `maxSleepNs`.
    */
   waiterStart(onComplete: (done: number[]) => void, spinNs: number, maxSleepNs: number): void;
@@ -116,13 +116,10 @@ export interface HotAddon {
    * enqueues nothing). Returns 0 or `NOT_BOUND`.
    */
   waitStream(id: number, ctx: bigint, stream: bigint): number;
-  /** The finished waits not reported yet, `[id, CUresult, …]`, or undefined when none (no lock taken then). */
-  waitsDrain(): number[] | undefined;
-  /**
-   * Whether JS drains the finished waits itself on every turn of its event loop (the thread then
-   * sends no wake-up). After turning it off, drain once more.
-   */
-  waitsPolling(on: boolean): void;
+  /** `cuEventRecord(event, stream)`: its CUresult, or `NOT_BOUND`. */
+  eventRecord(event: bigint, stream: bigint): number;
+  /** `cuEventQuery(event)`: its CUresult (600 while not ready), or `NOT_BOUND`. */
+  eventQuery(event: bigint): number;
   /** Waits handed over and not reported yet. */
   waitsPending(): number;
 }

@@ -40,7 +40,7 @@ test('the prebuilt addon loads on linux-x64 without libcuda, and names no CUDA l
   assert.deepEqual(status, { active: true, path: prebuiltAddonPath(), reason: 'loaded' });
   assert.ok(addon !== null);
   assert.equal(addon.abi, NATIVE_ABI);
-  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind', 'addKernelNodes', 'waiterStart', 'waitEvent', 'waitStream', 'waitsDrain', 'waitsPolling', 'waitsPending'] as const) {
+  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind', 'addKernelNodes', 'waiterStart', 'waitEvent', 'waitStream', 'eventRecord', 'eventQuery', 'waitsPending'] as const) {
     assert.equal(typeof addon[f], 'function', f);
   }
   // The driver's addresses come from the loader: the file must not link or dlopen libcuda itself.

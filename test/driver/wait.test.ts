@@ -48,9 +48,9 @@ function threads(): number {
   return Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
 }
 
-// Both hand-backs: the event loop kept turning and draining the finished waits itself (the wait
-// is young: a keep-awake longer than the hold), and left asleep, woken by the completion thread.
-for (const [keepAwake, how] of [[100, 'the loop kept turning'], [0, 'the loop asleep, woken']] as const) {
+// Both phases: a young wait polled by the event loop kept turning (young for longer than the hold),
+// and a wait handed to the completion thread at once, which wakes the loop when it ends.
+for (const [keepAwake, how] of [[100, 'young: polled by the event loop kept turning'], [0, 'handed to the completion thread at once']] as const) {
   test(`a wait resolves when the work before it is done, not before, with the event loop free (${how})`, { skip }, async () => {
     const before = setKeepAwakeMs(keepAwake);
     try {
@@ -194,3 +194,22 @@ for (const [scenario, what] of [
     assert.match(r.stdout, new RegExp(`^${scenario}: ok$`, 'm'), r.stdout + r.stderr);
   });
 }
+
+test('young waits beyond the limit, and young waits that outlive the window, go to the completion thread and still end', { skip }, async () => {
+  const before = setKeepAwakeMs(5);
+  try {
+    const streams = Array.from({ length: 40 }, () => Device.get(0).createStream());
+    const h = hold();
+    const waits = streams.map((s) => s.synchronizeAsync());
+    // Outlive the 5 ms window while held: every one of them is with the thread now.
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(waitsPending(), 40);
+    h.release();
+    await Promise.all(waits);
+    assert.equal(waitsPending(), 0);
+    unhold();
+    for (const s of streams) s.dispose();
+  } finally {
+    setKeepAwakeMs(before);
+  }
+});

@@ -2,29 +2,29 @@
  * Waits for GPU work that leave the event loop free (`stream.synchronizeAsync()`,
  * `event.synchronizeAsync()`), at about a blocking wait's cost.
  *
- * With the addon, a wait is an event handed to the addon's completion thread (native/completion.c):
- * one thread per environment polls every pending wait's event and hands the finished ones back in
- * one batch, so a wait ends within a few microseconds of the GPU work and a thousand waits are a
- * thousand entries of one list, not a thousand threads. Without the addon (or where it cannot bind
- * the driver's functions), each wait is a blocking `cuEventSynchronize` on one of koffi's worker
- * threads: correct, about 12 µs slower per wait.
+ * With the addon, a wait is an event, in two phases:
+ *   - young: for `keepAwakeMs` after a wait began, the event loop is kept turning with
+ *     `setImmediate` instead of sleeping, and each turn polls the young waits' events itself
+ *     (`cuEventQuery` through the addon). A wait ends within a turn of the GPU work, and every other
+ *     callback runs meanwhile, as a blocking wait spins, but without blocking.
+ *   - old: a wait that outlives that (or one beyond `YOUNG_LIMIT` young waits) is handed to the
+ *     addon's completion thread (native/completion.c): one thread per environment polls every
+ *     pending wait's event and hands the finished ones back in one batch, waking the loop. A
+ *     thousand waits are a thousand entries of one list, not a thousand threads.
+ * Why not the thread alone: its hand-back must wake a JS thread asleep in the loop's poll, and the
+ * kernel's wake-up costs about 7 µs on the H200's host, more than the rest of the wait (bench:await
+ * measures both). A wait that lasts longer than the window pays it once, against far more.
  *
- * The hand-back: the completion thread queues the finished waits. If the JS thread is asleep in the
- * event loop's poll, the thread wakes it through a thread-safe function, and the kernel's wake-up
- * costs about 7 µs on the H200's host, more than the rest of the wait together (bench:await). So
- * for a short while after a wait began (`keepAwakeMs`), the loop is kept turning with
- * `setImmediate` instead of sleeping, and drains the queue itself on every turn (a counter read
- * while it is empty): a wait ends within a turn of the GPU work, and every other callback runs
- * meanwhile, as a blocking wait spins, but without blocking. Waits that last longer let the loop
- * sleep, and pay the wake-up once.
+ * Without the addon (or where it cannot bind the driver's functions), each wait is a blocking
+ * `cuEventSynchronize` on one of koffi's worker threads: correct, about 12 µs slower per wait.
  *
  * A stream wait records an event of this module's pool on the stream and waits for that event, so
  * it means the work submitted before the call, whatever is submitted after it (a plain
  * `cuStreamSynchronize` on another thread would also wait for that later work). Except while a JS
  * host function is in flight: a record is one more operation queued behind it (the host-call gate
  * counts those, host-gate.ts), and the wait is what lets the host function run, so it must never
- * be refused; then the wait polls the stream itself (`cuStreamQuery`), which enqueues nothing and
- * also covers work submitted after it.
+ * be refused; then the wait polls the stream itself (`cuStreamQuery`, on the completion thread),
+ * which enqueues nothing and also covers work submitted after it.
  */
 import { driverSymbol } from '../sys.js';
 import { bindNativeSymbol, nativeAddon, type HotAddon } from '../hot.js';
@@ -36,27 +36,36 @@ import { streamQuery, waitOnWorker } from './stream.js';
 
 /** `CU_EVENT_DISABLE_TIMING`: a wait's event needs no timestamps, and records faster without. */
 const DISABLE_TIMING = 2;
+const CUDA_ERROR_NOT_READY = 600;
 /** The completion thread polls without sleeping for this long after the last wait began or ended. */
 const SPIN_NS = 100_000;
 /** Its longest sleep between polls of a long wait. */
 const MAX_SLEEP_NS = 1_000_000;
 /** Idle wait events kept per context for reuse; more are destroyed when their wait ends. */
 const POOL_LIMIT = 64;
-/** How long after the latest wait began the event loop is kept from sleeping (see the file comment). */
+/** Young waits polled by the event loop at most; more go to the completion thread at once (a turn polls each). */
+const YOUNG_LIMIT = 16;
+/** How long a wait stays young, keeping the event loop from sleeping (see the file comment). */
 let keepAwakeMs = 0.25;
 
 interface PendingWait {
   readonly op: string;
   readonly resolve: () => void;
   readonly reject: (e: unknown) => void;
-  /** The pool event recorded for a stream wait (returned when the wait ends), or 0n. */
+  /** The event waited for (a pool event for a stream wait), or 0n for a stream-query wait. */
   readonly event: bigint;
+  /** Whether `event` is the pool's (returned when the wait ends). */
+  readonly pooled: boolean;
   readonly ctx: bigint;
   /** The driver call whose failure a rejection names. */
   readonly call: 'cuEventQuery' | 'cuStreamQuery';
+  /** `performance.now()` when the wait began (young waits). */
+  readonly born: number;
 }
 
+/** Every wait not ended yet, by id; the young ones also in `young`, the others with the thread. */
 const pending = new Map<number, PendingWait>();
+const young: { id: number; wait: PendingWait }[] = [];
 let nextId = 1;
 /** The addon whose completion thread this module started, or null. */
 let started: HotAddon | null = null;
@@ -80,18 +89,19 @@ function returnEvent(ctx: bigint, event: bigint): void {
   else eventDestroy('wait', event);
 }
 
-/** Finished waits, drained from the completion thread's queue: [id, CUresult, id, CUresult, …]. Never throws. */
+/** Ends wait `id` with CUresult `rc` (when it is still pending). Never throws. */
+function settle(id: number, rc: number): void {
+  const w = pending.get(id);
+  if (w === undefined) return;
+  pending.delete(id);
+  if (w.pooled) returnEvent(w.ctx, w.event);
+  if (rc === 0) w.resolve();
+  else w.reject(cudaError(rc, w.op, w.call));
+}
+
+/** The completion thread's batch: [id, CUresult, id, CUresult, …]. Never throws. */
 function onComplete(done: readonly number[]): void {
-  for (let i = 0; i < done.length; i += 2) {
-    const id = done[i]!;
-    const rc = done[i + 1]!;
-    const w = pending.get(id);
-    if (w === undefined) continue;
-    pending.delete(id);
-    if (w.event !== 0n) returnEvent(w.ctx, w.event);
-    if (rc === 0) w.resolve();
-    else w.reject(cudaError(rc, w.op, w.call));
-  }
+  for (let i = 0; i < done.length; i += 2) settle(done[i]!, done[i + 1]!);
 }
 
 /** The addon with its completion thread running and its functions bound, or null (use koffi). */
@@ -108,36 +118,37 @@ function waiter(op: string): HotAddon | null {
 }
 
 let awake = false;
-let lastHandOver = 0;
 
-/** One turn of the event loop while waits are young: drains, then schedules the next or lets the loop sleep. */
+/** Hands wait `id` to the completion thread (its event already recorded). */
+function handOver(hot: HotAddon, id: number, w: PendingWait): void {
+  const rc = hot.waitEvent(id, w.ctx, w.event, 0n);
+  // Only an unbound function answers otherwise, and `waiter` bound them: end the wait rather than lose it.
+  if (rc !== 0) settle(id, rc);
+}
+
+/** One turn of the event loop while waits are young: polls them, hands the old ones over, goes on or lets the loop sleep. */
 function turn(): void {
   const hot = started!;
-  const done = hot.waitsDrain();
-  if (done !== undefined) onComplete(done);
-  if (pending.size === 0 || performance.now() - lastHandOver > keepAwakeMs) {
+  const now = performance.now();
+  let kept = 0;
+  for (let i = 0; i < young.length; i++) {
+    const y = young[i]!;
+    const rc = pending.has(y.id) ? hot.eventQuery(y.wait.event) : 0;
+    if (rc !== CUDA_ERROR_NOT_READY) settle(y.id, rc);
+    else if (now - y.wait.born > keepAwakeMs) handOver(hot, y.id, y.wait);
+    else young[kept++] = y;
+  }
+  young.length = kept;
+  if (kept === 0) {
     awake = false;
-    // From now on the thread wakes the loop; a wait it finished before seeing that is drained here.
-    hot.waitsPolling(false);
-    const late = hot.waitsDrain();
-    if (late !== undefined) onComplete(late);
     return;
   }
   setImmediate(turn);
 }
 
-/** A wait was handed over: keep the event loop turning for a while (see the file comment). */
-function keepAwake(hot: HotAddon): void {
-  lastHandOver = performance.now();
-  if (awake || keepAwakeMs <= 0) return;
-  awake = true;
-  hot.waitsPolling(true);
-  setImmediate(turn);
-}
-
 /**
- * Sets how long (ms) the event loop is kept from sleeping after a wait began; 0 lets it sleep at
- * once. Returns the value before. For bench:await's breakdown. @internal
+ * Sets how long (ms) a wait stays young, the event loop kept turning; 0 hands every wait to the
+ * completion thread at once. Returns the value before. For bench:await's breakdown. @internal
  */
 export function setKeepAwakeMs(ms: number): number {
   const before = keepAwakeMs;
@@ -162,12 +173,23 @@ function waitFor(op: string, ctx: bigint, event: bigint, stream: bigint, pooled:
     const done = waitOnWorker(op, 'cuEventSynchronize', event, () => eventQuery(op, event));
     return pooled ? done.finally(() => returnEvent(ctx, event)) : done;
   }
+  if (stream !== 0n) {
+    const rc = hot.eventRecord(event, stream);
+    if (rc !== 0) throw cudaError(rc, op, 'cuEventRecord');
+  }
   const id = freshId();
-  const rc = hot.waitEvent(id, ctx, event, stream);
-  if (rc !== 0) throw cudaError(rc, op, 'cuEventRecord');
-  keepAwake(hot);
   return new Promise<void>((resolve, reject) => {
-    pending.set(id, { op, resolve, reject, event: pooled ? event : 0n, ctx, call: 'cuEventQuery' });
+    const w: PendingWait = { op, resolve, reject, event, pooled, ctx, call: 'cuEventQuery', born: performance.now() };
+    pending.set(id, w);
+    if (keepAwakeMs <= 0 || young.length >= YOUNG_LIMIT) {
+      handOver(hot, id, w);
+      return;
+    }
+    young.push({ id, wait: w });
+    if (!awake) {
+      awake = true;
+      setImmediate(turn);
+    }
   });
 }
 
@@ -194,9 +216,8 @@ function streamQueryWait(op: string, ctx: bigint, stream: bigint): Promise<void>
   const id = freshId();
   const rc = hot.waitStream(id, ctx, stream);
   if (rc !== 0) throw cudaError(rc, op, 'cuStreamQuery');
-  keepAwake(hot);
   return new Promise<void>((resolve, reject) => {
-    pending.set(id, { op, resolve, reject, event: 0n, ctx, call: 'cuStreamQuery' });
+    pending.set(id, { op, resolve, reject, event: 0n, pooled: false, ctx, call: 'cuStreamQuery', born: performance.now() });
   });
 }
 
@@ -205,7 +226,7 @@ export function eventWaitAsync(op: string, ctx: bigint, event: bigint): Promise<
   return waitFor(op, ctx, event, 0n, false);
 }
 
-/** Waits handed to the completion thread and not ended yet (0 without the addon). @internal */
+/** Waits not ended yet, young or with the completion thread (0 without the addon). @internal */
 export function waitsPending(): number {
   return pending.size;
 }
