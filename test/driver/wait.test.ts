@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CudaError, Device, InvalidArgumentError, captureGraph } from '../../src/index.js';
+import { CudaError, Device, DisposedError, InvalidArgumentError, Module, StreamGraphCapture, arg, captureGraph } from '../../src/index.js';
 import { nativeAddon, setNativeAddonForTesting } from '../../src/driver/hot.js';
 import { setKeepAwakeMs, waitsPending } from '../../src/driver/result/wait.js';
 import { loadStandIn } from '../support/stand-in-driver.js';
@@ -212,4 +212,33 @@ test('young waits beyond the limit, and young waits that outlive the window, go 
   } finally {
     setKeepAwakeMs(before);
   }
+});
+
+test('exec.launchAndWait(): launches and resolves when the launch is done; refusals under its own name, before any launch', { skip }, async () => {
+  const d = Device.get(0);
+  const s = d.createStream();
+  const k = Module.load(d, '// stand-in: any text\n').function('add2');
+  const cap = StreamGraphCapture.begin(s);
+  k.launch(s, { grid: 1, block: 32, args: [arg.i32(1)] });
+  const exec = cap.end();
+  const launches = lib!.counter('graph_launches');
+  const before = launches();
+  const h = hold();
+  const p = exec.launchAndWait();
+  assert.equal(launches() - before, 1);
+  assert.equal(await settledWithin(p, 20), false, 'held');
+  h.release();
+  await p;
+  unhold();
+  await assert.rejects(exec.launchAndWait('nope' as never), (e: unknown) => e instanceof InvalidArgumentError && /^GraphExec\.launchAndWait: /.test((e as Error).message));
+  const other = d.createStream();
+  const capturing = StreamGraphCapture.begin(other);
+  await assert.rejects(exec.launchAndWait(other), (e: unknown) => e instanceof InvalidArgumentError && /^GraphExec\.launchAndWait: .*capturing/.test((e as Error).message));
+  assert.equal(other.isCapturing, true, 'the capture goes on');
+  capturing.dispose();
+  assert.equal(launches() - before, 1, 'nothing launched by a refusal');
+  exec.dispose();
+  await assert.rejects(exec.launchAndWait(), (e: unknown) => e instanceof DisposedError && /^GraphExec\.launchAndWait: /.test((e as Error).message));
+  s.dispose();
+  other.dispose();
 });

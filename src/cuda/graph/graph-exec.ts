@@ -166,6 +166,29 @@ export class GraphExec {
     if (sink !== null) sink.retain(this[LIFETIME]);
   }
 
+  /**
+   * `launch(stream)` then `await stream.synchronizeAsync()`: resolves when this launch (and the work
+   * before it on the stream) is done, the event loop free meanwhile, at about a blocking wait's
+   * cost (docs/driver.md, "Waiting without blocking"). A refusal of the launch rejects.
+   *
+   * @example
+   * await exec.launchAndWait();
+   */
+  launchAndWait(stream?: Stream): Promise<void> {
+    const op = 'GraphExec.launchAndWait';
+    try {
+      // Refused under this call's name, and before anything is launched.
+      this[LIFETIME].assertAlive(op);
+      const s = this.#streamFor(op, stream);
+      s.handleFor(op);
+      if (s.isCapturing) throw new InvalidArgumentError(op, 'stream', 'the stream is capturing: a wait cannot be captured; launch, and wait after the capture ends');
+      this.launch(s);
+      return s.synchronizeAsync();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
   /** Refuses a relaunch while the last launch's unfreed allocations are outstanding (CUDA's rule). */
   #checkAllocations(): void {
     if (!this.#allocated) return;
