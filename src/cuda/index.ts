@@ -54,4 +54,16 @@ export { CapturePool, type CapturePoolOptions } from './pool/capture-pool.js';
 export { graphPoolHandle, capturePoolForHandle, releaseGraphPoolHandle, type GraphPoolHandle } from './pool/pool-registry.js';
 export { DeviceScalar } from './capture/device-scalar.js';
 export { makeGraphed, type MakeGraphedOptions } from './capture/make-graphed.js';
-export { GraphCache, type CacheKey, type CacheOverflow, type CacheLaunch, type GraphCacheOptions, type GraphCacheStats } from './capture/graph-cache.js';
+export {
+  GraphCache,
+  type CacheKey,
+  type CacheOverflow,
+  type CacheLaunch,
+  type CacheRunOptions,
+  type CacheInput,
+  type CacheOutput,
+  type CacheScalar,
+  type CacheScalars,
+  type GraphCacheOptions,
+  type GraphCacheStats,
+} from './capture/graph-cache.js';

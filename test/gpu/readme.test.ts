@@ -1,7 +1,8 @@
 /**
  * The README's driver-backed capture example, and the graph built node by node that continues it,
- * run as written on the GPU: compiled with the project's tsc (they use `using` and top-level await)
- * and checked against the output each one's last comment promises.
+ * and docs/graph-cache.md's worked example, run as written on the GPU: compiled with the project's
+ * tsc (they use `using` and top-level await) and checked against the output each one's last
+ * comment promises.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -64,6 +65,17 @@ gpuSuite("README's conditional-node example", () => {
     const promised = /\n\/\/ (.*)\n$/.exec(block)?.[1];
     assert.equal(promised, '10');
     assert.equal(runExample(block, 'readme-conditional'), promised);
+  });
+});
+
+gpuSuite("docs/graph-cache.md's worked example", () => {
+  test('compiles and prints what it promises', () => {
+    const doc = readFileSync(join(root, 'docs', 'graph-cache.md'), 'utf8');
+    const block = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((code) => code.includes("from 'cudagraph'"));
+    assert.ok(block, 'docs/graph-cache.md has an example importing cudagraph');
+    const promised = /\n\/\/ (.*)\n$/.exec(block)?.[1];
+    assert.equal(promised, '7 100 148.5 149.5');
+    assert.equal(runExample(block, 'graph-cache-example'), promised);
   });
 });
 

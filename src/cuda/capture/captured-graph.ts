@@ -3,7 +3,8 @@ import { requireInstance } from '../../util/validate.js';
 import { INTERNAL, LIFETIME } from '../core/internal.js';
 import { Lifetime } from '../core/lifetime.js';
 import type { Stream } from '../device/stream.js';
-import type { KernelArg } from '../kernel/arg.js';
+import type { KernelArg, KernelArgValue } from '../kernel/arg.js';
+import type { KernelArgSite } from '../graph/kernel-arg-patch.js';
 import type { Device } from '../device/device.js';
 import type { GraphExec } from '../graph/graph-exec.js';
 import type { CudaNode } from '../graph/cuda-node.js';
@@ -53,6 +54,9 @@ export class CapturedGraph {
   #replays = 0;
   #uploaded = false;
   #kernelNodes: KernelNodeRef[] | null = null;
+  /** The one stream launches may use (null: any), and why, for the refusal. */
+  #only: Stream | null = null;
+  #onlyWhy = '';
 
   /** @internal Made by `GraphCaptureGuard.finish`; takes one hold on `pool` (released on dispose). */
   constructor(key: typeof INTERNAL, exec: GraphExec, stream: Stream, pool: CapturePool | null) {
@@ -62,6 +66,10 @@ export class CapturedGraph {
     this.device = stream.device;
     this.#pool = pool;
     if (pool !== null) pool.retainHold('GraphCaptureGuard.finish');
+    if (pool?.stream != null) {
+      this.#only = pool.stream;
+      this.#onlyWhy = `it was captured with ${pool}, a one-stream pool whose graphs share memory, so that no two of them may be in flight together`;
+    }
     const holdings: GraphHoldings = { exec, pool };
     this.#holdings = holdings;
     this[LIFETIME] = new Lifetime(`CapturedGraph (${exec.nodeCount} nodes)`, this, () => {
@@ -119,6 +127,26 @@ export class CapturedGraph {
     return this[LIFETIME].disposed;
   }
 
+  /**
+   * The one stream `launch` accepts, or null for any: the stream of the `GraphCache` that owns the
+   * graph, or of the one-stream `CapturePool` it was captured with. Those graphs share memory,
+   * which is safe only while they replay in one stream's order.
+   */
+  get onlyStream(): Stream | null {
+    return this.#only;
+  }
+
+  /** @internal Binds the graph's launches to `stream` (a `GraphCache` does, for its graphs); `why` ends the refusal's reason. */
+  restrictTo(key: typeof INTERNAL, stream: Stream, why: string): void {
+    if (key !== INTERNAL) throw privateConstructorError('CapturedGraph', 'GraphCaptureGuard.finish() (restrictTo is internal)');
+    this.#only = stream;
+    this.#onlyWhy = why;
+  }
+
+  #wrongStream(op: string, s: Stream): InvalidArgumentError {
+    return new InvalidArgumentError(op, 'stream', `this graph launches on ${this.#only} only, not on ${s}: ${this.#onlyWhy}. Launch it on that stream (graph.launch() does)`);
+  }
+
   #streamFor(op: string, stream: unknown): Stream {
     const s = stream === undefined ? this.stream : requireInstance(op, 'stream', stream, brands.Stream);
     if (s.disposed) {
@@ -133,13 +161,18 @@ export class CapturedGraph {
   /**
    * Replays the graph on `stream` (default: the stream it was captured on) with one
    * `cuGraphLaunch`; counts the replay once the driver accepted it.
-   * @throws InvalidArgumentError for a non-Stream or a stream of another device; DisposedError
-   *   for a disposed graph or stream; CudaError from the driver (e.g. 900 on a capturing stream).
+   * A graph with an `onlyStream` (one of a `GraphCache`, or captured with a one-stream
+   * `CapturePool`) refuses every other stream, changing nothing.
+   * @throws InvalidArgumentError for a non-Stream, a stream of another device, or a stream other
+   *   than `onlyStream`; DisposedError for a disposed graph or stream; CudaError from the driver
+   *   (e.g. 900 on a capturing stream).
    */
   launch(stream?: Stream): void {
     const op = 'CapturedGraph.launch';
     this[LIFETIME].assertAlive(op);
     const s = this.#streamFor(op, stream);
+    // One comparison when the graph is bound and launched where it belongs.
+    if (s !== this.#only && this.#only !== null) throw this.#wrongStream(op, s);
     this.#exec.launch(s);
     this.#replays++;
     this.#pool?.memory?.noteLaunch(s);
@@ -184,6 +217,38 @@ export class CapturedGraph {
     const op = 'CapturedGraph.setKernelArgs';
     this[LIFETIME].assertAlive(op);
     this.#exec.setKernelArgsFor(op, node, args);
+  }
+
+  /**
+   * Replaces argument `index` of a kernel node, keeping its other arguments
+   * (`cuGraphExecKernelNodeSetParams_v2`): a position or step that changes per launch without a
+   * new capture. `node` is a kernel's name (every node running it is changed), the node's index
+   * in `captured.graph.nodes()` or its `CudaNode`. Arguments are named by index: neither the
+   * driver nor a compiled kernel keeps parameter names (a `GraphCache` lets you name them:
+   * `scalars`). Launches after the call see the value; queued ones do not. Returns the number of
+   * nodes changed. (`GraphExec.setKernelArg` is the same on any exec.)
+   * @throws as `GraphExec.setKernelArg`.
+   *
+   * @example
+   * graph.setKernelArg('rope', 2, arg.i32(position));
+   * graph.launch();
+   */
+  setKernelArg(node: string | number | CudaNode, index: number, value: KernelArg): number {
+    const op = 'CapturedGraph.setKernelArg';
+    this[LIFETIME].assertAlive(op);
+    return this.#exec.setKernelArgFor(op, node, index, value);
+  }
+
+  /** @internal `GraphExec.kernelArgSiteFor` of the graph's exec. */
+  kernelArgSite(op: string, node: unknown, index: unknown, size: number): KernelArgSite {
+    this[LIFETIME].assertAlive(op);
+    return this.#exec.kernelArgSiteFor(op, node, index, size);
+  }
+
+  /** @internal `GraphExec.setKernelArgAtFor` of the graph's exec. */
+  setKernelArgAt(op: string, site: KernelArgSite, value: KernelArgValue): void {
+    this[LIFETIME].assertAlive(op);
+    this.#exec.setKernelArgAtFor(op, site, value);
   }
 
   /**

@@ -12,27 +12,27 @@ import { brands } from '../core/brands.js';
 const TYPES: readonly ScalarType[] = ['i32', 'u32', 'i64', 'u64', 'f32', 'f64'];
 const SIZE: { readonly [T in ScalarType]: 4 | 8 } = { i32: 4, u32: 4, i64: 8, u64: 8, f32: 4, f64: 8 };
 
-/** Checks `value` for a scalar of `type`; returns it as stored (a bigint for 64-bit integers). */
-export function checkScalar(op: string, type: ScalarType, value: unknown): number | bigint {
+/** Checks `value` (called `name` in messages) for a scalar of `type`; returns it as stored (a bigint for 64-bit integers). */
+export function checkScalar(op: string, type: ScalarType, value: unknown, name = 'value'): number | bigint {
   switch (type) {
     case 'i32':
-      return requireInt(op, 'value', value, -(2 ** 31), 2 ** 31 - 1);
+      return requireInt(op, name, value, -(2 ** 31), 2 ** 31 - 1);
     case 'u32':
-      return requireInt(op, 'value', value, 0, 2 ** 32 - 1);
+      return requireInt(op, name, value, 0, 2 ** 32 - 1);
     case 'i64':
     case 'u64': {
       let v: bigint;
       if (typeof value === 'bigint') v = value;
       else if (typeof value === 'number' && Number.isSafeInteger(value)) v = BigInt(value);
-      else throw new InvalidArgumentError(op, 'value', `value must be a safe integer or a bigint, got ${describe(value)}`);
+      else throw new InvalidArgumentError(op, name, `${name} must be a safe integer or a bigint, got ${describe(value)}`);
       const [min, max] = type === 'i64' ? [-(2n ** 63n), 2n ** 63n - 1n] : [0n, 2n ** 64n - 1n];
-      if (v < min || v > max) throw new InvalidArgumentError(op, 'value', `value ${v} is out of range ${min}..${max} for ${type}`);
+      if (v < min || v > max) throw new InvalidArgumentError(op, name, `${name} ${v} is out of range ${min}..${max} for ${type}`);
       return v;
     }
     case 'f32':
     case 'f64':
       // NaN and ±Infinity are ordinary IEEE values a kernel may want, as for arg.f32/arg.f64.
-      if (typeof value !== 'number') throw new InvalidArgumentError(op, 'value', `value must be a number, got ${describe(value)}`);
+      if (typeof value !== 'number') throw new InvalidArgumentError(op, name, `${name} must be a number, got ${describe(value)}`);
       return value;
   }
 }

@@ -6,8 +6,9 @@ import { CudagraphError } from '../../errors/base.js';
  * - `ERR_ASYNC_CAPTURE`: the function given to `captureGraph`/`makeGraphed` returned a Promise.
  * - `ERR_POOL_SEALED`: a sealed `CapturePool` was asked for a capture or an allocation.
  * - `ERR_CAPTURE_NOT_ACTIVE`: the stream left capture mode without the guard ending it.
+ * - `ERR_POOL_SHARED`: `trim()` of a one-stream `CapturePool` whose live graphs use memory it gave back.
  */
-export type CaptureStateErrorCode = 'ERR_GUARD_FINISHED' | 'ERR_ASYNC_CAPTURE' | 'ERR_POOL_SEALED' | 'ERR_CAPTURE_NOT_ACTIVE';
+export type CaptureStateErrorCode = 'ERR_GUARD_FINISHED' | 'ERR_ASYNC_CAPTURE' | 'ERR_POOL_SEALED' | 'ERR_CAPTURE_NOT_ACTIVE' | 'ERR_POOL_SHARED';
 
 /**
  * A capture-layer object was used in a state that does not allow the call: a guard finished

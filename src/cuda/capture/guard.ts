@@ -294,6 +294,8 @@ export class GraphCaptureGuard {
       exec.dispose();
       throw this.#failWith(op, e);
     }
+    // A one-stream pool takes back now what the program freed during the capture (docs/graph-cache.md).
+    this.pool?.shareFreed(this.#pooled);
     this.pool?.releaseHold(); // the graph holds the pool now
     this.#pooled.length = 0; // the pool keeps them; the graph holds what its work uses
     this.#state = 'finished';

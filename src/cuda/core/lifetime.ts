@@ -98,6 +98,15 @@ export function cleanupsDeferred(): boolean {
   return held.captures > 0;
 }
 
+/**
+ * Runs `free` now, or as soon as frees may run (deferred as a `Lifetime`'s waiting cleanup is):
+ * for a free that belongs to no resource's lifetime (a pool taking back memory a graph still
+ * uses). A failure is kept like a failed cleanup's.
+ */
+export function freeWhenSafe(free: () => void): void {
+  runOrDefer(free, true);
+}
+
 /** Number of frees waiting (for active captures or host calls in flight), for tests and diagnostics. */
 export function deferredCleanupCount(): number {
   return held.deferred.length;

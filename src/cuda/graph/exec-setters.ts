@@ -7,16 +7,17 @@
  */
 import { InvalidArgumentError } from '../../errors/base.js';
 import { describe, requireInt } from '../../util/validate.js';
-import { graph as gr, graphBuild as gb, execUpdate as xu, module as mod } from '../../driver/result/index.js';
+import { graph as gr, graphBuild as gb, execUpdate as xu, module as mod, host } from '../../driver/result/index.js';
 import { CU_GRAPH_NODE_TYPE, KERNEL_NODE_PARAMS as K } from '../../driver/layouts.js';
 import { LIFETIME } from '../core/internal.js';
 import { makeCurrent } from '../core/context.js';
 import type { Lifetime } from '../core/lifetime.js';
 import { brands } from '../core/brands.js';
 import { HostFunction, hostTrampoline, isHostTrampoline } from '../host/host-function.js';
-import { normalizeArg, type KernelArg, type KernelArgValue } from '../kernel/arg.js';
+import { normalizeArg, writeArg, type KernelArg, type KernelArgValue } from '../kernel/arg.js';
 import { checkArgs, type LaunchConfig } from '../kernel/launch-config.js';
 import type { Kernel } from '../kernel/kernel.js';
+import type { DeviceBuffer } from '../memory/device-buffer.js';
 import { packScratch } from '../kernel/packed-args.js';
 import { CudaNode } from './cuda-node.js';
 import { kernelFunction, resolveCopy, resolveFill, resolveKernel, type KernelFunction, type MemsetNodeParams } from './node-params.js';
@@ -53,6 +54,14 @@ export interface ExecKernel {
   readonly params: Uint8Array;
   /** A view of `params`. */
   readonly view: DataView;
+  /**
+   * Each argument the node runs with now, as its bytes or as the value `setKernelArgs` gave (turned
+   * into bytes only if `setKernelArg` needs them, to keep that call as cheap as it was), kept
+   * because the exec's arguments cannot be read back (the driver returns the template's): what
+   * `setKernelArg` keeps when it replaces one. Null when unknown: the driver cannot say the
+   * kernel's parameters, or the node takes its arguments through `extra`.
+   */
+  args: ReadonlyArray<Uint8Array | KernelArgValue> | null;
 }
 
 /** A node of the template named by its `CudaNode` or index, with its kind. */
@@ -107,7 +116,7 @@ export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: read
 const KERNEL: readonly GraphNodeType[] = ['kernel'];
 
 /** What kernel node `handle` runs now (read from the template the first time). */
-function execKernel(op: string, t: ExecTarget, handle: bigint): ExecKernel {
+export function execKernel(op: string, t: ExecTarget, handle: bigint): ExecKernel {
   let k = t.kernels.get(handle);
   if (k === undefined) {
     // After `update(graph)` the exec runs that graph's parameters: its node in the same position
@@ -119,10 +128,44 @@ function execKernel(op: string, t: ExecTarget, handle: bigint): ExecKernel {
     if (p.func !== 0n) params.fill(0, K.kern, K.ctx + 8);
     const library = p.func === 0n;
     const func = library ? p.kern : p.func;
-    k = { name: safeName(op, func, library), func, paramSizes: mod.functionParamSizes(op, func), params, view: new DataView(params.buffer, params.byteOffset, params.byteLength) };
+    const view = new DataView(params.buffer, params.byteOffset, params.byteLength);
+    const paramSizes = mod.functionParamSizes(op, func);
+    // Read now: the driver's copy of the values is valid only while the node is unchanged.
+    k = { name: safeName(op, func, library), func, paramSizes, params, view, args: argsAt(view.getBigUint64(K.kernelParams, true), paramSizes) };
     t.kernels.set(handle, k);
   }
   return k;
+}
+
+/** The argument values a `kernelParams` array points at (null when the sizes are unknown, or there is no array but there are parameters). */
+function argsAt(kernelParams: bigint, sizes: readonly number[] | null): Uint8Array[] | null {
+  if (sizes === null) return null;
+  if (kernelParams === 0n) return sizes.length === 0 ? [] : null;
+  return host.readKernelArgs(kernelParams, sizes);
+}
+
+/** The bytes of a new argument as the driver receives it (a buffer's must not be disposed). */
+export function argBytes(op: string, a: KernelArgValue): Uint8Array {
+  return bytesOf(a, (b) => b.ptrFor(op));
+}
+
+/**
+ * The bytes of an argument `ExecKernel.args` keeps. A buffer in it is held by the exec, so its
+ * address stands even after its owner disposed it.
+ */
+export function keptArgBytes(a: Uint8Array | KernelArgValue): Uint8Array {
+  return a instanceof Uint8Array ? a : bytesOf(a, (b) => b.ptrHeld());
+}
+
+function bytesOf(a: KernelArgValue, ptrOf: (b: DeviceBuffer) => bigint): Uint8Array {
+  const bytes = new Uint8Array(a.size);
+  writeArg(new DataView(bytes.buffer), 0, a, ptrOf);
+  return bytes;
+}
+
+/** The size in bytes of one argument as `ExecKernel.args` keeps it. */
+export function argSize(a: Uint8Array | KernelArgValue): number {
+  return a instanceof Uint8Array ? a.length : a.size;
 }
 
 /** `exec.setKernelNodeParams`: a new function (same device), launch shape and arguments. */
@@ -151,7 +194,8 @@ export function setKernelParams(t: ExecTarget, node: unknown, params: unknown): 
   makeCurrent(op, t.template.device.context);
   xu.setKernelBytes(op, t.handle, n.handle, bytes);
   t.hold(k.holds);
-  t.kernels.set(n.handle, { name: fn.name, func: fn.func, paramSizes: fn.paramSizes, params: bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
+  const args = argsAt(k.input.kernelParams, fn.paramSizes);
+  t.kernels.set(n.handle, { name: fn.name, func: fn.func, paramSizes: fn.paramSizes, params: bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), args });
 }
 
 function safeName(op: string, func: bigint, library: boolean): string {
@@ -177,10 +221,22 @@ export function setKernelArgs(op: string, t: ExecTarget, node: unknown, args: un
   makeCurrent(op, t.template.device.context);
   xu.setKernelArgs(op, t.handle, n.handle, k.params, k.view, address);
   for (const v of values) if (v.buffer !== null) t.holdOne(v.buffer[LIFETIME]);
+  k.args = values;
 }
 
 /** The kernel node running `name` now (the function a setter gave it, else the template's). */
 function kernelNamed(op: string, t: ExecTarget, name: string): TargetNode {
+  const hits = kernelNodesRunning(op, t, name);
+  if (hits.length === 1) return hits[0]!;
+  throw new InvalidArgumentError(op, 'node', `${hits.length} kernel nodes run '${name}' (indices ${hits.map((h) => h.index).join(', ')}); name one by its index`);
+}
+
+/**
+ * Every kernel node running `name` now (the function a setter gave it, else the template's), in
+ * the template's node order.
+ * @throws InvalidArgumentError, listing the graph's kernels, when none does.
+ */
+export function kernelNodesRunning(op: string, t: ExecTarget, name: string): TargetNode[] {
   const hits: TargetNode[] = [];
   const names = new Set<string>();
   gr.graphNodes(op, t.template.handleUnchecked()).forEach((h, index) => {
@@ -189,14 +245,8 @@ function kernelNamed(op: string, t: ExecTarget, name: string): TargetNode {
     names.add(k.name);
     if (k.name === name) hits.push({ handle: h, index, type: 'kernel' });
   });
-  if (hits.length === 1) return hits[0]!;
-  throw new InvalidArgumentError(
-    op,
-    'node',
-    hits.length === 0
-      ? `no kernel node runs '${name}' (kernels in the graph: ${[...names].join(', ') || 'none'})`
-      : `${hits.length} kernel nodes run '${name}' (indices ${hits.map((h) => h.index).join(', ')}); name one by its index`,
-  );
+  if (hits.length === 0) throw new InvalidArgumentError(op, 'node', `no kernel node runs '${name}' (kernels in the graph: ${[...names].join(', ') || 'none'})`);
+  return hits;
 }
 
 /** `exec.setMemcpyNodeParams`: CUDA updates 1-D copies only, between memory of the same contexts. */

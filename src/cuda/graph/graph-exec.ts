@@ -16,13 +16,14 @@ import { brands, registerBrand } from '../core/brands.js';
 import type { HostFunction } from '../host/host-function.js';
 import type { Event } from '../device/event.js';
 import type { Kernel } from '../kernel/kernel.js';
-import type { KernelArg } from '../kernel/arg.js';
+import type { KernelArg, KernelArgValue } from '../kernel/arg.js';
 import type { LaunchConfig } from '../kernel/launch-config.js';
 import type { CudaNode } from './cuda-node.js';
 import type { MemcpyNodeParams, MemsetNodeParams } from './node-params.js';
 import {
   hostIdsByNode, nodeIndex, setChildParams, setCopyParams, setEvent, setFillParams, setHostParams, setKernelArgs, setKernelParams, targetNode, type ExecTarget,
 } from './exec-setters.js';
+import { kernelArgSite, setKernelArg, setKernelArgAt, type KernelArgSite } from './kernel-arg-patch.js';
 
 const LAUNCH = 'GraphExec.launch';
 
@@ -397,6 +398,40 @@ export class GraphExec {
   /** @internal `setKernelArgs` for `op` (`CapturedGraph.setKernelArgs` calls it). */
   setKernelArgsFor(op: string, node: unknown, args: unknown): void {
     setKernelArgs(op, this.#setter(op), node, args);
+  }
+
+  /**
+   * Replaces argument `index` of a kernel node, keeping its other arguments and its launch shape
+   * (`cuGraphExecKernelNodeSetParams_v2`): the value for a position or a step that changes per
+   * launch. `node` is a kernel's name (every node running it is changed), a `CudaNode` or an
+   * index. Arguments are named by index: neither the driver nor a compiled kernel keeps parameter
+   * names. `value` is typed as for `kernel.launch` (`arg.i32(pos)`, a buffer) and must have the
+   * parameter's size. Later launches see it; queued ones do not. Returns the nodes changed.
+   * @throws InvalidArgumentError for an unknown name, a node that is not a kernel node, an index
+   *   past the kernel's parameters, a value of another size or type, or a node whose arguments
+   *   the exec does not know (drivers before CUDA 12.4 cannot say a kernel's parameters);
+   *   DisposedError; CudaError from the driver.
+   *
+   * @example
+   * exec.setKernelArg('attention', 3, arg.i32(position));   // every node running `attention`
+   */
+  setKernelArg(node: string | number | CudaNode, index: number, value: KernelArg): number {
+    return this.setKernelArgFor('GraphExec.setKernelArg', node, index, value);
+  }
+
+  /** @internal `setKernelArg` for `op` (`CapturedGraph.setKernelArg` calls it). */
+  setKernelArgFor(op: string, node: unknown, index: unknown, value: unknown): number {
+    return setKernelArg(op, this.#setter(op), node, index, value);
+  }
+
+  /** @internal The checked site of argument `index` of `node`, for values of `size` bytes written later with `setKernelArgAtFor`. */
+  kernelArgSiteFor(op: string, node: unknown, index: unknown, size: number): KernelArgSite {
+    return kernelArgSite(op, this.#setter(op), node, index, size);
+  }
+
+  /** @internal Writes `value` at `site` (from `kernelArgSiteFor`). */
+  setKernelArgAtFor(op: string, site: KernelArgSite, value: KernelArgValue): void {
+    setKernelArgAt(op, this.#setter(op), site, value);
   }
 
   /**

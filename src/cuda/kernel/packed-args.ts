@@ -61,17 +61,46 @@ export function packArgs(args: readonly KernelArgValue[], ptrOf: (b: DeviceBuffe
  */
 let scratch: { address: bigint; view: DataView; capacity: number } | null = null;
 
-/** Fills the shared scratch block with `args` and returns its address. */
-export function packScratch(args: readonly KernelArgValue[], ptrOf: (b: DeviceBuffer) => bigint): bigint {
-  const n = args.length;
-  if (n === 0) return 0n;
-  const need = packedSize(n);
+/** The scratch block, grown to at least `need` bytes. */
+function scratchOf(need: number): { address: bigint; view: DataView } {
   if (scratch === null || scratch.capacity < need) {
     if (scratch !== null) host.freeHostBlock(scratch.address);
     const capacity = Math.max(need, 64 * SLOT);
     scratch = { ...host.allocHostBlock(capacity), capacity };
   }
-  layPointers(scratch.view, scratch.address, n);
-  args.forEach((a, i) => writeArg(scratch!.view, n * SLOT + i * SLOT, a, ptrOf));
-  return scratch.address;
+  return scratch;
+}
+
+/** Fills the shared scratch block with `args` and returns its address. */
+export function packScratch(args: readonly KernelArgValue[], ptrOf: (b: DeviceBuffer) => bigint): bigint {
+  const n = args.length;
+  if (n === 0) return 0n;
+  const s = scratchOf(packedSize(n));
+  layPointers(s.view, s.address, n);
+  args.forEach((a, i) => writeArg(s.view, n * SLOT + i * SLOT, a, ptrOf));
+  return s.address;
+}
+
+/**
+ * Fills the shared scratch block with arguments given as their bytes (a kernel node's current
+ * values, one of them replaced) and returns its address. A value of more than 8 bytes (a struct
+ * parameter of a kernel cudagraph did not launch) gets its own 16-byte aligned room.
+ */
+export function packScratchBytes(values: readonly Uint8Array[]): bigint {
+  const n = values.length;
+  if (n === 0) return 0n;
+  const offsets: number[] = [];
+  let end = n * SLOT;
+  for (const v of values) {
+    if (v.length > SLOT) end = Math.ceil(end / 16) * 16;
+    offsets.push(end);
+    end += Math.max(SLOT, Math.ceil(v.length / SLOT) * SLOT);
+  }
+  const s = scratchOf(end);
+  const bytes = new Uint8Array(s.view.buffer, s.view.byteOffset, end);
+  values.forEach((v, i) => {
+    s.view.setBigUint64(i * SLOT, s.address + BigInt(offsets[i]!), true);
+    bytes.set(v, offsets[i]!);
+  });
+  return s.address;
 }

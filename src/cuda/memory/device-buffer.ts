@@ -150,6 +150,14 @@ export class DeviceBuffer {
     return this.#ptr;
   }
 
+  /**
+   * @internal The address with no disposed check, for a holder (an exec that was given the buffer)
+   * whose hold keeps the memory allocated after the owner disposed it.
+   */
+  ptrHeld(): bigint {
+    return this.#ptr;
+  }
+
   #range(op: string, offset: unknown, byteLength: unknown, defaultLength: number): { offset: number; byteLength: number } {
     const off = offset === undefined ? 0 : requireSize(op, 'offset', offset);
     if (off > this.byteLength) {

@@ -19,15 +19,33 @@ export interface CapturePoolOptions {
   readonly device?: Device;
   /**
    * Bytes of freed memory the CUDA pool keeps reserved for reuse instead of giving them back to
-   * the driver at the next synchronization (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`). Default 0.
+   * the driver at the next synchronization (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`). Default 0; not
+   * with `stream`, whose pool keeps all it reserved.
    */
   readonly releaseThreshold?: number;
+  /**
+   * Makes a one-stream pool: every capture with it is of `stream`, and its graphs launch on
+   * `stream` only. So no two of them are ever in flight together, and memory a capture frees
+   * (a pool buffer disposed or `freeAsync`-ed during it) goes back to the pool when that capture
+   * ends, for later captures to reuse, though its graph keeps using it (PyTorch's shared graph
+   * pool, made safe by the one stream). `GraphCache` makes its pool this way.
+   */
+  readonly stream?: Stream;
 }
+
+/** The bytes a one-stream pool keeps reserved: all (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD` = UINT64_MAX), as its graphs use memory it counts as free. */
+const KEEP_ALL = 2n ** 64n - 1n;
 
 /** What the pool's release needs; referenced by its Lifetime's cleanup, never the pool object. */
 interface PoolState {
   readonly records: Lifetime[];
   memory: PoolMemory | null;
+}
+
+/** A buffer a capture allocated from the pool: its address, and whether its memory went back to the pool while a graph still uses it. */
+interface PooledAllocation {
+  readonly ptr: bigint;
+  shared: boolean;
 }
 
 let nextId = 1;
@@ -61,6 +79,9 @@ function requireResource(op: string, buffer: unknown): Lifetime {
  *   pool releases its buffers (each freed once its own owner and holders let go) and its CUDA
  *   memory pool; any later use throws `DisposedError`.
  * - `seal()` forbids new captures and allocations with the pool until `unseal()`.
+ * - A one-stream pool (`new CapturePool({ stream })`) captures that stream only, and its graphs
+ *   launch there only; so memory a capture frees goes back to the pool when the capture ends and
+ *   serves later captures while its graph keeps using it (`sharedBytes`). docs/guard.md.
  *
  * @example
  * using pool = new CapturePool();
@@ -78,7 +99,9 @@ export class CapturePool {
   readonly id: number;
   readonly #life: Lifetime;
   readonly #state: PoolState;
-  readonly #releaseThreshold: number;
+  readonly #releaseThreshold: bigint;
+  readonly #stream: Stream | null;
+  readonly #allocations = new WeakMap<DeviceBuffer, PooledAllocation>();
   #sealed = false;
   #handle: number | null = null;
   #forgetHandle: (() => void) | null = null;
@@ -86,14 +109,25 @@ export class CapturePool {
   /**
    * A new, empty, unsealed pool. Without `options.device` no driver call is made until the
    * pool is first used by a capture.
-   * @throws InvalidArgumentError for unknown options, a non-Device `device`, a bad `releaseThreshold`;
-   *   CudaError when the CUDA memory pool cannot be created on `device`.
+   * @throws InvalidArgumentError for unknown options, a non-Device `device`, a bad `releaseThreshold`,
+   *   a non-Stream `stream` (or one given with `releaseThreshold`, or with a `device` it is not on);
+   *   DisposedError for a disposed stream; CudaError when the CUDA memory pool cannot be created on `device`.
    */
   constructor(options?: CapturePoolOptions) {
     const op = 'CapturePool';
-    const o = requireOptions<CapturePoolOptions>(op, options, ['device', 'releaseThreshold']);
+    const o = requireOptions<CapturePoolOptions>(op, options, ['device', 'releaseThreshold', 'stream']);
     if (o.device !== undefined) requireInstance(op, 'device', o.device, brands.Device);
-    this.#releaseThreshold = o.releaseThreshold === undefined ? 0 : requireSize(op, 'releaseThreshold', o.releaseThreshold);
+    this.#stream = o.stream === undefined ? null : requireInstance(op, 'stream', o.stream, brands.Stream);
+    if (this.#stream !== null) {
+      this.#stream.handleFor(op);
+      if (o.device !== undefined && o.device !== this.#stream.device) {
+        throw new InvalidArgumentError(op, 'device', `the stream is on ${this.#stream.device}, the device given is ${o.device}; a pool serves one device`);
+      }
+      if (o.releaseThreshold !== undefined) {
+        throw new InvalidArgumentError(op, 'releaseThreshold', 'a one-stream pool (stream given) keeps all the memory it reserved: its graphs go on using memory it counts as free, which the driver must not take back');
+      }
+    }
+    this.#releaseThreshold = this.#stream !== null ? KEEP_ALL : BigInt(o.releaseThreshold === undefined ? 0 : requireSize(op, 'releaseThreshold', o.releaseThreshold));
     const state: PoolState = { records: [], memory: null };
     if (o.device !== undefined) state.memory = new PoolMemory(op, o.device, this.#releaseThreshold);
     this.#state = state;
@@ -119,6 +153,21 @@ export class CapturePool {
 
   static {
     registerBrand('CapturePool', CapturePool);
+  }
+
+  /** The stream of a one-stream pool (`new CapturePool({ stream })`), or null. */
+  get stream(): Stream | null {
+    return this.#stream;
+  }
+
+  /**
+   * Bytes a one-stream pool gave back at the end of captures while their graphs still use them:
+   * free for the pool's next captures, in use by live graphs (0 for other pools). Counted in
+   * `reservedBytes`, not in `usedBytes`.
+   */
+  get sharedBytes(): number {
+    const m = this.#state.memory;
+    return m === null ? 0 : m.sharedBytes;
   }
 
   /** The handle this pool was created for by `graphPoolHandle()`, or null. */
@@ -219,13 +268,24 @@ export class CapturePool {
    * Gives memory the pool holds but does not use back to the driver, keeping at least
    * `minBytesToKeep` reserved (`cuMemPoolTrimTo`). Waits first for the pool's pending frees
    * (which wait for the graphs that used the memory).
-   * @throws InvalidArgumentError for a bad size; DisposedError for a released pool.
+   * @throws InvalidArgumentError for a bad size; DisposedError for a released pool;
+   *   CaptureStateError `ERR_POOL_SHARED` for a one-stream pool while live graphs use memory it
+   *   gave back (`sharedBytes` above 0).
    */
   trim(minBytesToKeep = 0): void {
     const op = 'CapturePool.trim';
     requireSize(op, 'minBytesToKeep', minBytesToKeep);
     this.#assertUsable(op);
-    this.#state.memory?.trim(op, minBytesToKeep);
+    const m = this.#state.memory;
+    if (m !== null && m.sharedBytes > 0) {
+      // The driver takes back memory the pool counts as free, which live graphs use here.
+      throw new CaptureStateError(
+        op,
+        'ERR_POOL_SHARED',
+        `${this} is a one-stream pool whose live graphs use ${m.sharedBytes} bytes it counts as free (memory their captures gave back); trimming could unmap it under them. Dispose those graphs first`,
+      );
+    }
+    m?.trim(op, minBytesToKeep);
   }
 
   /**
@@ -261,6 +321,13 @@ export class CapturePool {
    */
   holdFor(op: string, stream: Stream): void {
     this.#assertUsable(op);
+    if (this.#stream !== null && stream !== this.#stream) {
+      throw new InvalidArgumentError(
+        op,
+        'stream',
+        `${this} is a one-stream pool of ${this.#stream}: its graphs share memory and replay on that stream only, so it captures nothing else; capture on ${this.#stream}, or use another pool`,
+      );
+    }
     if (this.#sealed) {
       throw new CaptureStateError(
         op,
@@ -312,10 +379,38 @@ export class CapturePool {
       throw new InvalidArgumentError(op, 'stream', `${this} has no memory on ${stream.device}`);
     }
     const ptr = m.allocate(op, byteLength);
-    const buffer = new DeviceBuffer(INTERNAL, stream.device, byteLength, ptr, () => m.free(ptr));
+    const a: PooledAllocation = { ptr, shared: false };
+    // Memory already given back (shared) is not freed again when the graphs let go of the buffer.
+    const buffer = new DeviceBuffer(INTERNAL, stream.device, byteLength, ptr, () => (a.shared ? m.unshare(byteLength) : m.free(ptr)));
     buffer[LIFETIME].retain();
     this.#state.records.push(buffer[LIFETIME]);
+    this.#allocations.set(buffer, a);
     return buffer;
+  }
+
+  /**
+   * @internal A capture with this one-stream pool finished with `buffers` allocated: the memory of
+   * those the program disposed during the capture goes back to the pool now, for later captures,
+   * while the new graph keeps using it. Safe because the pool's graphs replay on one stream, never
+   * two at once; their memory is then valid from a launch until the next launch of another of the
+   * pool's graphs. A no-op for other pools. Never throws (a failed free is kept).
+   */
+  shareFreed(buffers: readonly DeviceBuffer[]): void {
+    const m = this.#state.memory;
+    if (this.#stream === null || m === null) return;
+    const records = this.#state.records;
+    for (const buffer of buffers) {
+      const life = buffer[LIFETIME];
+      const a = this.#allocations.get(buffer);
+      if (a === undefined || a.shared || !life.disposed || life.freed) continue;
+      a.shared = true;
+      m.share(a.ptr, buffer.byteLength);
+      const at = records.indexOf(life);
+      if (at >= 0) {
+        records.splice(at, 1);
+        life.release();
+      }
+    }
   }
 
   /** @internal A failed capture gives back a buffer it allocated from the pool: unrecorded and disposed. */

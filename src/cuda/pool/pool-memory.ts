@@ -7,7 +7,7 @@ import { CudaError } from '../../errors/cuda-error.js';
 import { mempool as mp, memory as mem, stream as st, event as ev, graph as gr, device as dev } from '../../driver/result/index.js';
 import { CU, CU_MEMPOOL_ATTR, CU_STREAM_CAPTURE_MODE } from '../../driver/layouts.js';
 import { makeCurrent } from '../core/context.js';
-import { keepFailure, keepCleanupError } from '../core/lifetime.js';
+import { keepFailure, keepCleanupError, freeWhenSafe } from '../core/lifetime.js';
 import type { Device } from '../device/device.js';
 import type { Stream } from '../device/stream.js';
 
@@ -34,6 +34,9 @@ export class PoolMemory {
   readonly #stream: bigint;
   readonly #event: bigint;
   #outstanding = 0;
+  /** Bytes given back by `share` that graphs still use, and whether any ever was. */
+  #sharedBytes = 0;
+  #shared = false;
   #retired = false;
   #destroyed = false;
   /** Streams that graphs holding this pool were launched on since the last fence. */
@@ -42,7 +45,7 @@ export class PoolMemory {
   /**
    * @throws CudaError 801 when the device has no memory-pool support; CudaError from the driver.
    */
-  constructor(op: string, device: Device, releaseThreshold: number) {
+  constructor(op: string, device: Device, releaseThreshold: bigint) {
     this.device = device;
     this.#ctx = device.context;
     makeCurrent(op, this.#ctx);
@@ -52,7 +55,7 @@ export class PoolMemory {
     this.#event = event;
   }
 
-  static #create(op: string, device: Device, releaseThreshold: number): { pool: bigint; stream: bigint; event: bigint } {
+  static #create(op: string, device: Device, releaseThreshold: bigint): { pool: bigint; stream: bigint; event: bigint } {
     if (dev.deviceAttribute(op, CU.DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device.handle) === 0) {
       throw new CudaError({
         code: 801,
@@ -63,7 +66,7 @@ export class PoolMemory {
     const pool = mp.memPoolCreate(op, device.ordinal);
     let stream = 0n;
     try {
-      if (releaseThreshold > 0) mp.memPoolSetAttribute(op, pool, CU_MEMPOOL_ATTR.RELEASE_THRESHOLD, BigInt(releaseThreshold));
+      if (releaseThreshold > 0n) mp.memPoolSetAttribute(op, pool, CU_MEMPOOL_ATTR.RELEASE_THRESHOLD, releaseThreshold);
       stream = st.streamCreate(op, CU.STREAM_NON_BLOCKING, 0);
       return { pool, stream, event: ev.eventCreate(op, CU.EVENT_DISABLE_TIMING) };
     } catch (e) {
@@ -152,6 +155,27 @@ export class PoolMemory {
     if (synchronize) dev.ctxSynchronize(op);
   }
 
+  /**
+   * Gives allocation `ptr` (`bytes` long) back to the pool while a graph still uses it (a
+   * one-stream pool's shared memory): freed as `free` frees, once frees may run; `unshare` when
+   * the graphs let go. The pool must keep what it reserved meanwhile (its release threshold).
+   */
+  share(ptr: bigint, bytes: number): void {
+    this.#sharedBytes += bytes;
+    this.#shared = true;
+    freeWhenSafe(() => this.free(ptr));
+  }
+
+  /** The graphs that used `bytes` of shared memory let go of it. */
+  unshare(bytes: number): void {
+    this.#sharedBytes -= bytes;
+  }
+
+  /** Bytes given back by `share` that graphs still use. */
+  get sharedBytes(): number {
+    return this.#sharedBytes;
+  }
+
   /** Bytes of the pool's memory in use (`CU_MEMPOOL_ATTR_USED_MEM_CURRENT`). */
   usedBytes(op: string): number {
     makeCurrent(op, this.#ctx);
@@ -171,6 +195,9 @@ export class PoolMemory {
   trim(op: string, minBytesToKeep: number): void {
     makeCurrent(op, this.#ctx);
     relaxed(op, () => {
+      // Shared memory went back before its graphs' launches, which may still run (from graphs
+      // disposed since): the trim waits for them as the frees of other memory do.
+      if (this.#shared) this.#fence(op);
       st.streamSynchronize(op, this.#stream);
       mp.memPoolTrimTo(op, this.#pool, minBytesToKeep);
     });
@@ -192,6 +219,8 @@ export class PoolMemory {
       // pending frees would release its memory only whenever the driver gets to it. This runs
       // from a cleanup, which never runs during a capture, so the wait is legal.
       try {
+        // Shared memory went back to the pool before its graphs' launches: wait for those too.
+        if (this.#shared) this.#fence(op);
         st.streamSynchronize(op, this.#stream);
         mp.memPoolTrimTo(op, this.#pool, 0);
       } catch (e) {

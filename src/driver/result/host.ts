@@ -26,6 +26,23 @@ export function allocHostBlock(bytes: number): { address: bigint; view: DataView
   return { address, view: new DataView(k.view(address, bytes)) };
 }
 
+/** A copy of the `bytes` bytes of C memory at `address` (memory the driver owns and says is readable). */
+export function readHostBytes(address: bigint, bytes: number): Uint8Array {
+  return bytes === 0 ? new Uint8Array(0) : new Uint8Array(koffi().view(address, bytes)).slice();
+}
+
+/**
+ * The values a `void *kernelParams[]` array points at: one copy per parameter, `sizes[i]` bytes
+ * of the value at `kernelParams[i]` (the array of a kernel node the driver returned, or one of
+ * cudagraph's argument blocks).
+ */
+export function readKernelArgs(kernelParams: bigint, sizes: readonly number[]): Uint8Array[] {
+  const n = sizes.length;
+  if (n === 0) return [];
+  const pointers = new DataView(readHostBytes(kernelParams, 8 * n).buffer);
+  return sizes.map((size, i) => readHostBytes(pointers.getBigUint64(8 * i, true), size));
+}
+
 /** Frees a block from `allocHostBlock`. */
 export function freeHostBlock(address: bigint): void {
   koffi().free(address);

@@ -95,8 +95,8 @@ test('keys: numbers, strings and small tuples, each its own; overflow refused or
   }
   {
     const { cache, calls } = cacheOf({ buckets: [8, 16] });
-    assert.deepEqual(cache.prepare([3, 9, 16]), [8, 16, 16]);
-    assert.deepEqual(calls, [8, 16], 'each bucket captured once');
+    assert.deepEqual(cache.prepare([3, 9, 16]), [8, 16, 16], 'the keys run as, in the order given');
+    assert.deepEqual(calls, [16, 8], 'each bucket captured once, the largest first');
     assert.equal(cache.launch(5).hit, true);
     assert.throws(() => cache.prepare([3, 17]), /GraphCache\.prepare: keys\[1\] \(17\) is above the largest bucket/);
     cache.dispose();
@@ -126,11 +126,16 @@ test('bad input is refused and caches nothing; a capture that throws leaves no g
   assert.throws(() => cache.launch('a' as never), /key must be a number: the cache pads numeric keys up to its buckets/);
   assert.equal(cache.stats.graphs, 0);
   const mine = new Error('mine');
-  const { cache: throwing } = cacheOf({ capture: () => { throw mine; } });
-  assert.throws(() => throwing.launch(1), (e: unknown) => e === mine, 'the capture function\'s own error');
-  assert.deepEqual([throwing.stats.graphs, throwing.stats.captures], [0, 0]);
-  const { cache: asyncCache } = cacheOf({ capture: async () => {} });
-  assert.throws(() => asyncCache.launch(1), (e: unknown) => e instanceof Error && /Promise/.test((e as Error).message));
+  const { cache: throwing, s: ts } = cacheOf({ capture: (_s: Stream, key: unknown) => { if (key === 2) throw mine; } });
+  assert.throws(() => throwing.launch(2), (e: unknown) => e === mine, 'the capture function\'s own error');
+  assert.deepEqual([throwing.stats.graphs, throwing.stats.captures, ts.isCapturing], [0, 0, false], 'nothing cached, the capture ended');
+  assert.equal(throwing.launch(1).hit, false, 'the cache keeps working');
+  assert.throws(() => throwing.launch(2), (e: unknown) => e === mine, 'and tries the failed key again');
+  assert.deepEqual([throwing.stats.graphs, ts.isCapturing], [1, false]);
+  // An async function is refused when the cache is made; a plain function that returns a Promise when it runs.
+  bad({ stream: s, capture: async () => {} }, /^GraphCache: capture is an async function: a capture must be synchronous/);
+  const { cache: asyncCache } = cacheOf({ capture: () => Promise.resolve() });
+  assert.throws(() => asyncCache.launch(1), (e: unknown) => e instanceof InvalidArgumentError && /^GraphCache\.launch: capture returned a Promise/.test((e as Error).message));
   assert.equal(asyncCache.stats.graphs, 0);
   cache.dispose();
   assert.throws(() => cache.launch(1), DisposedError);
