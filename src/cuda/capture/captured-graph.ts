@@ -179,6 +179,26 @@ export class CapturedGraph {
   }
 
   /**
+   * `launch(stream)` then `await stream.synchronizeAsync()`: resolves when the replay (and the work
+   * before it on the stream) is done, the event loop free meanwhile (docs/driver.md, "Waiting
+   * without blocking"). Refusals reject under this call's name, before anything is launched.
+   */
+  launchAndWait(stream?: Stream): Promise<void> {
+    const op = 'CapturedGraph.launchAndWait';
+    try {
+      this[LIFETIME].assertAlive(op);
+      const s = this.#streamFor(op, stream);
+      if (s !== this.#only && this.#only !== null) throw this.#wrongStream(op, s);
+      s.handleFor(op);
+      if (s.isCapturing) throw new InvalidArgumentError(op, 'stream', 'the stream is capturing: a wait cannot be captured; launch, and wait after the capture ends');
+      this.launch(s);
+      return s.synchronizeAsync();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
    * Uploads the graph to the device ahead of its first launch (`cuGraphUpload`) on `stream`
    * (default: the captured stream). Idempotent: only the first successful call reaches the driver.
    */

@@ -225,7 +225,11 @@ export class GraphCache<K extends CacheKey = CacheKey, R = unknown> {
    *   eagerly, a capturing stream; DisposedError for a disposed buffer.
    */
   run(key: K, options?: CacheRunOptions): CacheLaunch<K> {
-    const op = 'GraphCache.run';
+    return this.#run('GraphCache.run', key, options);
+  }
+
+  /** `run` for the public call `op` (`run` or `runAndWait`). */
+  #run(op: string, key: K, options: CacheRunOptions | undefined): CacheLaunch<K> {
     this.#alive(op);
     const o = requireOptions<CacheRunOptions>(op, options, ['inputs', 'outputs', 'scalars']);
     const inputs = planCopies(op, 'inputs', this.stream, o.inputs);
@@ -250,6 +254,23 @@ export class GraphCache<K extends CacheKey = CacheKey, R = unknown> {
     graph.launch(this.stream);
     enqueueCopies(this.stream, outputs);
     return { key: k, graph, hit };
+  }
+
+  /**
+   * `run(key, options)` then `await stream.synchronizeAsync()`: resolves with what `run` did once
+   * the work, its output copies included, is done, the event loop free meanwhile (docs/driver.md,
+   * "Waiting without blocking"). Refusals reject, as `run` throws them, with nothing enqueued.
+   *
+   * @example
+   * const r = await cache.runAndWait(n, { inputs: [{ src: batch, dst: x }], outputs: [{ src: y, dst: result }] });
+   */
+  runAndWait(key: K, options?: CacheRunOptions): Promise<CacheLaunch<K>> {
+    try {
+      const r = this.#run('GraphCache.runAndWait', key, options);
+      return this.stream.synchronizeAsync().then(() => r);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /**
