@@ -52,7 +52,10 @@ const ALLOWED: Record<string, readonly string[]> = {
   'driver/result': ['errors', 'util', 'driver'],
   cuda: ['errors', 'util', 'model', 'driver/result', 'driver'],
   nccl: ['errors', 'util', 'model', 'driver/result', 'driver', 'cuda'],
-  cli: ['errors', 'util', 'model', 'driver/result', 'driver', 'cuda', 'nccl', 'index.js'],
+  // The decoder (its CPU reference and its GPU engines) on the object layer; the server on the decoder's engine interface.
+  llm: ['errors', 'util', 'driver', 'cuda'],
+  serve: ['errors', 'util', 'llm'],
+  cli: ['errors', 'util', 'model', 'driver/result', 'driver', 'cuda', 'nccl', 'llm', 'serve', 'index.js'],
   entries: ['errors', 'util', 'model', 'driver/result', 'driver', 'cuda', 'nccl'],
   'index.js': ['errors', 'model', 'cuda', 'nccl'],
 };

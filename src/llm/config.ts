@@ -1,0 +1,77 @@
+/**
+ * The decoder's shape: a Llama-architecture model (token embedding; layers of RMSNorm → Q/K/V
+ * projections → rotary position embedding → attention over the KV cache → output projection →
+ * residual → RMSNorm → SwiGLU MLP → residual; final RMSNorm; logits), with Hugging Face
+ * transformers' `LlamaConfig` meanings, so that a `.safetensors` file of that architecture loads
+ * and an independent implementation can check the logits.
+ */
+import { InvalidArgumentError } from '../errors/base.js';
+import { describe, requireInt, requireOptions } from '../util/validate.js';
+
+/** A decoder's shape (Hugging Face names in comments). */
+export interface LlamaConfig {
+  /** Decoder layers (`num_hidden_layers`). */
+  readonly layers: number;
+  /** Model width (`hidden_size`). */
+  readonly dim: number;
+  /** Attention heads (`num_attention_heads`); `dim` is a multiple of it. */
+  readonly heads: number;
+  /** Key/value heads (`num_key_value_heads`; grouped-query attention when below `heads`). */
+  readonly kvHeads: number;
+  /** The MLP's inner width (`intermediate_size`). */
+  readonly hidden: number;
+  /** Tokens (`vocab_size`): 256 bytes and the specials (`BOS`, `EOS`) by default. */
+  readonly vocab: number;
+  /** Positions a sequence may reach (`max_position_embeddings`). */
+  readonly maxPositions: number;
+  /** Rotary embedding base (`rope_theta`). */
+  readonly ropeTheta: number;
+  /** RMSNorm epsilon (`rms_norm_eps`). */
+  readonly rmsEps: number;
+}
+
+/** Starts in seconds: 8 layers, width 512, 8 heads of 64, MLP 1536, byte vocabulary, 2048 positions. */
+export const DEFAULT_LLAMA_CONFIG: LlamaConfig = Object.freeze({
+  layers: 8,
+  dim: 512,
+  heads: 8,
+  kvHeads: 8,
+  hidden: 1536,
+  vocab: 258,
+  maxPositions: 2048,
+  ropeTheta: 10000,
+  rmsEps: 1e-5,
+});
+
+/** Width of one attention head. */
+export function headDim(c: LlamaConfig): number {
+  return c.dim / c.heads;
+}
+
+/**
+ * `DEFAULT_LLAMA_CONFIG` with `overrides`, checked: positive integers, `dim` a multiple of `heads`
+ * with an even head width (rotary pairs), `heads` a multiple of `kvHeads`, `vocab` ≥ 258 (bytes and
+ * specials), positive finite `ropeTheta` and `rmsEps`.
+ * @throws InvalidArgumentError naming `op` and the field.
+ */
+export function llamaConfig(op: string, overrides?: Partial<LlamaConfig>): LlamaConfig {
+  const o = requireOptions<Partial<LlamaConfig>>(op, overrides, ['layers', 'dim', 'heads', 'kvHeads', 'hidden', 'vocab', 'maxPositions', 'ropeTheta', 'rmsEps']);
+  const d = DEFAULT_LLAMA_CONFIG;
+  const int = (name: keyof LlamaConfig, max: number): number => requireInt(op, name, o[name] ?? d[name], 1, max);
+  const layers = int('layers', 1024);
+  const dim = int('dim', 65536);
+  const heads = int('heads', 1024);
+  const kvHeads = int('kvHeads', 1024);
+  const hidden = int('hidden', 1 << 20);
+  const vocab = int('vocab', 1 << 20);
+  const maxPositions = int('maxPositions', 1 << 20);
+  const real = (name: 'ropeTheta' | 'rmsEps'): number => {
+    const v = o[name] ?? d[name];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new InvalidArgumentError(op, name, `${name} must be a positive finite number, got ${describe(v)}`);
+    return v;
+  };
+  if (dim % heads !== 0 || (dim / heads) % 2 !== 0) throw new InvalidArgumentError(op, 'dim', `dim (${dim}) must be a multiple of heads (${heads}) with an even head width`);
+  if (heads % kvHeads !== 0) throw new InvalidArgumentError(op, 'kvHeads', `heads (${heads}) must be a multiple of kvHeads (${kvHeads})`);
+  if (vocab < 258) throw new InvalidArgumentError(op, 'vocab', `vocab must hold the 256 bytes and the 2 specials (≥ 258), got ${vocab}`);
+  return Object.freeze({ layers, dim, heads, kvHeads, hidden, vocab, maxPositions, ropeTheta: real('ropeTheta'), rmsEps: real('rmsEps') });
+}
