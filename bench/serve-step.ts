@@ -1,0 +1,96 @@
+/**
+ * Per-token decode step time of the GPU decoder, eager against graphed, at several batch sizes,
+ * interleaved (`npm run bench:serve` runs it; also `node dist/bench/serve-step.js`). Each sample
+ * is one step of B sequences (each at a position near --position), awaited; µs per step and per
+ * token. Also checks that both engines give the same tokens.
+ *
+ *   node dist/bench/serve-step.js [--batches 1,4,16] [--rounds 5] [--reps 50] [--dtype f32|bf16] [--position 128]
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULT_LLAMA_CONFIG } from '../src/llm/config.js';
+import { GpuDecodeEngine } from '../src/llm/gpu-engine.js';
+import { median } from './gpu/stats.js';
+
+const argv = process.argv.slice(2);
+const flag = (name: string, dflt: string): string => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1]! : dflt;
+};
+const BATCHES = flag('--batches', '1,4,16').split(',').map(Number);
+const ROUNDS = Number(flag('--rounds', '5'));
+const REPS = Number(flag('--reps', '50'));
+const DTYPE = flag('--dtype', 'f32') as 'f32' | 'bf16';
+const POSITION = Number(flag('--position', '128'));
+const config = DEFAULT_LLAMA_CONFIG;
+
+/** Deterministic small weights (a 32-bit LCG), scaled by 1/sqrt(fan-in); norms 1. */
+function weights(name: string): Float32Array {
+  const shape = (() => {
+    const hd = config.dim / config.heads;
+    if (name.endsWith('norm.weight')) return [config.dim];
+    if (name.includes('embed_tokens') || name.startsWith('lm_head')) return [config.vocab, config.dim];
+    if (name.includes('q_proj')) return [config.heads * hd, config.dim];
+    if (name.includes('k_proj') || name.includes('v_proj')) return [config.kvHeads * hd, config.dim];
+    if (name.includes('o_proj')) return [config.dim, config.heads * hd];
+    if (name.includes('gate_proj') || name.includes('up_proj')) return [config.hidden, config.dim];
+    return [config.dim, config.hidden];
+  })();
+  const n = shape.reduce((a, b) => a * b, 1);
+  const out = new Float32Array(n);
+  if (shape.length === 1) return out.fill(1);
+  let seed = [...name].reduce((h, ch) => (h * 31 + ch.charCodeAt(0)) >>> 0, 7);
+  const scale = Math.sqrt(3 / shape[1]!);
+  for (let i = 0; i < n; i++) {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    out[i] = (seed / 2 ** 32 * 2 - 1) * scale;
+  }
+  return out;
+}
+
+const maxBatch = Math.max(...BATCHES);
+const t0 = performance.now();
+const graphed = new GpuDecodeEngine({ config, weights, dtype: DTYPE, graphs: true, slots: maxBatch, maxBatch, maxPositions: 1024 });
+const eager = new GpuDecodeEngine({ config, weights, dtype: DTYPE, graphs: false, slots: maxBatch, maxBatch, maxPositions: 1024 });
+const startMs = performance.now() - t0;
+
+// Fill every slot's cache up to POSITION the same way in both engines, checking the tokens agree.
+let same = true;
+// Slot i starts from byte token 65 + i, then feeds back its own greedy tokens.
+let prev: Int32Array[] = [0, 1].map(() => Int32Array.from({ length: maxBatch }, (_, i) => 65 + i));
+for (let p = 0; p < POSITION; p++) {
+  const outs: Int32Array[] = [];
+  for (const [k, engine] of [graphed, eager].entries()) {
+    const r = await engine.step(Array.from({ length: maxBatch }, (_, i) => ({ slot: i, token: prev[k]![i]!, position: p })));
+    outs.push(r.tokens);
+  }
+  if (outs[0]!.some((t, i) => t !== outs[1]![i])) same = false;
+  prev = outs;
+}
+
+const perStep: Record<string, number[]> = {};
+for (let r = 0; r < ROUNDS; r++) {
+  for (const B of BATCHES) {
+    for (const [label, engine] of [['eager', eager], ['graphed', graphed]] as const) {
+      const entries = Array.from({ length: B }, (_, i) => ({ slot: i, token: 65, position: POSITION }));
+      const xs: number[] = [];
+      for (let i = 0; i < REPS; i++) {
+        const a = performance.now();
+        await engine.step(entries);
+        xs.push((performance.now() - a) * 1000);
+      }
+      (perStep[`${label} B=${B}`] ??= []).push(median(xs));
+    }
+  }
+}
+const rows = BATCHES.map((B) => {
+  const e = median(perStep[`eager B=${B}`]!);
+  const g = median(perStep[`graphed B=${B}`]!);
+  return { batch: B, eagerUs: e, graphedUs: g, eagerPerTokenUs: e / B, graphedPerTokenUs: g / B, speedup: e / g };
+});
+const results = { date: new Date().toISOString(), gpu: graphed.device.name, dtype: DTYPE, config, position: POSITION, startMs, sameTokens: same, rows, graphStats: graphed.stats(), perStep };
+if (process.env['OUT']) writeFileSync(join(process.env['OUT'], 'serve-step.json'), JSON.stringify(results, null, 2));
+process.stdout.write(`decode step, ${results.gpu}, ${DTYPE}, ${config.layers} layers × ${config.dim}, position ${POSITION}; engines started in ${startMs.toFixed(0)} ms; graphed tokens = eager tokens: ${same}\n`);
+for (const r of rows) process.stdout.write(`  B=${String(r.batch).padStart(2)}  eager ${r.eagerUs.toFixed(1)} µs  graphed ${r.graphedUs.toFixed(1)} µs  (${r.speedup.toFixed(2)}×; per token ${r.eagerPerTokenUs.toFixed(1)} / ${r.graphedPerTokenUs.toFixed(1)} µs)\n`);
+graphed.dispose();
+eager.dispose();

@@ -1,0 +1,290 @@
+/**
+ * The decoder's CUDA kernels, compiled with NVRTC when a GPU engine starts. One decode step of a
+ * batch of B sequences (B one of the batch buckets) is six launches a layer: the Q|K|V GEMV of the
+ * RMSNorm of the residual (the norm computed inside the GEMV), rotary embedding + KV-cache append,
+ * attention, the output GEMV (added into the residual), the gate|up GEMV of the second RMSNorm, the
+ * down GEMV of their SwiGLU (computed as it is read; added into the residual); around the layers,
+ * the embedding, the logits GEMV of the final norm and a greedy argmax.
+ *
+ * Every kernel reads the batch's slots and positions from device memory, so a step's graph serves
+ * every sequence length, and works in f32 whatever the weights are stored as (f32, or bf16 as the
+ * upper half of an f32: `W_BF16`). Reductions run in a fixed order, so the same launch gives the
+ * same bits, eager or replayed.
+ */
+
+/** Batch sizes with a GEMV of their own (registers hold one accumulator per sequence). */
+export const GEMV_BATCHES = [1, 2, 4, 8, 16, 32] as const;
+
+/** Head widths with an attention kernel of their own. */
+export const ATTENTION_HEAD_DIMS = [16, 32, 64, 128, 256] as const;
+
+/** What a GEMV's input is: the plain rows, their RMSNorm, or the SwiGLU of fused gate|up rows. */
+export const GEMV_INPUT = { plain: 0, rmsnorm: 1, swiglu: 2 } as const;
+
+/** The GEMV kernel's name: `gemv_<f32|bf16>_m<input>_b<B>`. */
+export function gemvName(dtype: 'f32' | 'bf16', input: number, batch: number): string {
+  return `gemv_${dtype}_m${input}_b${batch}`;
+}
+
+/** Warps a GEMV row is split over: about one per 256 columns, at most 8, dividing `cols / 4`. */
+export function gemvSplit(cols: number): number {
+  let k = 1;
+  while (k < 8 && cols / (2 * k) >= 256 && cols % (8 * k) === 0) k *= 2;
+  return k;
+}
+
+export const DECODER_SOURCE = String.raw`
+typedef unsigned short bf16_t;
+// NVRTC has no math.h: minus infinity by its bits.
+#define NEG_INF __int_as_float(0xff800000)
+__device__ __forceinline__ float ld(const float *w, size_t i) { return w[i]; }
+__device__ __forceinline__ float ld(const bf16_t *w, size_t i) { return __uint_as_float(((unsigned)w[i]) << 16); }
+// Four consecutive weights from element i (a multiple of 4): one 16-byte (f32) or 8-byte (bf16) load.
+__device__ __forceinline__ float4 ld4(const float *w, size_t i) { return *reinterpret_cast<const float4 *>(w + i); }
+__device__ __forceinline__ float4 ld4(const bf16_t *w, size_t i) {
+  uint2 u = *reinterpret_cast<const uint2 *>(w + i);
+  return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u), __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// The sum (or max) of v over a block of at most 1024 threads; every thread gets it. Fixed order.
+__device__ float block_sum(float v, float *scratch) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float t = lane < warps ? scratch[lane] : 0.0f;
+  return warp_sum(t);
+}
+__device__ float block_max(float v, float *scratch) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float t = lane < warps ? scratch[lane] : NEG_INF;
+  return warp_max(t);
+}
+
+// out[b*rows + r] (+)= W[r, :] . in_b for the NB sequences b of the batch, W read once for all.
+// A block of 8 warps holds 8 / ksplit rows; each row's columns are split over ksplit warps (so a
+// matrix of few, long rows still fills the GPU), each lane loading four columns at a time, and
+// the parts are added in a fixed order (no atomics: the same bits every run). in_b is:
+//   MODE 0: in[b, :];
+//   MODE 1: RMSNorm of in[b, :] with weight nw (Hugging Face's LlamaRMSNorm: w * (x / rms(x))),
+//           the norm computed by every block (cheap beside its rows of W);
+//   MODE 2: SwiGLU of a fused gate|up row in[b, 0:2*cols]: silu(gate) * up.
+// cols must be a multiple of 4 * ksplit.
+template <int MODE, typename W>
+__device__ __forceinline__ float4 input4(const float *in, const W *nw, const float *rs, int b, int cols, int c) {
+  if (MODE == 2) {
+    float4 g = *reinterpret_cast<const float4 *>(in + (size_t)b * 2 * cols + c);
+    float4 u = *reinterpret_cast<const float4 *>(in + (size_t)b * 2 * cols + cols + c);
+    return make_float4(g.x / (1.0f + expf(-g.x)) * u.x, g.y / (1.0f + expf(-g.y)) * u.y,
+                       g.z / (1.0f + expf(-g.z)) * u.z, g.w / (1.0f + expf(-g.w)) * u.w);
+  }
+  float4 x = *reinterpret_cast<const float4 *>(in + (size_t)b * cols + c);
+  if (MODE == 1) {
+    float4 n = ld4(nw, c);
+    float r = rs[b];
+    return make_float4(n.x * (x.x * r), n.y * (x.y * r), n.z * (x.z * r), n.w * (x.w * r));
+  }
+  return x;
+}
+
+template <typename W, int NB, int MODE>
+__device__ void gemv(float *out, const W *w, const float *in, const W *nw, int rows, int cols, int accumulate, float eps, int ksplit) {
+  __shared__ float part[8][NB];
+  __shared__ float rs[NB];
+  int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (MODE == 1) {
+    // One warp a sequence; four independent 16-byte loads in flight per lane.
+    for (int b = warp; b < NB; b += 8) {
+      float ss = 0.0f;
+#pragma unroll 4
+      for (int c = lane * 4; c < cols; c += 128) {
+        float4 v = *reinterpret_cast<const float4 *>(in + (size_t)b * cols + c);
+        ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+      }
+      ss = warp_sum(ss);
+      if (lane == 0) rs[b] = rsqrtf(ss / cols + eps);
+    }
+    __syncthreads();
+  }
+  int perBlock = 8 / ksplit;
+  int row = blockIdx.x * perBlock + warp / ksplit;
+  int seg = cols / ksplit, c0 = (warp % ksplit) * seg;
+  float acc[NB];
+#pragma unroll
+  for (int b = 0; b < NB; b++) acc[b] = 0.0f;
+  if (row < rows) {
+    size_t base = (size_t)row * cols;
+#pragma unroll 4
+    for (int c = c0 + lane * 4; c < c0 + seg; c += 128) {
+      float4 wv = ld4(w, base + c);
+#pragma unroll
+      for (int b = 0; b < NB; b++) {
+        float4 xv = input4<MODE>(in, nw, rs, b, cols, c);
+        acc[b] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;
+      }
+    }
+  }
+#pragma unroll
+  for (int b = 0; b < NB; b++) {
+    float v = warp_sum(acc[b]);
+    if (lane == 0) part[warp][b] = v;
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < perBlock * NB; t += blockDim.x) {
+    int r = t / NB, b = t % NB, grow = blockIdx.x * perBlock + r;
+    if (grow >= rows) continue;
+    float v = 0.0f;
+    for (int k = 0; k < ksplit; k++) v += part[r * ksplit + k][b];
+    float *o = out + (size_t)b * rows + grow;
+    *o = accumulate ? *o + v : v;
+  }
+}
+#define GEMV(T, NAME, NB, MODE) \
+  extern "C" __global__ void __launch_bounds__(256) gemv_##NAME##_m##MODE##_b##NB(float *out, const T *w, const float *in, const T *nw, int rows, \
+                                                               int cols, int accumulate, float eps, int ksplit) { \
+    gemv<T, NB, MODE>(out, w, in, nw, rows, cols, accumulate, eps, ksplit); }
+#define GEMV_MODES(T, NAME, NB) GEMV(T, NAME, NB, 0) GEMV(T, NAME, NB, 1) GEMV(T, NAME, NB, 2)
+#define GEMVS(T, NAME) GEMV_MODES(T, NAME, 1) GEMV_MODES(T, NAME, 2) GEMV_MODES(T, NAME, 4) GEMV_MODES(T, NAME, 8) \
+  GEMV_MODES(T, NAME, 16) GEMV_MODES(T, NAME, 32)
+GEMVS(float, f32)
+GEMVS(bf16_t, bf16)
+
+// x[b, :] = embedding[tokens[b], :] (one block a sequence).
+template <typename W>
+__device__ void embed(float *x, const W *emb, const int *tokens, int dim) {
+  int b = blockIdx.x;
+  size_t row = (size_t)tokens[b] * dim;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) x[(size_t)b * dim + i] = ld(emb, row + i);
+}
+extern "C" __global__ void embed_f32(float *x, const float *emb, const int *tokens, int dim) { embed(x, emb, tokens, dim); }
+extern "C" __global__ void embed_bf16(float *x, const bf16_t *emb, const int *tokens, int dim) { embed(x, emb, tokens, dim); }
+
+// Rotary embedding of q and k (Hugging Face's rotate_half: pairs (j, j + hd/2)) at each sequence's
+// position, in place in qkv = [q (heads*hd) | k (kvHeads*hd) | v (kvHeads*hd)]; then k and v into
+// the cache of (slot, layer) at the position. cache: [slot][layer][position][kvHeads*hd].
+extern "C" __global__ void rope_append(float *qkv, float *kcache, float *vcache, const int *slots, const int *positions,
+                                       int heads, int kvHeads, int hd, int layers, int layer, int maxPos, float theta) {
+  int b = blockIdx.x, half = hd / 2;
+  int pos = positions[b], slot = slots[b];
+  int qkvDim = (heads + 2 * kvHeads) * hd, kvDim = kvHeads * hd;
+  float *row = qkv + (size_t)b * qkvDim;
+  size_t at = (((size_t)slot * layers + layer) * maxPos + pos) * kvDim;
+  int pairs = (heads + kvHeads) * half;
+  for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
+    int head = i / half, j = i % half;
+    float inv = 1.0f / powf(theta, (float)(2 * j) / (float)hd);
+    float s, c;
+    sincosf((float)pos * inv, &s, &c);
+    float *x = row + head * hd;
+    float x1 = x[j], x2 = x[j + half];
+    float r1 = x1 * c - x2 * s, r2 = x2 * c + x1 * s;
+    x[j] = r1;
+    x[j + half] = r2;
+    if (head >= heads) {
+      int kh = head - heads;
+      kcache[at + kh * hd + j] = r1;
+      kcache[at + kh * hd + j + half] = r2;
+    }
+  }
+  const float *v = row + (heads + kvHeads) * hd;
+  for (int i = threadIdx.x; i < kvDim; i += blockDim.x) vcache[at + i] = v[i];
+}
+
+// out[b, h*HD:(h+1)*HD] = softmax(q . K[0..pos] / sqrt(HD)) . V[0..pos] for head h of sequence b
+// (one block of 256 threads a (sequence, head); grouped-query: kv head h / (heads / kvHeads)).
+// Scores: a thread a position, its key row read as HD/4 independent 16-byte loads. Values: the
+// block in 256/HD stripes of positions, a thread a column, the stripes added in a fixed order.
+// Dynamic shared memory: maxPos scores.
+template <int HD>
+__device__ void attention(float *out, const float *qkv, const float *kcache, const float *vcache, const int *slots,
+                          const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos) {
+  extern __shared__ float sc[];
+  __shared__ float scratch[32];
+  __shared__ float4 q4[HD / 4];
+  __shared__ float partial[256];
+  int b = blockIdx.x, h = blockIdx.y;
+  int pos = positions[b], slot = slots[b], kvh = h / (heads / kvHeads);
+  int qkvDim = (heads + 2 * kvHeads) * HD, kvDim = kvHeads * HD;
+  if (threadIdx.x < HD / 4) q4[threadIdx.x] = *reinterpret_cast<const float4 *>(qkv + (size_t)b * qkvDim + h * HD + 4 * threadIdx.x);
+  __syncthreads();
+  size_t base = ((size_t)slot * layers + layer) * maxPos * kvDim + (size_t)kvh * HD;
+  float scale = rsqrtf((float)HD), m = NEG_INF;
+  for (int t = threadIdx.x; t <= pos; t += blockDim.x) {
+    const float4 *k = reinterpret_cast<const float4 *>(kcache + base + (size_t)t * kvDim);
+    float4 kv[HD / 4];
+#pragma unroll
+    for (int i = 0; i < HD / 4; i++) kv[i] = k[i];
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < HD / 4; i++) s += q4[i].x * kv[i].x + q4[i].y * kv[i].y + q4[i].z * kv[i].z + q4[i].w * kv[i].w;
+    s *= scale;
+    sc[t] = s;
+    m = fmaxf(m, s);
+  }
+  m = block_max(m, scratch);
+  float sum = 0.0f;
+  for (int t = threadIdx.x; t <= pos; t += blockDim.x) {
+    float e = expf(sc[t] - m);
+    sc[t] = e;
+    sum += e;
+  }
+  sum = block_sum(sum, scratch);
+  __syncthreads();
+  const int stripes = 256 / HD;
+  int d = threadIdx.x % HD, stripe = threadIdx.x / HD;
+  float acc = 0.0f;
+#pragma unroll 8
+  for (int t = stripe; t <= pos; t += stripes) acc += sc[t] * vcache[base + (size_t)t * kvDim + d];
+  partial[threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.x < HD) {
+    float v = 0.0f;
+    for (int k = 0; k < stripes; k++) v += partial[k * HD + threadIdx.x];
+    out[(size_t)b * heads * HD + h * HD + threadIdx.x] = v / sum;
+  }
+}
+#define ATTENTION(HD) \
+  extern "C" __global__ void __launch_bounds__(256) attention_hd##HD(float *out, const float *qkv, const float *kcache, const float *vcache, \
+      const int *slots, const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos) { \
+    attention<HD>(out, qkv, kcache, vcache, slots, positions, heads, kvHeads, layers, layer, maxPos); }
+ATTENTION(16) ATTENTION(32) ATTENTION(64) ATTENTION(128) ATTENTION(256)
+
+// tokens[b] = argmax of logits[b, :] (the lowest index on a tie; one block a sequence).
+extern "C" __global__ void argmax(int *tokens, const float *logits, int vocab) {
+  __shared__ float best[1024];
+  __shared__ int at[1024];
+  int b = blockIdx.x;
+  const float *l = logits + (size_t)b * vocab;
+  float m = NEG_INF;
+  int mi = 0x7fffffff;
+  for (int i = threadIdx.x; i < vocab; i += blockDim.x) {
+    float v = l[i];
+    if (v > m || (v == m && i < mi)) { m = v; mi = i; }
+  }
+  best[threadIdx.x] = m;
+  at[threadIdx.x] = mi;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      float o = best[threadIdx.x + s];
+      int oi = at[threadIdx.x + s];
+      if (o > best[threadIdx.x] || (o == best[threadIdx.x] && oi < at[threadIdx.x])) { best[threadIdx.x] = o; at[threadIdx.x] = oi; }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) tokens[b] = at[0];
+}
+`;
