@@ -11,4 +11,5 @@ export {
   type CudaErrorInit,
   type CudaErrorDetails,
 } from './cuda-error.js';
+export { FileFormatError } from './file-format-error.js';
 export { HostCallbackError, type HostCallbackErrorCode, type HostCallPendingDetails } from './host-callback-error.js';

@@ -30,6 +30,9 @@ export interface LlamaConfig {
   readonly rmsEps: number;
 }
 
+/** The fields of a `LlamaConfig`, in declaration order. */
+const FIELDS = ['layers', 'dim', 'heads', 'kvHeads', 'hidden', 'vocab', 'maxPositions', 'ropeTheta', 'rmsEps'] as const;
+
 /** Starts in seconds: 8 layers, width 512, 8 heads of 64, MLP 1536, byte vocabulary, 2048 positions. */
 export const DEFAULT_LLAMA_CONFIG: LlamaConfig = Object.freeze({
   layers: 8,
@@ -55,7 +58,7 @@ export function headDim(c: LlamaConfig): number {
  * @throws InvalidArgumentError naming `op` and the field.
  */
 export function llamaConfig(op: string, overrides?: Partial<LlamaConfig>): LlamaConfig {
-  const o = requireOptions<Partial<LlamaConfig>>(op, overrides, ['layers', 'dim', 'heads', 'kvHeads', 'hidden', 'vocab', 'maxPositions', 'ropeTheta', 'rmsEps']);
+  const o = requireOptions<Partial<LlamaConfig>>(op, overrides, FIELDS);
   const d = DEFAULT_LLAMA_CONFIG;
   const int = (name: keyof LlamaConfig, max: number): number => requireInt(op, name, o[name] ?? d[name], 1, max);
   const layers = int('layers', 1024);
@@ -74,4 +77,20 @@ export function llamaConfig(op: string, overrides?: Partial<LlamaConfig>): Llama
   if (heads % kvHeads !== 0) throw new InvalidArgumentError(op, 'kvHeads', `heads (${heads}) must be a multiple of kvHeads (${kvHeads})`);
   if (vocab < 258) throw new InvalidArgumentError(op, 'vocab', `vocab must hold the 256 bytes and the 2 specials (≥ 258), got ${vocab}`);
   return Object.freeze({ layers, dim, heads, kvHeads, hidden, vocab, maxPositions, ropeTheta: real('ropeTheta'), rmsEps: real('rmsEps') });
+}
+
+/**
+ * `config` checked as `llamaConfig` checks it, every field required: the entry points that take a
+ * whole `LlamaConfig` call it, so a hand-made or partial object is refused, never completed with
+ * defaults behind the caller's back.
+ * @throws InvalidArgumentError naming `op` and the field.
+ */
+export function requireLlamaConfig(op: string, config: unknown): LlamaConfig {
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    throw new InvalidArgumentError(op, 'config', `config must be a LlamaConfig object, got ${describe(config)}`);
+  }
+  for (const f of FIELDS) {
+    if (!(f in config)) throw new InvalidArgumentError(op, 'config', `config lacks ${f}`);
+  }
+  return llamaConfig(op, config as Partial<LlamaConfig>);
 }

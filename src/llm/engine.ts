@@ -31,7 +31,9 @@ export interface DecodeEngine {
    * logits, the lowest index on a tie), in the entries' order. With `logits`, also the logits
    * (entries × vocab, row per entry).
    * @throws InvalidArgumentError (as a rejection) for an empty or oversize batch, a slot out of range
-   *   or repeated, a position out of range, a token outside the vocabulary.
+   *   or repeated, a position out of range, a token outside the vocabulary; an engine that tracks
+   *   what each slot holds (the CPU reference does) also refuses a position past it. A refused step
+   *   writes nothing.
    */
   step(entries: readonly DecodeEntry[], options?: { readonly logits?: boolean }): Promise<StepResult>;
   /** Counters for `/metrics` (steps, graph cache figures…), a copy. */

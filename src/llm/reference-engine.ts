@@ -1,0 +1,145 @@
+/**
+ * The CPU reference engine: the `DecodeEngine` a server runs without a GPU, and the one the GPU
+ * engines are checked against. Slow (a plain loop per multiply) but exact to the reference
+ * forward pass; meant for small configs (2 layers of width 64 decode in well under a
+ * millisecond a token).
+ */
+import { DisposedError, InvalidArgumentError } from '../errors/base.js';
+import { describe, requireBoolean, requireInt, requireOptions } from '../util/validate.js';
+import { headDim, requireLlamaConfig, type LlamaConfig } from './config.js';
+import type { DecodeEngine, DecodeEntry, StepResult } from './engine.js';
+import { ReferenceDecoder, argmax, type ReferenceKvCache } from './reference.js';
+import { checkWeights, type LlamaWeights } from './weights.js';
+
+/** How a `CpuDecodeEngine` is sized. */
+export interface CpuDecodeEngineOptions {
+  /** KV-cache slots (sequences in flight at once); 8 by default. */
+  readonly slots?: number;
+  /** The most entries one step takes, at most `slots`; `slots` by default. */
+  readonly maxBatch?: number;
+  /** Positions a sequence may reach, at most `config.maxPositions` (the default). */
+  readonly maxPositions?: number;
+}
+
+/** The most values one layer's keys (or values) may take: 2^30 float32s, 4 GiB. */
+const MAX_CACHE_VALUES = 2 ** 30;
+
+/**
+ * A `DecodeEngine` on the CPU over the reference forward pass (`ReferenceDecoder`). A step checks
+ * every entry before it writes anything: a refused step leaves the cache as it was. Besides the
+ * refusals every engine makes, it tracks how many positions each slot holds and refuses a position
+ * past them (it would attend over keys never written); position 0 starts a slot afresh.
+ *
+ * @example
+ * const config = llamaConfig('demo', { layers: 2, dim: 64, heads: 4, kvHeads: 2, hidden: 128 });
+ * using engine = new CpuDecodeEngine(config, syntheticWeights(config, 1), { slots: 4 });
+ * const { tokens } = await engine.step([{ slot: 0, token: BOS, position: 0 }]);
+ */
+export class CpuDecodeEngine implements DecodeEngine {
+  readonly config: LlamaConfig;
+  readonly slots: number;
+  readonly maxBatch: number;
+  readonly maxPositions: number;
+  readonly name = 'cpu reference';
+  readonly #decoder: ReferenceDecoder;
+  #cache: ReferenceKvCache | undefined;
+  /** Positions each slot holds (its sequence's keys and values at 0..held−1). */
+  readonly #held: Int32Array;
+  #steps = 0;
+  #tokens = 0;
+
+  /**
+   * @throws InvalidArgumentError naming `new CpuDecodeEngine` for a bad config, weights that do not
+   *   fit it (`checkWeights`), unknown options, sizes out of range or a cache over 4 GiB a layer.
+   *   The weights' arrays are read in place, not copied.
+   */
+  constructor(config: LlamaConfig, weights: LlamaWeights, options?: CpuDecodeEngineOptions) {
+    const op = 'new CpuDecodeEngine';
+    const c = requireLlamaConfig(op, config);
+    const o = requireOptions<CpuDecodeEngineOptions>(op, options, ['slots', 'maxBatch', 'maxPositions']);
+    const slots = requireInt(op, 'slots', o.slots ?? 8, 1, 1 << 16);
+    const maxBatch = requireInt(op, 'maxBatch', o.maxBatch ?? slots, 1, slots);
+    const maxPositions = requireInt(op, 'maxPositions', o.maxPositions ?? c.maxPositions, 1, c.maxPositions);
+    const values = slots * maxPositions * c.kvHeads * headDim(c);
+    if (values > MAX_CACHE_VALUES) {
+      const gib = (values * 4 * 2 * c.layers) / 2 ** 30;
+      throw new InvalidArgumentError(op, 'slots', `a KV cache of ${slots} slots × ${maxPositions} positions would take ${gib.toFixed(1)} GiB (over 4 GiB a layer): lower slots or maxPositions`);
+    }
+    // Checked here too, so a refusal names the call the user made.
+    checkWeights(op, c, weights);
+    this.#decoder = new ReferenceDecoder(c, weights);
+    this.config = c;
+    this.slots = slots;
+    this.maxBatch = maxBatch;
+    this.maxPositions = maxPositions;
+    this.#cache = this.#decoder.createCache(slots, maxPositions);
+    this.#held = new Int32Array(slots);
+  }
+
+  /**
+   * One step (see `DecodeEngine.step`): each entry's token at its position in its slot, the greedy
+   * next tokens in the entries' order, and with `logits: true` the logits (entries × vocab).
+   * @throws InvalidArgumentError (as a rejection) naming `CpuDecodeEngine.step` for an empty or
+   *   oversize batch, an entry that is not `{ slot, token, position }`, a slot out of range or
+   *   repeated, a position out of range or past what its slot holds, a token outside the
+   *   vocabulary, unknown options; DisposedError after `dispose()`. Nothing is written then.
+   */
+  async step(entries: readonly DecodeEntry[], options?: { readonly logits?: boolean }): Promise<StepResult> {
+    const op = 'CpuDecodeEngine.step';
+    const cache = this.#cache;
+    if (cache === undefined) throw new DisposedError(op, 'the engine');
+    const o = requireOptions<{ logits: boolean }>(op, options, ['logits']);
+    const wantLogits = o.logits === undefined ? false : requireBoolean(op, 'logits', o.logits);
+    if (!Array.isArray(entries)) throw new InvalidArgumentError(op, 'entries', `entries must be an array of { slot, token, position }, got ${describe(entries)}`);
+    if (entries.length === 0 || entries.length > this.maxBatch) {
+      throw new InvalidArgumentError(op, 'entries', `a step takes 1..${this.maxBatch} entries (maxBatch), got ${entries.length}`);
+    }
+    const seen = new Map<number, number>();
+    const checked: DecodeEntry[] = [];
+    entries.forEach((e: unknown, i) => {
+      const name = `entries[${i}]`;
+      if (typeof e !== 'object' || e === null) throw new InvalidArgumentError(op, name, `${name} must be { slot, token, position }, got ${describe(e)}`);
+      // Other fields are let be: a caller's own record (with an id, say) is a DecodeEntry too.
+      const f = e as Partial<DecodeEntry>;
+      const slot = requireInt(op, `${name}.slot`, f.slot, 0, this.slots - 1);
+      const token = requireInt(op, `${name}.token`, f.token, 0, this.config.vocab - 1);
+      const position = requireInt(op, `${name}.position`, f.position, 0, this.maxPositions - 1);
+      const before = seen.get(slot);
+      if (before !== undefined) throw new InvalidArgumentError(op, `${name}.slot`, `slot ${slot} is in entries[${before}] and ${name}: a step advances a sequence once`);
+      seen.set(slot, i);
+      const held = this.#held[slot]!;
+      if (position > held) {
+        throw new InvalidArgumentError(op, `${name}.position`, `${name}.position (${position}) is past what slot ${slot} holds (${held} positions): it would attend over keys never written`);
+      }
+      checked.push({ slot, token, position });
+    });
+    // Everything is checked: from here on nothing can refuse, so a step writes all its entries or none.
+    const tokens = new Int32Array(checked.length);
+    const logits = wantLogits ? new Float32Array(checked.length * this.config.vocab) : undefined;
+    checked.forEach(({ slot, token, position }, i) => {
+      const row = this.#decoder.decode(cache, slot, token, position);
+      // A slot written at p holds 0..p: what it held beyond p belonged to the sequence it replaces.
+      this.#held[slot] = position + 1;
+      tokens[i] = argmax(row);
+      logits?.set(row, i * this.config.vocab);
+    });
+    this.#steps++;
+    this.#tokens += checked.length;
+    return logits === undefined ? { tokens } : { tokens, logits };
+  }
+
+  /** `{ steps, tokens }`: steps completed and entries decoded in them (refused steps count in neither). */
+  stats(): Readonly<Record<string, number>> {
+    return { steps: this.#steps, tokens: this.#tokens };
+  }
+
+  /** Drops the KV cache; later steps are refused with `DisposedError`. Idempotent. */
+  dispose(): void {
+    this.#cache = undefined;
+  }
+
+  /** `dispose()`, for `using`. */
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
