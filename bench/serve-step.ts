@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_LLAMA_CONFIG } from '../src/llm/config.js';
 import { GpuDecodeEngine } from '../src/llm/gpu-engine.js';
+import { syntheticWeights } from '../src/llm/weights.js';
 import { median } from './gpu/stats.js';
 
 const argv = process.argv.slice(2);
@@ -24,29 +25,9 @@ const DTYPE = flag('--dtype', 'f32') as 'f32' | 'bf16';
 const POSITION = Number(flag('--position', '128'));
 const config = DEFAULT_LLAMA_CONFIG;
 
-/** Deterministic small weights (a 32-bit LCG), scaled by 1/sqrt(fan-in); norms 1. */
-function weights(name: string): Float32Array {
-  const shape = (() => {
-    const hd = config.dim / config.heads;
-    if (name.endsWith('norm.weight')) return [config.dim];
-    if (name.includes('embed_tokens') || name.startsWith('lm_head')) return [config.vocab, config.dim];
-    if (name.includes('q_proj')) return [config.heads * hd, config.dim];
-    if (name.includes('k_proj') || name.includes('v_proj')) return [config.kvHeads * hd, config.dim];
-    if (name.includes('o_proj')) return [config.dim, config.heads * hd];
-    if (name.includes('gate_proj') || name.includes('up_proj')) return [config.hidden, config.dim];
-    return [config.dim, config.hidden];
-  })();
-  const n = shape.reduce((a, b) => a * b, 1);
-  const out = new Float32Array(n);
-  if (shape.length === 1) return out.fill(1);
-  let seed = [...name].reduce((h, ch) => (h * 31 + ch.charCodeAt(0)) >>> 0, 7);
-  const scale = Math.sqrt(3 / shape[1]!);
-  for (let i = 0; i < n; i++) {
-    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
-    out[i] = (seed / 2 ** 32 * 2 - 1) * scale;
-  }
-  return out;
-}
+// The default decoder with the seeded synthetic weights (src/llm/weights.ts).
+const synthetic = syntheticWeights(config, 1);
+const weights = (name: string): Float32Array => synthetic.get(name)!.data;
 
 const maxBatch = Math.max(...BATCHES);
 const t0 = performance.now();

@@ -1,0 +1,149 @@
+/**
+ * The decoder on the device: `GpuDecodeEngine`, graphed and eager, against the CPU reference
+ * (`CpuDecodeEngine`) and against Hugging Face transformers' `LlamaForCausalLM` where Python has
+ * it (scripts/llama-reference.py; reported and skipped where it does not): the same tokens, logits
+ * within 1e-4 of the largest, graphed bit for bit equal to eager, a batch of sequences of different
+ * lengths in one step, bf16 weights against the reference with the same rounded weights, and the
+ * step's refusals.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DisposedError, InvalidArgumentError } from '../../src/index.js';
+import { DEFAULT_LLAMA_CONFIG, llamaConfig, type LlamaConfig } from '../../src/llm/config.js';
+import type { DecodeEngine } from '../../src/llm/engine.js';
+import { GpuDecodeEngine } from '../../src/llm/gpu-engine.js';
+import { toHuggingFaceConfig } from '../../src/llm/hf-config.js';
+import { CpuDecodeEngine } from '../../src/llm/reference-engine.js';
+import { bf16Bits, fromBf16Bits, saveLlamaWeights } from '../../src/llm/safetensors.js';
+import { syntheticWeights, type LlamaWeights } from '../../src/llm/weights.js';
+import { encode } from '../../src/llm/tokenizer.js';
+import { gpuSuite } from './gpu.js';
+
+const TINY = llamaConfig('test', { layers: 2, dim: 64, heads: 4, kvHeads: 2, hidden: 128, maxPositions: 64 });
+const source = (w: LlamaWeights) => (name: string) => w.get(name)!.data;
+
+/**
+ * Runs `prompts` through `engine` together, one step for all the sequences still going: each
+ * prompt token by token, then `extra` greedy tokens fed back. The tokens of each sequence and the
+ * logits of every step.
+ */
+async function run(engine: DecodeEngine, prompts: readonly Int32Array[], extra: number): Promise<{ tokens: number[][]; logits: Float32Array[] }> {
+  const seqs = prompts.map((p) => [...p]);
+  const target = prompts.map((p) => p.length + extra);
+  const logits: Float32Array[] = [];
+  for (let pos = 0; pos < Math.max(...target) - 1; pos++) {
+    const live = seqs.map((s, slot) => ({ s, slot })).filter(({ slot }) => pos < target[slot]! - 1);
+    const r = await engine.step(live.map(({ s, slot }) => ({ slot, token: s[pos]!, position: pos })), { logits: true });
+    logits.push(r.logits!);
+    // Past its prompt, a sequence takes the token it was given.
+    live.forEach(({ s }, i) => {
+      if (pos === s.length - 1) s.push(r.tokens[i]!);
+    });
+  }
+  return { tokens: seqs, logits };
+}
+
+/** Largest |a - b| over the largest |b|. */
+function relativeError(a: Float32Array, b: Float32Array): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < b.length; i++) {
+    num = Math.max(num, Math.abs(a[i]! - b[i]!));
+    den = Math.max(den, Math.abs(b[i]!));
+  }
+  return num / den;
+}
+
+function bf16Rounded(w: LlamaWeights): LlamaWeights {
+  return new Map([...w].map(([name, t]) => [name, { shape: t.shape, data: t.data.map((x) => fromBf16Bits(bf16Bits(x))) }]));
+}
+
+gpuSuite('the decoder on the device', () => {
+  const prompts = [encode('Hi'), encode('cudagraph'), encode('a longer prompt, to differ')];
+
+  for (const [label, config] of [['tiny', TINY], ['default', DEFAULT_LLAMA_CONFIG]] as const) {
+    test(`${label} config: graphed = eager bit for bit; both = the CPU reference (tokens; logits within 1e-4)`, async () => {
+      const weights = syntheticWeights(config, 11);
+      const opts = { config, weights: source(weights), slots: 4, maxBatch: 4, maxPositions: 64 };
+      using graphed = new GpuDecodeEngine({ ...opts, graphs: true });
+      using eager = new GpuDecodeEngine({ ...opts, graphs: false });
+      using cpu = new CpuDecodeEngine(config, weights, { slots: 4, maxPositions: 64 });
+      const extra = label === 'tiny' ? 12 : 4;
+      const g = await run(graphed, prompts, extra);
+      const e = await run(eager, prompts, extra);
+      const c = await run(cpu, prompts, extra);
+      assert.deepEqual(g.tokens, e.tokens);
+      g.logits.forEach((l, i) => assert.deepEqual(l, e.logits[i], `step ${i}: graphed and eager logits`));
+      assert.deepEqual(g.tokens, c.tokens, 'the same tokens as the reference');
+      const worst = Math.max(...g.logits.map((l, i) => relativeError(l, c.logits[i]!)));
+      process.stdout.write(`# llm ${label}: worst logit error against the CPU reference ${worst.toExponential(2)} over ${g.logits.length} steps\n`);
+      assert.ok(worst <= 1e-4, `logits within 1e-4 of the largest: ${worst}`);
+      assert.ok((graphed.stats()['graphHits'] ?? 0) > 0, 'steps replayed graphs');
+    });
+  }
+
+  test('bf16 weights: the same as the reference given the same rounded weights', async () => {
+    const weights = syntheticWeights(TINY, 5);
+    using gpu = new GpuDecodeEngine({ config: TINY, weights: source(weights), dtype: 'bf16', slots: 4, maxBatch: 4, maxPositions: 64 });
+    using cpu = new CpuDecodeEngine(TINY, bf16Rounded(weights), { slots: 4, maxPositions: 64 });
+    const g = await run(gpu, prompts, 8);
+    const c = await run(cpu, prompts, 8);
+    assert.deepEqual(g.tokens, c.tokens);
+    const worst = Math.max(...g.logits.map((l, i) => relativeError(l, c.logits[i]!)));
+    assert.ok(worst <= 1e-4, `bf16 logits within 1e-4: ${worst}`);
+  });
+
+  test("Hugging Face transformers' LlamaForCausalLM: the same next tokens, logits within 1e-4 (where Python has it)", async (t) => {
+    const config: LlamaConfig = TINY;
+    const weights = syntheticWeights(config, 3);
+    const dir = mkdtempSync(join(tmpdir(), 'cg-llama-'));
+    try {
+      writeFileSync(join(dir, 'config.json'), JSON.stringify(toHuggingFaceConfig(config)));
+      saveLlamaWeights(join(dir, 'model.safetensors'), weights, 'F32');
+      const seqs = prompts.map((p) => [...p]);
+      writeFileSync(join(dir, 'seqs.json'), JSON.stringify(seqs));
+      const script = fileURLToPath(new URL('../../../scripts/llama-reference.py', import.meta.url));
+      const r = spawnSync('python3', [script, dir, join(dir, 'seqs.json'), join(dir, 'out.json'), '--all-positions'], { encoding: 'utf8', timeout: 240_000 });
+      if (r.status === 3) {
+        t.skip(`transformers is not importable here: ${r.stderr.trim().split('\n').at(-1)}`);
+        return;
+      }
+      assert.equal(r.status, 0, r.stderr);
+      const hf = JSON.parse(readFileSync(join(dir, 'out.json'), 'utf8')) as { transformers: string; results: { next: number; logits: number[][] }[] };
+      using gpu = new GpuDecodeEngine({ config, weights: source(weights), slots: 4, maxBatch: 4, maxPositions: 64 });
+      let worst = 0;
+      for (const [slot, p] of prompts.entries()) {
+        for (let pos = 0; pos < p.length; pos++) {
+          const step = await gpu.step([{ slot, token: p[pos]!, position: pos }], { logits: true });
+          worst = Math.max(worst, relativeError(step.logits!, Float32Array.from(hf.results[slot]!.logits[pos]!)));
+          if (pos === p.length - 1) assert.equal(step.tokens[0], hf.results[slot]!.next, `prompt ${slot}: the next token`);
+        }
+      }
+      process.stdout.write(`# llm: worst logit error against transformers ${hf.transformers}: ${worst.toExponential(2)}\n`);
+      assert.ok(worst <= 1e-4, `logits within 1e-4 of transformers': ${worst}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('refusals: empty or oversize batches, repeated slots, positions and tokens out of range, a disposed engine', async () => {
+    const weights = syntheticWeights(TINY, 2);
+    const engine = new GpuDecodeEngine({ config: TINY, weights: source(weights), slots: 2, maxBatch: 2, maxPositions: 16 });
+    const refused = (p: Promise<unknown>, re: RegExp) => assert.rejects(p, (e: unknown) => e instanceof InvalidArgumentError && re.test((e as Error).message));
+    await refused(engine.step([]), /^GpuDecodeEngine\.step: entries/);
+    await refused(engine.step([{ slot: 0, token: 1, position: 0 }, { slot: 1, token: 1, position: 0 }, { slot: 0, token: 1, position: 1 }]), /1 to 2 entries/);
+    await refused(engine.step([{ slot: 1, token: 1, position: 0 }, { slot: 1, token: 2, position: 0 }]), /appears twice/);
+    await refused(engine.step([{ slot: 2, token: 1, position: 0 }]), /slot/);
+    await refused(engine.step([{ slot: 0, token: 1, position: 16 }]), /position/);
+    await refused(engine.step([{ slot: 0, token: TINY.vocab, position: 0 }]), /token/);
+    const ok = await engine.step([{ slot: 0, token: 256, position: 0 }]);
+    assert.equal(ok.tokens.length, 1);
+    engine.dispose();
+    await assert.rejects(engine.step([{ slot: 0, token: 1, position: 0 }]), DisposedError);
+  });
+});
