@@ -102,9 +102,23 @@ __device__ __forceinline__ float4 input4(const float *in, const W *nw, const flo
 
 template <typename W, int NB, int MODE>
 __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int rows, int cols, int accumulate, float eps, int ksplit) {
+  // Up to PRE 4-column pieces of the row per lane are loaded first, before the norm they do not
+  // depend on, so the weights' memory latency overlaps the norm's.
+  const int PRE = 8;
   __shared__ float part[8][NB];
   __shared__ float rs[NB];
   int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  int perBlock = 8 / ksplit;
+  int row = blockIdx.x * perBlock + warp / ksplit;
+  int seg = cols / ksplit, c0 = (warp % ksplit) * seg, end = c0 + seg;
+  bool live = row < rows;
+  size_t base = (size_t)row * cols;
+  float4 wpre[PRE];
+#pragma unroll
+  for (int i = 0; i < PRE; i++) {
+    int c = c0 + lane * 4 + i * 128;
+    if (live && c < end) wpre[i] = ld4(w, base + c);
+  }
   if (MODE == 1) {
     // One warp a sequence; four independent 16-byte loads in flight per lane.
     for (int b = warp; b < NB; b += 8) {
@@ -119,16 +133,23 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
     }
     __syncthreads();
   }
-  int perBlock = 8 / ksplit;
-  int row = blockIdx.x * perBlock + warp / ksplit;
-  int seg = cols / ksplit, c0 = (warp % ksplit) * seg;
   float acc[NB];
 #pragma unroll
   for (int b = 0; b < NB; b++) acc[b] = 0.0f;
-  if (row < rows) {
-    size_t base = (size_t)row * cols;
+  if (live) {
+#pragma unroll
+    for (int i = 0; i < PRE; i++) {
+      int c = c0 + lane * 4 + i * 128;
+      if (c < end) {
+#pragma unroll
+        for (int b = 0; b < NB; b++) {
+          float4 xv = input4<MODE>(in, nw, rs, b, cols, c);
+          acc[b] += wpre[i].x * xv.x + wpre[i].y * xv.y + wpre[i].z * xv.z + wpre[i].w * xv.w;
+        }
+      }
+    }
 #pragma unroll 4
-    for (int c = c0 + lane * 4; c < c0 + seg; c += 128) {
+    for (int c = c0 + lane * 4 + PRE * 128; c < end; c += 128) {
       float4 wv = ld4(w, base + c);
 #pragma unroll
       for (int b = 0; b < NB; b++) {
