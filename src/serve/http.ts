@@ -2,7 +2,8 @@
  * The HTTP face of the scheduler (node:http, no dependency): an OpenAI-style completions endpoint,
  * streaming or not, a health check and Prometheus metrics. docs/serve.md is its reference.
  *
- *   POST /v1/completions  { prompt: string, max_tokens?: int, stream?: boolean, model?: string }
+ *   POST /v1/completions  { prompt: string, max_tokens?: int, stream?: boolean,
+ *                           stream_options?: { include_usage?: boolean }, model?: string }
  *   GET  /health          { status: "ok", engine, model, running, queued } (503 while shutting down)
  *   GET  /metrics         Prometheus text: the scheduler's figures, HTTP responses, the event loop's
  *                         delay, the engine's stats()
@@ -16,7 +17,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { InvalidArgumentError } from '../errors/base.js';
 import { encode, TokenDecoder } from '../llm/tokenizer.js';
@@ -46,8 +46,15 @@ export interface ListenOptions {
   readonly host?: string;
 }
 
+/** Where the server is bound (what `listen` resolves with). */
+export interface ServerAddress {
+  readonly address: string;
+  readonly family: string;
+  readonly port: number;
+}
+
 /** The fields a completion request may have; anything else is refused (the server decodes greedily). */
-export const COMPLETION_FIELDS = Object.freeze(['prompt', 'max_tokens', 'stream', 'model'] as const);
+export const COMPLETION_FIELDS = Object.freeze(['prompt', 'max_tokens', 'stream', 'stream_options', 'model'] as const);
 
 /** How often the event-loop delay is sampled, in milliseconds. */
 export const EVENT_LOOP_RESOLUTION_MS = 10;
@@ -65,6 +72,8 @@ interface CompletionParams {
   readonly prompt: string;
   readonly maxTokens: number;
   readonly stream: boolean;
+  /** Stream a last chunk with the usage (`stream_options.include_usage`). */
+  readonly includeUsage: boolean;
 }
 
 const OP = 'new CompletionServer';
@@ -95,8 +104,6 @@ export class CompletionServer {
   /** Responses sent, by status code. */
   readonly #responses = new Map<number, number>();
   #closing = false;
-  /** Set when the grace period ran out and the server cancelled what was left. */
-  #cancelledByShutdown = false;
   #closed: Promise<void> | null = null;
 
   /** @throws InvalidArgumentError for bad options. */
@@ -132,14 +139,9 @@ export class CompletionServer {
   }
 
   /** The bound address, `null` before `listen` resolves and after `close`. */
-  get address(): AddressInfo | null {
+  get address(): ServerAddress | null {
     const a = this.#server.address();
-    return a !== null && typeof a === 'object' ? a : null;
-  }
-
-  /** The node:http server underneath (its timeouts, its events). */
-  get httpServer(): Server {
-    return this.#server;
+    return a !== null && typeof a === 'object' ? { address: a.address, family: a.family, port: a.port } : null;
   }
 
   /**
@@ -147,7 +149,7 @@ export class CompletionServer {
    * @throws (as a rejection) the listen error, e.g. `EADDRINUSE`; InvalidArgumentError for a bad
    *   port or host, or after `close()`.
    */
-  listen(options: ListenOptions = {}): Promise<AddressInfo> {
+  listen(options: ListenOptions = {}): Promise<ServerAddress> {
     const op = 'CompletionServer.listen';
     try {
       const o = requireOptions<ListenOptions>(op, options, ['port', 'host']);
@@ -188,7 +190,6 @@ export class CompletionServer {
       const late = await Promise.race([drained.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs)))]);
       clearTimeout(timer);
       if (late) {
-        this.#cancelledByShutdown = true;
         this.#scheduler.cancelAll();
         await drained;
       }
@@ -236,15 +237,18 @@ export class CompletionServer {
     p.gauge('cudagraph_serve_batch_size_recent_mean', 'Mean sequences per step over the latest 1024 steps.', m.batchSize.recentMean);
     p.summary('cudagraph_serve_time_to_first_token_seconds', 'From submission to the first generated token (quantiles of the latest 1024 requests).', m.timeToFirstTokenSeconds);
     p.summary('cudagraph_serve_inter_token_seconds', 'Between consecutive tokens of a sequence (quantiles of the latest 4096 gaps).', m.interTokenSeconds);
+    // The histogram holds the intervals between the sampling timer's runs: the delay is what passed the resolution.
     const h = this.#loopDelay;
     const n = h.count;
-    p.summary('cudagraph_serve_event_loop_delay_seconds', `Event-loop delay since the server started (sampled every ${EVENT_LOOP_RESOLUTION_MS} ms).`, {
-      p50: n > 0 ? h.percentile(50) / 1e9 : 0,
-      p99: n > 0 ? h.percentile(99) / 1e9 : 0,
-      sum: n > 0 ? (h.mean * n) / 1e9 : 0,
+    const res = EVENT_LOOP_RESOLUTION_MS * 1e6;
+    const late = (ns: number): number => (n > 0 ? Math.max(0, ns - res) / 1e9 : 0);
+    p.summary('cudagraph_serve_event_loop_delay_seconds', `How late the event loop ran a timer due every ${EVENT_LOOP_RESOLUTION_MS} ms, since the server started.`, {
+      p50: late(h.percentile(50)),
+      p99: late(h.percentile(99)),
+      sum: late(h.mean) * n,
       count: n,
     });
-    p.gauge('cudagraph_serve_event_loop_delay_max_seconds', 'The largest event-loop delay since the server started.', n > 0 ? h.max / 1e9 : 0);
+    p.gauge('cudagraph_serve_event_loop_delay_max_seconds', 'The largest event-loop delay since the server started.', late(h.max));
     let stats: [string, number][] = [];
     try {
       stats = Object.entries(engine.stats()).filter((e): e is [string, number] => typeof e[1] === 'number');
@@ -314,20 +318,22 @@ export class CompletionServer {
       res.setHeader('Connection', 'close');
       return this.#sendError(res, { status: 413, code: 'body_too_large', message: `the request body is larger than ${this.#maxBodyBytes} bytes` });
     }
-    if (this.#closing) return this.#sendError(res, shuttingDown());
+    // A shutdown that began while the body came in: the scheduler refuses it (503) below.
     const params = this.#parse(body);
     if ('status' in params) return this.#sendError(res, params);
     let generation: Generation;
     const decoder = new TokenDecoder();
     const id = `cmpl-${randomBytes(12).toString('hex')}`;
     const created = Math.floor(Date.now() / 1000);
-    const chunk = (text: string, finishReason: FinishReason | null): unknown => ({
+    const chunk = (text: string, finishReason: FinishReason | null): object => ({
       id,
       object: 'text_completion',
       created,
       model: this.#model,
       choices: [{ text, index: 0, logprobs: null, finish_reason: finishReason }],
+      ...(params.includeUsage ? { usage: null } : {}),
     });
+    const usage = (r: GenerationResult): object => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens });
     try {
       generation = this.#scheduler.submit({
         prompt: encode(params.prompt),
@@ -346,6 +352,7 @@ export class CompletionServer {
     }
     // A client that goes away cancels its request; the slot is free at the next step boundary.
     res.on('close', () => generation.cancel());
+    if (res.destroyed) generation.cancel();
     if (params.stream) {
       if (this.#closing) res.setHeader('Connection', 'close');
       res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
@@ -370,14 +377,12 @@ export class CompletionServer {
     }
     if (params.stream) {
       res.write(sseEvent(chunk(decoder.end(), result.finishReason)));
+      if (params.includeUsage) res.write(sseEvent({ ...chunk('', null), choices: [], usage: usage(result) }));
       res.end(sseEvent(SSE_DONE));
       return;
     }
     const text = decoder.push(result.tokens) + decoder.end();
-    this.#sendJson(res, 200, {
-      ...(chunk(text, result.finishReason) as object),
-      usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, total_tokens: result.promptTokens + result.completionTokens },
-    });
+    this.#sendJson(res, 200, { ...chunk(text, result.finishReason), usage: usage(result) });
   }
 
   /** The request's parameters, or the 400 that refuses it. */
@@ -405,8 +410,18 @@ export class CompletionServer {
     }
     const stream = o.stream ?? false;
     if (typeof stream !== 'boolean') return bad(`stream must be a boolean, got ${describe(stream)}`, 'invalid_stream', 'stream');
+    let includeUsage = false;
+    const so = o.stream_options;
+    if (so !== undefined && so !== null) {
+      if (!stream) return bad('stream_options is only taken with "stream": true', 'invalid_stream_options', 'stream_options');
+      if (typeof so !== 'object' || Array.isArray(so)) return bad(`stream_options must be an object, got ${describe(so)}`, 'invalid_stream_options', 'stream_options');
+      for (const key of Object.keys(so)) if (key !== 'include_usage') return bad(`unknown field of stream_options ${JSON.stringify(key.slice(0, 60))} (known: include_usage)`, 'unknown_field', 'stream_options');
+      const iu = (so as { include_usage?: unknown }).include_usage ?? false;
+      if (typeof iu !== 'boolean') return bad(`stream_options.include_usage must be a boolean, got ${describe(iu)}`, 'invalid_stream_options', 'stream_options');
+      includeUsage = iu;
+    }
     if (o.model !== undefined && o.model !== null && typeof o.model !== 'string') return bad(`model must be a string, got ${describe(o.model)}`, 'invalid_model', 'model');
-    return { prompt: o.prompt, maxTokens: mt, stream };
+    return { prompt: o.prompt, maxTokens: mt, stream, includeUsage };
   }
 
   #sendJson(res: ServerResponse, status: number, body: unknown): void {

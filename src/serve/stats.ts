@@ -3,6 +3,12 @@
  * without a growing history) and a rate over a sliding window of one-second buckets.
  */
 
+/** The `q`-quantile (q in [0, 1]) of ascending `sorted` by nearest rank: the smallest sample with at least q of the samples at or below it; 0 when empty. */
+export function nearestRank(sorted: ArrayLike<number>, q: number): number {
+  const n = sorted.length;
+  return n === 0 ? 0 : sorted[Math.min(n - 1, Math.max(0, Math.ceil(q * n) - 1))]!;
+}
+
 /** The latest `capacity` samples; older ones are overwritten. */
 export class SampleRing {
   readonly #values: Float64Array;
@@ -33,14 +39,10 @@ export class SampleRing {
     return this.#count === 0 ? 0 : sum / this.#count;
   }
 
-  /**
-   * The `q`-quantiles (each in [0, 1]) of the samples held, by nearest rank: the smallest sample
-   * with at least q of the samples at or below it. 0 for each when there are none.
-   */
+  /** The `q`-quantiles (each in [0, 1]) of the samples held, by nearest rank (`nearestRank`); 0 for each when there are none. */
   quantiles(qs: readonly number[]): number[] {
-    if (this.#count === 0) return qs.map(() => 0);
     const sorted = this.#values.slice(0, this.#count).sort();
-    return qs.map((q) => sorted[Math.min(this.#count - 1, Math.max(0, Math.ceil(q * this.#count) - 1))]!);
+    return qs.map((q) => nearestRank(sorted, q));
   }
 }
 

@@ -1,5 +1,6 @@
 /** Shared by the HTTP tests: a server on a free port over the fake engine, and small clients. */
 import { request } from 'node:http';
+import { createServer } from 'node:net';
 import { TokenDecoder, encode } from '../../src/llm/tokenizer.js';
 import { CompletionServer, type CompletionServerOptions } from '../../src/serve/http.js';
 import { Scheduler, type SchedulerOptions } from '../../src/serve/scheduler.js';
@@ -81,4 +82,13 @@ export async function eventually(check: () => boolean, what: string, ms = 3000):
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/** A port on 127.0.0.1 that nothing listens on (bound, then freed). */
+export async function closedPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
 }

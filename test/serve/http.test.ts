@@ -58,6 +58,21 @@ test('stream: server-sent events, one chunk per token, a last chunk with finish_
   });
 });
 
+test('stream_options.include_usage: usage null in every chunk, then a chunk with no choices and the usage', T, async () => {
+  await withServer({}, async ({ url }) => {
+    const { chunks, done } = await streamed(await complete(url, { prompt: 'abc', max_tokens: 6, stream: true, stream_options: { include_usage: true } }));
+    assert.ok(done);
+    const last = chunks.at(-1)! as unknown as { choices: unknown[]; usage: unknown };
+    assert.deepEqual(last.choices, []);
+    assert.deepEqual(last.usage, { prompt_tokens: 4, completion_tokens: 6, total_tokens: 10 });
+    for (const c of chunks.slice(0, -1)) assert.equal((c as unknown as { usage: unknown }).usage, null);
+    assert.equal(chunks.at(-2)!.choices[0]!.finish_reason, 'length');
+    // Without it, no usage field at all.
+    const plain = await streamed(await complete(url, { prompt: 'abc', max_tokens: 2, stream: true, stream_options: null }));
+    assert.ok(plain.chunks.every((c) => !('usage' in c)));
+  });
+});
+
 test('stream: multi-byte characters come out whole, however the bytes fall into steps', T, async () => {
   const bytes = [...new TextEncoder().encode('ü€😀 a')];
   const next = (e: DecodeEntry): number => bytes[e.position % bytes.length]!;
@@ -93,10 +108,14 @@ test('400: bad JSON, a bad prompt, bad max_tokens, unknown fields, bad stream or
       [{ prompt: 'x', max_tokens: '8' }, 'invalid_max_tokens', /got "8"/, 'max_tokens'],
       [{ prompt: 'x', max_tokens: 33 }, 'invalid_max_tokens', /from 1 to 32, got 33/, 'max_tokens'],
       ['{"prompt": "x", "max_tokens": 1e400}', 'invalid_max_tokens', /got Infinity/, 'max_tokens'],
-      [{ prompt: 'x', temperature: 0.7 }, 'unknown_field', /unknown field "temperature": this server decodes greedily and takes only prompt, max_tokens, stream, model/, 'temperature'],
+      [{ prompt: 'x', temperature: 0.7 }, 'unknown_field', /unknown field "temperature": this server decodes greedily and takes only prompt, max_tokens, stream, stream_options, model/, 'temperature'],
       ['{"prompt": "x", "__proto__": {}}', 'unknown_field', /unknown field "__proto__"/, '__proto__'],
       [{ prompt: 'x', stream: 'yes' }, 'invalid_stream', /stream must be a boolean/, 'stream'],
       [{ prompt: 'x', model: 5 }, 'invalid_model', /model must be a string/, 'model'],
+      [{ prompt: 'x', stream_options: { include_usage: true } }, 'invalid_stream_options', /only taken with "stream": true/, 'stream_options'],
+      [{ prompt: 'x', stream: true, stream_options: { include_usage: 1 } }, 'invalid_stream_options', /include_usage must be a boolean/, 'stream_options'],
+      [{ prompt: 'x', stream: true, stream_options: { other: true } }, 'unknown_field', /unknown field of stream_options "other"/, 'stream_options'],
+      [{ prompt: 'x', stream: true, stream_options: [] }, 'invalid_stream_options', /must be an object/, 'stream_options'],
       [{ prompt: 'x'.repeat(40), max_tokens: 30 }, 'context_length_exceeded', /context is 64 tokens, but 71 were asked for \(41 in the prompt, 30 to generate\)/, 'prompt'],
       [{ prompt: 'x'.repeat(5000), max_tokens: 1 }, 'context_length_exceeded', /5001 in the prompt/, 'prompt'],
     ];
@@ -247,7 +266,10 @@ test('GET /health and GET /metrics (Prometheus text, with the engine\'s stats an
     assert.deepEqual(await h.json(), { status: 'ok', engine: 'fake', model: 'm1', running: 0, queued: 0 });
     await complete(url, { prompt: 'abc', max_tokens: 5 });
     await complete(url, { prompt: 5 });
-    await new Promise((r) => setTimeout(r, 30)); // a few event-loop samples
+    await new Promise((r) => setTimeout(r, 50)); // a few event-loop samples
+    const busy = Date.now() + 60;
+    while (Date.now() < busy); // the event loop blocked for 60 ms
+    await new Promise((r) => setTimeout(r, 30));
     const res = await fetch(`${url}/metrics`);
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
@@ -273,8 +295,9 @@ test('GET /health and GET /metrics (Prometheus text, with the engine\'s stats an
     assert.equal(value('cudagraph_serve_capacity'), 4);
     assert.equal(value('cudagraph_engine_stat{stat="steps"}'), 8);
     assert.ok(value('cudagraph_serve_event_loop_delay_seconds_count') > 0);
-    assert.ok(value('cudagraph_serve_event_loop_delay_seconds{quantile="0.99"}') >= 0);
-    assert.ok(value('cudagraph_serve_event_loop_delay_max_seconds') >= 0);
+    // The delay is what passed the sampling interval: near 0 when idle, the 60 ms block at the top.
+    assert.ok(value('cudagraph_serve_event_loop_delay_seconds{quantile="0.5"}') < 0.0095);
+    assert.ok(value('cudagraph_serve_event_loop_delay_max_seconds') >= 0.04);
     // Every sample line belongs to a family declared with # TYPE.
     const families = new Set([...text.matchAll(/^# TYPE (\S+) (counter|gauge|summary|histogram)$/gm)].map((m) => m[1]));
     for (const line of text.split('\n').filter((l) => l !== '' && !l.startsWith('#'))) {

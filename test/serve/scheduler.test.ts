@@ -1,6 +1,7 @@
 /** The scheduler over the fake engine: batching, joining and leaving, limits, cancellation, EOS, fairness, failures, metrics. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { InvalidArgumentError } from '../../src/errors/base.js';
 import type { DecodeEntry } from '../../src/llm/engine.js';
 import { BOS, EOS } from '../../src/llm/tokenizer.js';
@@ -240,6 +241,10 @@ test('cancellation through an AbortSignal, and by leaving the token loop early',
   assert.equal(r1.tokens.length, 3);
   assert.equal(r2.finishReason, 'cancelled');
   assert.ok(r2.tokens.length >= 2 && r2.tokens.length < 100);
+  // One signal shared by many requests: each removes its listener when it ends.
+  const shared = new AbortController();
+  await Promise.all(Array.from({ length: 10 }, (_, i) => s.submit({ prompt: prompt(2, i), maxTokens: 2, signal: shared.signal }).result));
+  assert.equal(getEventListeners(shared.signal, 'abort').length, 0);
   // An already aborted signal: cancelled before it ever runs.
   const pre = s.submit({ prompt: prompt(2), maxTokens: 5, signal: AbortSignal.abort() });
   assert.equal((await pre.result).finishReason, 'cancelled');
