@@ -39,20 +39,23 @@ test('serve: every option is checked before anything starts, one line each', T, 
     [['extra'], /too many arguments/],
   ];
   for (const [args, message] of cases) {
-    const r = cudagraph(['serve', ...args]);
+    const r = cudagraph(['serve', ...args], { timeoutMs: 20_000 });
     assertUserError(r, message, args.join(' '));
     assert.doesNotMatch(r.stderr, /listening/);
   }
 });
 
-test('serve: an engine missing from this build is a one-line error, not a crash', T, () => {
+test('serve: an engine missing from this build is a one-line error, not a crash', T, (t) => {
   const built = (f: string): boolean => existsSync(join(root, 'dist', 'src', 'llm', f));
-  if (!built('reference-engine.js')) assertUserError(cudagraph(['serve', '--engine', 'cpu', '--port', '0']), /--engine cpu: the CPU reference engine \(src\/llm\/reference-engine\.ts\) is not part of this build/, 'cpu');
-  for (const kind of ['gpu', 'gpu-eager']) {
-    const r = cudagraph(['serve', '--engine', kind, '--port', '0']);
-    // Built but no GPU here: the driver's own error (one message, no stack) is just as fine.
-    if (!built('gpu-engine.js')) assertUserError(r, new RegExp(`--engine ${kind}: the GPU engine \\(src/llm/gpu-engine\\.ts\\) is not part of this build`), kind);
-    else if (r.status !== 0) assert.doesNotMatch(r.stderr, /internal error/, kind);
+  const cases: [string, string, RegExp][] = [
+    ['cpu', 'reference-engine.js', /--engine cpu: the CPU reference engine \(src\/llm\/reference-engine\.ts\) is not part of this build/],
+    ['gpu', 'gpu-engine.js', /--engine gpu: the GPU engine \(src\/llm\/gpu-engine\.ts\) is not part of this build/],
+    ['gpu-eager', 'gpu-engine.js', /--engine gpu-eager: the GPU engine \(src\/llm\/gpu-engine\.ts\) is not part of this build/],
+  ];
+  for (const [kind, file, message] of cases) {
+    // A built engine serves (its own suites test it): only the missing ones are checked here.
+    if (built(file)) t.diagnostic(`--engine ${kind}: ${file} is built, not checked here`);
+    else assertUserError(cudagraph(['serve', '--engine', kind, '--port', '0'], { timeoutMs: 20_000 }), message, kind);
   }
 });
 
