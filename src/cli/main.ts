@@ -1,6 +1,6 @@
 /**
  * The `cudagraph` command (bin/cudagraph.js calls `run`). Commands: `demo`, `doctor`, `bench`,
- * `render`, `inspect`.
+ * `render`, `inspect`, `serve`.
  *
  * Conventions: `--help` on every command; `--json` where the output is data; results on stdout,
  * errors on stderr; a user's mistake (unknown command or option, a bad path, a malformed graph
@@ -15,10 +15,12 @@ import { BENCH_DEFAULTS, bench } from './bench.js';
 import { demo, type DemoMode } from './demo.js';
 import { demoSolver } from './demo-solver.js';
 import { doctor } from './doctor.js';
+import { ENGINE_KINDS, MODEL_CONFIGS } from './engine-factory.js';
 import { inspect } from './inspect.js';
 import { intOption } from './options.js';
 import { processOutput, type Output } from './output.js';
 import { render } from './render.js';
+import { SERVE_DEFAULTS, serve, type ServeArgs } from './serve.js';
 import { terminalLines, terminalText } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 
@@ -111,6 +113,36 @@ function program(io: Output, exit: { code: number }): Command {
     .argument('<graph.json>', 'the graph file')
     .option('--json', 'print the description as JSON', false)
     .action((file: string, o: { json: boolean }) => inspect(file, o, io));
+
+  cli
+    .command('serve')
+    .summary('an OpenAI-style completions server over a decode engine, with continuous batching')
+    .description(
+      'serve POST /v1/completions (JSON, or server-sent events with "stream": true), GET /health and GET /metrics (Prometheus text) over a decode engine; ' +
+        'every running request advances by one token in each engine step, requests join and leave between steps. Stops gracefully on Ctrl-C or SIGTERM ' +
+        `(the requests in flight get ${SERVE_DEFAULTS.graceMs / 1000} s to finish; a second signal cancels them). docs/serve.md describes the API, the limits and the metrics`,
+    )
+    .option('--port <n>', 'the TCP port (0: any free one)', String(SERVE_DEFAULTS.port))
+    .option('--host <address>', 'the address to listen on', SERVE_DEFAULTS.host)
+    .addOption(
+      new Option('--engine <kind>', 'cpu: the CPU reference engine; gpu: one CUDA graph per batch size; gpu-eager: the same kernels launched one by one')
+        .choices(ENGINE_KINDS)
+        .default(SERVE_DEFAULTS.engine),
+    )
+    .option('--slots <n>', 'KV-cache slots: the most requests generating at once', String(SERVE_DEFAULTS.slots))
+    .option('--max-batch <n>', 'the most sequences one engine step takes (default: --slots)')
+    .option('--queue <n>', 'requests that may wait for a slot; one more is refused with 429', String(SERVE_DEFAULTS.queue))
+    .option('--max-tokens <n>', `the most max_tokens a request may ask for (default ${SERVE_DEFAULTS.maxTokens}; requests default to 64)`)
+    .addOption(
+      new Option('--config <name>', `the model's shape: small (${MODEL_CONFIGS.small.layers} layers, width ${MODEL_CONFIGS.small.dim}, ${MODEL_CONFIGS.small.maxPositions} positions) or default (${MODEL_CONFIGS.default.layers} layers, width ${MODEL_CONFIGS.default.dim}, ${MODEL_CONFIGS.default.maxPositions} positions)`)
+        .choices(Object.keys(MODEL_CONFIGS))
+        .default(SERVE_DEFAULTS.config),
+    )
+    .option('--weights <file>', "a .safetensors file of the shape's weights (default: random weights from --seed)")
+    .option('--seed <n>', 'the seed of random weights', String(SERVE_DEFAULTS.seed))
+    .action(async (o: ServeArgs) => {
+      exit.code = await serve(o, io);
+    });
 
   for (const c of cli.commands) c.allowExcessArguments(false);
   // Each command's usage errors point at that command's help.

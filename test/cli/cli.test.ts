@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { cudagraph } from './helpers.js';
 
-const COMMANDS = ['demo', 'doctor', 'bench', 'render', 'inspect'];
+const COMMANDS = ['demo', 'doctor', 'bench', 'render', 'inspect', 'serve'];
 
 test('--help works for the program and for every command, on stdout, status 0', () => {
   const top = cudagraph(['--help']);
@@ -18,6 +18,7 @@ test('--help works for the program and for every command, on stdout, status 0', 
     bench: [/--sizes <list>/, /--quick/, /--json/, /--rounds <n>/, /--reps <n>/],
     render: [/<graph\.json>/, /-o, --output <file>/, /\.svg, \.png, \.dot or \.mmd/, /--no-critical-path/, /--font <file>/, /--scale <n>/],
     inspect: [/<graph\.json>/, /--json/],
+    serve: [/--port <n>/, /--host <address>/, /--engine <kind>/, /--slots <n>/, /--max-batch <n>/, /--queue <n>/, /--max-tokens <n>/, /--config <name>/, /--weights <file>/, /--seed <n>/],
   };
   for (const c of COMMANDS) {
     const r = cudagraph([c, '--help']);

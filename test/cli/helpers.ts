@@ -18,10 +18,17 @@ export interface Run {
   stderr: string;
 }
 
-/** Runs `node bin/cudagraph.js …args`. */
-export function cudagraph(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Run {
+/** Runs `node bin/cudagraph.js …args` (killed after `timeoutMs` when given). */
+export function cudagraph(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Run {
   // Large graphs print megabytes with --json: room for them (the default is 1 MiB).
-  const r = spawnSync(process.execPath, [bin, ...args], { cwd: options.cwd ?? root, env: options.env ?? process.env, encoding: 'utf8', maxBuffer: 1 << 28 });
+  const r = spawnSync(process.execPath, [bin, ...args], {
+    cwd: options.cwd ?? root,
+    env: options.env ?? process.env,
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+    // A command that should fail at once but serves instead is killed (a blocking spawn stops the test's own timeout).
+    ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

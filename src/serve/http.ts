@@ -1,0 +1,487 @@
+/**
+ * The HTTP face of the scheduler (node:http, no dependency): an OpenAI-style completions endpoint,
+ * streaming or not, a health check and Prometheus metrics. docs/serve.md is its reference.
+ *
+ *   POST /v1/completions  { prompt: string, max_tokens?: int, stream?: boolean,
+ *                           stream_options?: { include_usage?: boolean }, model?: string }
+ *   GET  /health          { status: "ok", engine, model, running, queued } (503 while shutting down)
+ *   GET  /metrics         Prometheus text: the scheduler's figures, HTTP responses, the event loop's
+ *                         delay, the engine's stats()
+ *
+ * Refusals are JSON `{ error: { message, type, param, code } }`: 400 for a bad request (bad JSON,
+ * a missing or non-string prompt, a max_tokens that is not an integer from 1 to the limit, a field
+ * this server does not implement, a prompt + max_tokens beyond the context), 413 for a body over
+ * the limit, 404 for an unknown path, 405 for a wrong method (with `Allow`), 429 when the queue is
+ * full, 503 while shutting down, 500 when a decode step failed. A client that goes away cancels its
+ * request (its slot is free at the next step boundary).
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { InvalidArgumentError } from '../errors/base.js';
+import { encode, TokenDecoder } from '../llm/tokenizer.js';
+import { describe, requireInt, requireOptions } from '../util/validate.js';
+import { ContextLengthError, EngineStepError, QueueFullError, ShuttingDownError } from './errors.js';
+import { PROMETHEUS_CONTENT_TYPE, PrometheusText } from './prometheus.js';
+import type { FinishReason, Generation, GenerationResult, Scheduler } from './scheduler.js';
+import { SSE_DONE, sseEvent } from './sse.js';
+
+/** Options of `new CompletionServer(options)`. */
+export interface CompletionServerOptions {
+  /** The scheduler requests go to; the server closes it on `close()` (the engine stays the caller's). */
+  readonly scheduler: Scheduler;
+  /** The model name the responses carry (default 'cudagraph'). */
+  readonly model?: string;
+  /** The most `max_tokens` a request may ask for (default and upper bound: `engine.maxPositions − 1`). */
+  readonly maxTokensLimit?: number;
+  /** `max_tokens` when a request gives none (default 64, at most `maxTokensLimit`). */
+  readonly defaultMaxTokens?: number;
+  /** The largest request body in bytes; a larger one is refused with 413 (default 1 MiB). */
+  readonly maxBodyBytes?: number;
+}
+
+/** Where `listen` binds (defaults: port 8000 on 127.0.0.1; port 0 picks a free one). */
+export interface ListenOptions {
+  readonly port?: number;
+  readonly host?: string;
+}
+
+/** Where the server is bound (what `listen` resolves with). */
+export interface ServerAddress {
+  readonly address: string;
+  readonly family: string;
+  readonly port: number;
+}
+
+/** The fields a completion request may have; anything else is refused (the server decodes greedily). */
+export const COMPLETION_FIELDS = Object.freeze(['prompt', 'max_tokens', 'stream', 'stream_options', 'model'] as const);
+
+/** How often the event-loop delay is sampled, in milliseconds. */
+export const EVENT_LOOP_RESOLUTION_MS = 10;
+
+/** A refusal: the status and the OpenAI-style error body. */
+interface ApiError {
+  readonly status: number;
+  readonly message: string;
+  readonly code: string;
+  readonly param?: string;
+}
+
+/** What a valid request asks for. */
+interface CompletionParams {
+  readonly prompt: string;
+  readonly maxTokens: number;
+  readonly stream: boolean;
+  /** Stream a last chunk with the usage (`stream_options.include_usage`). */
+  readonly includeUsage: boolean;
+}
+
+const OP = 'new CompletionServer';
+
+/**
+ * The completions server. `listen()` binds it, `close()` shuts it down gracefully: no new
+ * connections, 503 for new requests on open ones, the accepted requests finish (or are cancelled
+ * after `graceMs`), then the connections close.
+ *
+ * @example
+ *   const scheduler = new Scheduler(engine, { queueLimit: 64 });
+ *   const server = new CompletionServer({ scheduler, model: 'llama-small' });
+ *   const { port } = await server.listen({ port: 8000 });
+ *   // …
+ *   await server.close();
+ *   engine.dispose();
+ */
+export class CompletionServer {
+  readonly #scheduler: Scheduler;
+  readonly #model: string;
+  readonly #maxTokensLimit: number;
+  readonly #defaultMaxTokens: number;
+  readonly #maxBodyBytes: number;
+  readonly #server: Server;
+  readonly #loopDelay: IntervalHistogram;
+  /** Responses not yet closed. */
+  readonly #active = new Set<ServerResponse>();
+  /** Responses sent, by status code. */
+  readonly #responses = new Map<number, number>();
+  #closing = false;
+  #closed: Promise<void> | null = null;
+
+  /** @throws InvalidArgumentError for bad options. */
+  constructor(options: CompletionServerOptions) {
+    const o = requireOptions<CompletionServerOptions>(OP, options, ['scheduler', 'model', 'maxTokensLimit', 'defaultMaxTokens', 'maxBodyBytes']);
+    if (typeof o.scheduler !== 'object' || o.scheduler === null || typeof o.scheduler.submit !== 'function') {
+      throw new InvalidArgumentError(OP, 'scheduler', `scheduler must be a Scheduler, got ${describe(o.scheduler)}`);
+    }
+    this.#scheduler = o.scheduler;
+    const ceiling = o.scheduler.engine.maxPositions - 1;
+    this.#maxTokensLimit = requireInt(OP, 'maxTokensLimit', o.maxTokensLimit ?? ceiling, 1, ceiling);
+    this.#defaultMaxTokens = requireInt(OP, 'defaultMaxTokens', o.defaultMaxTokens ?? Math.min(64, this.#maxTokensLimit), 1, this.#maxTokensLimit);
+    this.#maxBodyBytes = requireInt(OP, 'maxBodyBytes', o.maxBodyBytes ?? 1 << 20, 64, 1 << 30);
+    if (o.model !== undefined && (typeof o.model !== 'string' || o.model === '')) throw new InvalidArgumentError(OP, 'model', `model must be a non-empty string, got ${describe(o.model)}`);
+    this.#model = o.model ?? 'cudagraph';
+    this.#loopDelay = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
+    this.#server = createServer((req, res) => this.#onRequest(req, res));
+  }
+
+  /** The model name the responses carry. */
+  get model(): string {
+    return this.#model;
+  }
+
+  /** The most `max_tokens` a request may ask for. */
+  get maxTokensLimit(): number {
+    return this.#maxTokensLimit;
+  }
+
+  /** `max_tokens` when a request gives none. */
+  get defaultMaxTokens(): number {
+    return this.#defaultMaxTokens;
+  }
+
+  /** The bound address, `null` before `listen` resolves and after `close`. */
+  get address(): ServerAddress | null {
+    const a = this.#server.address();
+    return a !== null && typeof a === 'object' ? { address: a.address, family: a.family, port: a.port } : null;
+  }
+
+  /**
+   * Starts listening and the event-loop delay monitor.
+   * @throws (as a rejection) the listen error, e.g. `EADDRINUSE`; InvalidArgumentError for a bad
+   *   port or host, or after `close()`.
+   */
+  listen(options: ListenOptions = {}): Promise<ServerAddress> {
+    const op = 'CompletionServer.listen';
+    try {
+      const o = requireOptions<ListenOptions>(op, options, ['port', 'host']);
+      const port = requireInt(op, 'port', o.port ?? 8000, 0, 65535);
+      const host = o.host ?? '127.0.0.1';
+      if (typeof host !== 'string' || host === '') throw new InvalidArgumentError(op, 'host', `host must be a non-empty string, got ${describe(host)}`);
+      if (this.#closing) throw new InvalidArgumentError(op, 'server', 'the server has been closed');
+      return new Promise((resolve, reject) => {
+        const onError = (e: Error): void => reject(e);
+        this.#server.once('error', onError);
+        this.#server.listen(port, host, () => {
+          this.#server.off('error', onError);
+          this.#loopDelay.enable();
+          resolve(this.address!);
+        });
+      });
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Shuts down gracefully: stops accepting connections, answers 503 to new requests, closes the
+   * scheduler and waits for the accepted requests; after `graceMs` (default 10 s) cancels what is
+   * left (streams end with a `shutting_down` error event, waiting requests get 503). Resolves when
+   * every connection is closed. Idempotent: a second call returns the same promise.
+   */
+  close(options: { readonly graceMs?: number } = {}): Promise<void> {
+    if (this.#closed !== null) return this.#closed;
+    const graceMs = requireInt('CompletionServer.close', 'graceMs', options.graceMs ?? 10_000, 0, 24 * 3600_000);
+    this.#closing = true;
+    this.#closed = (async () => {
+      const listening = this.#server.listening;
+      const serverClosed = listening ? new Promise<void>((resolve) => this.#server.close(() => resolve())) : Promise.resolve();
+      this.#server.closeIdleConnections();
+      const drained = this.#scheduler.close();
+      let timer: NodeJS.Timeout | undefined;
+      const late = await Promise.race([drained.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs)))]);
+      clearTimeout(timer);
+      if (late) {
+        this.#scheduler.cancelAll();
+        await drained;
+      }
+      // The last responses are written once their generations settle; then their connections are idle.
+      for (let waited = 0; this.#active.size > 0 && waited < 2000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+      this.#server.closeIdleConnections();
+      this.#server.closeAllConnections();
+      await serverClosed;
+      this.#loopDelay.disable();
+    })();
+    return this.#closed;
+  }
+
+  /** The `/metrics` exposition: scheduler, HTTP, event loop and engine figures (docs/serve.md lists them). */
+  metricsText(): string {
+    const m = this.#scheduler.metrics();
+    const engine = this.#scheduler.engine;
+    const p = new PrometheusText();
+    p.gauge('cudagraph_serve_info', 'The model served and its engine (value 1).', [[{ model: this.#model, engine: engine.name }, 1]]);
+    p.counter('cudagraph_serve_requests_total', 'Requests accepted by the scheduler that finished, by how they ended.', [
+      [{ outcome: 'stop' }, m.requests.stop],
+      [{ outcome: 'length' }, m.requests.length],
+      [{ outcome: 'cancelled' }, m.requests.cancelled],
+      [{ outcome: 'error' }, m.requests.failed],
+    ]);
+    p.counter('cudagraph_serve_requests_refused_total', 'Requests the scheduler refused, by reason.', [
+      [{ reason: 'queue_full' }, m.refused.queueFull],
+      [{ reason: 'context_length' }, m.refused.contextLength],
+      [{ reason: 'shutting_down' }, m.refused.shuttingDown],
+      [{ reason: 'invalid' }, m.refused.invalid],
+    ]);
+    p.counter('cudagraph_serve_http_responses_total', 'HTTP responses, by status code.', [...this.#responses].sort((a, b) => a[0] - b[0]).map(([code, n]) => [{ code: String(code) }, n] as const));
+    p.gauge('cudagraph_serve_queue_depth', 'Requests waiting for a slot.', m.queueDepth);
+    p.gauge('cudagraph_serve_running', 'Sequences holding a slot (prefilling or generating).', m.running);
+    p.gauge('cudagraph_serve_capacity', 'Sequences stepped together at most: min(engine slots, engine max batch).', m.capacity);
+    p.gauge('cudagraph_serve_queue_limit', 'Requests that may wait beyond the free slots.', m.queueLimit);
+    p.counter('cudagraph_serve_steps_total', 'Decode steps run.', m.steps);
+    p.counter('cudagraph_serve_failed_steps_total', 'Decode steps whose engine call failed.', m.failedSteps);
+    p.counter('cudagraph_serve_prompt_tokens_total', 'Prompt tokens fed to the engine.', m.promptTokens);
+    p.counter('cudagraph_serve_generation_tokens_total', 'Tokens generated (an EOS that ended a sequence included).', m.generatedTokens);
+    p.gauge('cudagraph_serve_prompt_tokens_per_second', 'Prompt tokens fed per second over the last 10 s.', m.promptTokensPerSecond);
+    p.gauge('cudagraph_serve_generation_tokens_per_second', 'Tokens generated per second over the last 10 s.', m.generatedTokensPerSecond);
+    p.summary('cudagraph_serve_step_seconds', 'Engine step time (quantiles of the latest 1024 steps).', m.stepSeconds);
+    p.histogram('cudagraph_serve_batch_size', 'Sequences per step.', m.batchSize.buckets, m.batchSize.sum, m.batchSize.count);
+    p.gauge('cudagraph_serve_batch_size_recent_mean', 'Mean sequences per step over the latest 1024 steps.', m.batchSize.recentMean);
+    p.summary('cudagraph_serve_time_to_first_token_seconds', 'From submission to the first generated token (quantiles of the latest 1024 requests).', m.timeToFirstTokenSeconds);
+    p.summary('cudagraph_serve_inter_token_seconds', 'Between consecutive tokens of a sequence (quantiles of the latest 4096 gaps).', m.interTokenSeconds);
+    // The histogram holds the intervals between the sampling timer's runs: the delay is what passed the resolution.
+    const h = this.#loopDelay;
+    const n = h.count;
+    const res = EVENT_LOOP_RESOLUTION_MS * 1e6;
+    const late = (ns: number): number => (n > 0 ? Math.max(0, ns - res) / 1e9 : 0);
+    p.summary('cudagraph_serve_event_loop_delay_seconds', `How late the event loop ran a timer due every ${EVENT_LOOP_RESOLUTION_MS} ms, since the server started.`, {
+      p50: late(h.percentile(50)),
+      p99: late(h.percentile(99)),
+      sum: late(h.mean) * n,
+      count: n,
+    });
+    p.gauge('cudagraph_serve_event_loop_delay_max_seconds', 'The largest event-loop delay since the server started.', late(h.max));
+    let stats: [string, number][] = [];
+    try {
+      stats = Object.entries(engine.stats()).filter((e): e is [string, number] => typeof e[1] === 'number');
+    } catch {
+      // An engine whose stats() fails still serves; its figures are left out.
+    }
+    p.gauge('cudagraph_engine_stat', "The engine's own counters (engine.stats()), by name.", stats.map(([stat, v]) => [{ stat }, v] as const));
+    return p.toString();
+  }
+
+  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+    this.#active.add(res);
+    res.on('error', () => {}); // a client gone mid-write: the close handler below does the rest
+    res.on('close', () => {
+      this.#active.delete(res);
+      if (res.headersSent) this.#responses.set(res.statusCode, (this.#responses.get(res.statusCode) ?? 0) + 1);
+    });
+    this.#route(req, res).catch((e: unknown) => {
+      if (!res.headersSent) this.#sendError(res, { status: 500, code: 'internal_error', message: `internal error: ${e instanceof Error ? e.message : String(e)}` });
+      else res.destroy();
+    });
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    const method = req.method ?? 'GET';
+    const allow = (methods: string): boolean => {
+      if (methods.split(', ').includes(method)) return true;
+      res.setHeader('Allow', methods);
+      this.#sendError(res, { status: 405, code: 'method_not_allowed', message: `${method} is not allowed on ${path} (allowed: ${methods})` });
+      return false;
+    };
+    switch (path) {
+      case '/v1/completions':
+        if (allow('POST')) await this.#completions(req, res);
+        return;
+      case '/health':
+        if (allow('GET, HEAD')) this.#health(res);
+        return;
+      case '/metrics':
+        if (allow('GET, HEAD')) {
+          res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
+          res.end(method === 'HEAD' ? undefined : this.metricsText());
+        }
+        return;
+      default:
+        this.#sendError(res, { status: 404, code: 'not_found', message: `no such path: ${JSON.stringify((path ?? '').slice(0, 200))} (POST /v1/completions, GET /health, GET /metrics)` });
+    }
+  }
+
+  #health(res: ServerResponse): void {
+    const m = this.#scheduler.metrics();
+    this.#sendJson(res, this.#closing ? 503 : 200, {
+      status: this.#closing ? 'shutting_down' : 'ok',
+      engine: this.#scheduler.engine.name,
+      model: this.#model,
+      running: m.running,
+      queued: m.queueDepth,
+    });
+  }
+
+  async #completions(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.#closing) return this.#sendError(res, shuttingDown());
+    const body = await readBody(req, this.#maxBodyBytes);
+    if (body === 'aborted') return;
+    if (body === 'too-large') {
+      res.setHeader('Connection', 'close');
+      return this.#sendError(res, { status: 413, code: 'body_too_large', message: `the request body is larger than ${this.#maxBodyBytes} bytes` });
+    }
+    // A shutdown that began while the body came in: the scheduler refuses it (503) below.
+    const params = this.#parse(body);
+    if ('status' in params) return this.#sendError(res, params);
+    let generation: Generation;
+    const decoder = new TokenDecoder();
+    const id = `cmpl-${randomBytes(12).toString('hex')}`;
+    const created = Math.floor(Date.now() / 1000);
+    const chunk = (text: string, finishReason: FinishReason | null): object => ({
+      id,
+      object: 'text_completion',
+      created,
+      model: this.#model,
+      choices: [{ text, index: 0, logprobs: null, finish_reason: finishReason }],
+      ...(params.includeUsage ? { usage: null } : {}),
+    });
+    const usage = (r: GenerationResult): object => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens });
+    try {
+      generation = this.#scheduler.submit({
+        prompt: encode(params.prompt),
+        maxTokens: params.maxTokens,
+        ...(params.stream
+          ? {
+              onToken: (t: number) => {
+                const text = decoder.push([t]);
+                if (text !== '' && writable(res)) res.write(sseEvent(chunk(text, null)));
+              },
+            }
+          : {}),
+      });
+    } catch (e) {
+      return this.#sendError(res, refusal(e));
+    }
+    // A client that goes away cancels its request; the slot is free at the next step boundary.
+    res.on('close', () => generation.cancel());
+    if (res.destroyed) generation.cancel();
+    if (params.stream) {
+      if (this.#closing) res.setHeader('Connection', 'close');
+      res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+      res.flushHeaders();
+    }
+    let result: GenerationResult;
+    try {
+      result = await generation.result;
+    } catch (e) {
+      const error = refusal(e);
+      if (!params.stream) return this.#sendError(res, error);
+      if (writable(res)) res.end(sseEvent({ error: errorBody(error) }));
+      return;
+    }
+    if (!writable(res)) return;
+    if (result.finishReason === 'cancelled') {
+      // Not the client (it is gone, and nothing is written): the grace period of a shutdown ran out.
+      const error = shuttingDown();
+      if (!params.stream) return this.#sendError(res, error);
+      res.end(sseEvent({ error: errorBody(error) }));
+      return;
+    }
+    if (params.stream) {
+      res.write(sseEvent(chunk(decoder.end(), result.finishReason)));
+      if (params.includeUsage) res.write(sseEvent({ ...chunk('', null), choices: [], usage: usage(result) }));
+      res.end(sseEvent(SSE_DONE));
+      return;
+    }
+    const text = decoder.push(result.tokens) + decoder.end();
+    this.#sendJson(res, 200, { ...chunk(text, result.finishReason), usage: usage(result) });
+  }
+
+  /** The request's parameters, or the 400 that refuses it. */
+  #parse(body: Buffer): CompletionParams | ApiError {
+    const bad = (message: string, code: string, param?: string): ApiError => ({ status: 400, message, code, ...(param !== undefined ? { param } : {}) });
+    let json: unknown;
+    try {
+      json = JSON.parse(body.toString('utf8'));
+    } catch (e) {
+      return bad(`the body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`, 'invalid_json');
+    }
+    if (typeof json !== 'object' || json === null || Array.isArray(json)) return bad(`the body must be a JSON object, got ${describe(json)}`, 'invalid_json');
+    const o = json as Record<string, unknown>;
+    for (const key of Object.keys(o)) {
+      if (!(COMPLETION_FIELDS as readonly string[]).includes(key)) {
+        const shown = JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}…` : key);
+        return bad(`unknown field ${shown}: this server decodes greedily and takes only ${COMPLETION_FIELDS.join(', ')}`, 'unknown_field', key);
+      }
+    }
+    if (o.prompt === undefined) return bad('prompt is required (a string)', 'invalid_prompt', 'prompt');
+    if (typeof o.prompt !== 'string') return bad(`prompt must be a string (lists of prompts or of tokens are not taken), got ${describe(o.prompt)}`, 'invalid_prompt', 'prompt');
+    const mt = o.max_tokens ?? this.#defaultMaxTokens;
+    if (typeof mt !== 'number' || !Number.isInteger(mt) || mt < 1 || mt > this.#maxTokensLimit) {
+      return bad(`max_tokens must be an integer from 1 to ${this.#maxTokensLimit}, got ${describe(mt)}`, 'invalid_max_tokens', 'max_tokens');
+    }
+    const stream = o.stream ?? false;
+    if (typeof stream !== 'boolean') return bad(`stream must be a boolean, got ${describe(stream)}`, 'invalid_stream', 'stream');
+    let includeUsage = false;
+    const so = o.stream_options;
+    if (so !== undefined && so !== null) {
+      if (!stream) return bad('stream_options is only taken with "stream": true', 'invalid_stream_options', 'stream_options');
+      if (typeof so !== 'object' || Array.isArray(so)) return bad(`stream_options must be an object, got ${describe(so)}`, 'invalid_stream_options', 'stream_options');
+      for (const key of Object.keys(so)) if (key !== 'include_usage') return bad(`unknown field of stream_options ${JSON.stringify(key.slice(0, 60))} (known: include_usage)`, 'unknown_field', 'stream_options');
+      const iu = (so as { include_usage?: unknown }).include_usage ?? false;
+      if (typeof iu !== 'boolean') return bad(`stream_options.include_usage must be a boolean, got ${describe(iu)}`, 'invalid_stream_options', 'stream_options');
+      includeUsage = iu;
+    }
+    if (o.model !== undefined && o.model !== null && typeof o.model !== 'string') return bad(`model must be a string, got ${describe(o.model)}`, 'invalid_model', 'model');
+    return { prompt: o.prompt, maxTokens: mt, stream, includeUsage };
+  }
+
+  #sendJson(res: ServerResponse, status: number, body: unknown): void {
+    if (!writable(res)) return;
+    const text = JSON.stringify(body);
+    // While shutting down, a connection closes after its response instead of waiting for another.
+    if (this.#closing) res.setHeader('Connection', 'close');
+    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+    res.end(text);
+  }
+
+  #sendError(res: ServerResponse, e: ApiError): void {
+    if (e.status === 429) res.setHeader('Retry-After', '1');
+    this.#sendJson(res, e.status, { error: errorBody(e) });
+  }
+}
+
+function shuttingDown(): ApiError {
+  return { status: 503, code: 'shutting_down', message: 'the server is shutting down' };
+}
+
+/** The OpenAI-style `error` object. */
+function errorBody(e: ApiError): { message: string; type: string; param: string | null; code: string } {
+  const type = e.status === 429 || e.status === 503 ? 'overloaded_error' : e.status >= 500 ? 'server_error' : 'invalid_request_error';
+  return { message: e.message, type, param: e.param ?? null, code: e.code };
+}
+
+/** The HTTP answer to what `submit` or a generation threw. */
+function refusal(e: unknown): ApiError {
+  if (e instanceof QueueFullError) return { status: 429, code: 'queue_full', message: e.message };
+  if (e instanceof ContextLengthError) return { status: 400, code: 'context_length_exceeded', message: e.message, param: 'prompt' };
+  if (e instanceof ShuttingDownError) return shuttingDown();
+  if (e instanceof InvalidArgumentError) return { status: 400, code: 'invalid_request', message: e.message };
+  if (e instanceof EngineStepError) return { status: 500, code: 'engine_error', message: e.message };
+  throw e;
+}
+
+function writable(res: ServerResponse): boolean {
+  return !res.destroyed && !res.writableEnded;
+}
+
+/** The body, up to `limit` bytes: 'too-large' beyond it (the rest is discarded), 'aborted' if the client left. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too-large' | 'aborted'> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) return Promise.resolve('too-large');
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        resolve('too-large');
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', () => resolve('aborted'));
+    req.on('close', () => {
+      if (!req.complete) resolve('aborted');
+    });
+  });
+}

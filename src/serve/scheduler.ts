@@ -1,0 +1,565 @@
+/**
+ * Continuous batching over a `DecodeEngine`. Each request gets a KV-cache slot, is prefilled and
+ * then generates, one token per step; every step advances every running sequence by one position,
+ * and requests join and leave the running batch between steps.
+ *
+ * How a request goes through:
+ *
+ *   - `submit` checks it (prompt tokens in the vocabulary, `maxTokens` ≥ 1, prompt + `maxTokens` ≤
+ *     `engine.maxPositions`: refused up front, never truncated) and puts it in the queue. Beyond
+ *     the free slots at most `queueLimit` requests wait; one more is refused (`QueueFullError`).
+ *   - Between steps, waiting requests take the free slots, first come first served. At most
+ *     `capacity = min(engine.slots, engine.maxBatch)` sequences run, so one step holds them all and
+ *     none is ever left out of a step (a waiting request holds no slot).
+ *   - Prefill is token by token: a sequence feeds one prompt token per step (its position p holds
+ *     prompt[p]), alongside the other sequences' generated tokens, and the engine's answers to
+ *     all but the last prompt token are dropped. The answer to the last prompt token is the first
+ *     generated token; from there each step feeds back the token generated last. A prompt of L
+ *     tokens thus takes L steps to its first token.
+ *   - A sequence ends when it generates `eos` (`finishReason` 'stop'; the `EOS` is counted in
+ *     `completionTokens` but not delivered), after `maxTokens` tokens ('length'), or when
+ *     cancelled ('cancelled': `generation.cancel()`, its `AbortSignal`, or a consumer leaving the
+ *     token iterator); its slot is free for the next step. A cancellation takes effect at the next
+ *     step boundary: the step in flight finishes, its token for that sequence is dropped.
+ *   - One step is in flight at a time, awaited, so the event loop stays free during it; between
+ *     steps the scheduler also yields to the event loop (`setImmediate`), so I/O, timers and
+ *     cancellations are handled even with an engine whose steps resolve at once.
+ *   - A step that fails (the engine rejects, or answers badly) ends each sequence of that step with
+ *     an `EngineStepError` and frees their slots; the queue goes on.
+ */
+import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
+import type { DecodeEngine, DecodeEntry, StepResult } from '../llm/engine.js';
+import { EOS } from '../llm/tokenizer.js';
+import { describe, requireInt, requireOptions } from '../util/validate.js';
+import { ContextLengthError, EngineStepError, QueueFullError, ShuttingDownError } from './errors.js';
+import { SchedulerMetrics, type SchedulerSnapshot } from './metrics.js';
+
+/** Options of `new Scheduler(engine, options)`. */
+export interface SchedulerOptions {
+  /** Requests that may wait beyond the free slots; one more is refused (default 64; 0: refuse when no slot is free). */
+  readonly queueLimit?: number;
+  /** The token that ends a sequence (default `EOS`). */
+  readonly eos?: number;
+}
+
+/** What `submit` takes. */
+export interface GenerationRequest {
+  /** The prompt's tokens (with its `BOS` when the model expects one): at least one, each in the vocabulary. */
+  readonly prompt: ArrayLike<number>;
+  /** The most tokens to generate (≥ 1). */
+  readonly maxTokens: number;
+  /** Cancels the request when aborted. */
+  readonly signal?: AbortSignal;
+  /**
+   * Called with each generated token (never the `EOS`), in order, as its step ends. An exception
+   * it throws cancels the generation and rejects `result` with that exception.
+   */
+  readonly onToken?: (token: number) => void;
+}
+
+/** Why a generation ended. */
+export type FinishReason = 'stop' | 'length' | 'cancelled';
+
+/** Where a generation is. */
+export type GenerationState = 'queued' | 'running' | 'finished';
+
+/** A finished generation. */
+export interface GenerationResult {
+  /** The generation's id (its `Generation.id`). */
+  readonly id: number;
+  /** The tokens generated, in order, without the `EOS` that ended it. */
+  readonly tokens: Int32Array;
+  readonly finishReason: FinishReason;
+  /** Tokens of the prompt. */
+  readonly promptTokens: number;
+  /** Tokens generated, the ending `EOS` included (at most `maxTokens`). */
+  readonly completionTokens: number;
+  /** Milliseconds from `submit` to the first generated token; `null` when none came. */
+  readonly timeToFirstTokenMs: number | null;
+  /** Milliseconds from `submit` to the end. */
+  readonly durationMs: number;
+}
+
+/** What the scheduler drives a generation with (a handle the `Generation` gives at construction). */
+interface GenerationControl {
+  start(): void;
+  token(t: number): void;
+  finish(reason: FinishReason, completionTokens: number, ttftMs: number | null, durationMs: number): void;
+  fail(error: unknown): void;
+}
+
+const KEY = Symbol('Generation');
+
+/**
+ * One request's generation, as `Scheduler.submit` returns it: its tokens as an async iterator
+ * (`for await (const t of gen)`; leaving the loop early cancels the generation), its `result`, and
+ * `cancel()`.
+ *
+ * @example
+ *   const gen = scheduler.submit({ prompt: encode('Hello'), maxTokens: 32 });
+ *   const text = new TokenDecoder();
+ *   for await (const t of gen) process.stdout.write(text.push([t]));
+ *   const { finishReason, completionTokens } = await gen.result;
+ */
+export class Generation implements AsyncIterable<number> {
+  /** A number unique within its scheduler. */
+  readonly id: number;
+  /** Tokens of the prompt. */
+  readonly promptTokens: number;
+  /** The most tokens it may generate. */
+  readonly maxTokens: number;
+  /**
+   * Resolves when the generation has ended and its slot is free: with its tokens and why it ended
+   * ('cancelled' included). Rejects with an `EngineStepError` when a step it was in failed, or with
+   * what `onToken` threw. A rejection nobody awaits is not reported as unhandled.
+   */
+  readonly result: Promise<GenerationResult>;
+  readonly #tokens: number[] = [];
+  readonly #cancel: () => void;
+  #state: GenerationState = 'queued';
+  /** No more tokens will be delivered (ended, or cancelled and awaiting its step boundary). */
+  #closed = false;
+  #error: unknown = undefined;
+  #failed = false;
+  #wake: (() => void) | null = null;
+
+  /** @internal Made by `Scheduler.submit` only. */
+  constructor(key: symbol, id: number, promptTokens: number, maxTokens: number, cancel: () => void, bind: (control: GenerationControl) => void) {
+    if (key !== KEY) throw privateConstructorError('Generation', 'scheduler.submit()');
+    this.id = id;
+    this.promptTokens = promptTokens;
+    this.maxTokens = maxTokens;
+    this.#cancel = cancel;
+    let resolve!: (r: GenerationResult) => void;
+    let reject!: (e: unknown) => void;
+    this.result = new Promise<GenerationResult>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.result.catch(() => {});
+    bind({
+      start: () => {
+        this.#state = 'running';
+      },
+      token: (t) => {
+        this.#tokens.push(t);
+        this.#notify();
+      },
+      finish: (finishReason, completionTokens, timeToFirstTokenMs, durationMs) => {
+        this.#state = 'finished';
+        this.#closed = true;
+        this.#notify();
+        resolve({ id, tokens: Int32Array.from(this.#tokens), finishReason, promptTokens, completionTokens, timeToFirstTokenMs, durationMs });
+      },
+      fail: (error) => {
+        this.#state = 'finished';
+        this.#closed = true;
+        this.#failed = true;
+        this.#error = error;
+        this.#notify();
+        reject(error);
+      },
+    });
+  }
+
+  /** 'queued' (waiting for a slot), 'running' (holding one) or 'finished'. */
+  get state(): GenerationState {
+    return this.#state;
+  }
+
+  /** The tokens generated so far (a copy). */
+  tokens(): Int32Array {
+    return Int32Array.from(this.#tokens);
+  }
+
+  /**
+   * Stops the generation: no more tokens are delivered from now on; a queued request leaves the
+   * queue at once, a running one frees its slot at the next step boundary (then `result` resolves
+   * with 'cancelled'). Does nothing once finished.
+   */
+  cancel(): void {
+    if (this.#state === 'finished' || this.#closed) return;
+    this.#closed = true;
+    this.#notify();
+    this.#cancel();
+  }
+
+  /**
+   * The generated tokens, from the first, as they come. Ends when the generation ends or is
+   * cancelled; throws what rejects `result`. Leaving the loop early (`break`, an exception) cancels
+   * the generation.
+   */
+  async *[Symbol.asyncIterator](): AsyncGenerator<number, void, undefined> {
+    let i = 0;
+    try {
+      for (;;) {
+        while (i < this.#tokens.length) yield this.#tokens[i++]!;
+        if (this.#failed) throw this.#error;
+        if (this.#closed) return;
+        await new Promise<void>((resolve) => {
+          const previous = this.#wake;
+          this.#wake = () => {
+            previous?.();
+            resolve();
+          };
+        });
+      }
+    } finally {
+      if (!this.#closed) this.cancel();
+    }
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  }
+}
+
+/** A request inside the scheduler. */
+interface Sequence {
+  readonly id: number;
+  readonly prompt: Int32Array;
+  readonly maxTokens: number;
+  readonly control: GenerationControl;
+  readonly onToken: ((token: number) => void) | undefined;
+  readonly submittedAt: number;
+  /** Removes the `AbortSignal` listener. */
+  unlisten: (() => void) | null;
+  /** The KV slot while running, −1 while waiting. */
+  slot: number;
+  /** The next position to feed. */
+  position: number;
+  /** The token generated last (fed back at the next step). */
+  last: number;
+  /** Tokens generated, the `EOS` included. */
+  generated: number;
+  firstTokenAt: number;
+  lastTokenAt: number;
+  cancelled: boolean;
+  /** What `onToken` threw, which ends it at the boundary. */
+  callbackError: { error: unknown } | null;
+}
+
+const OP = 'Scheduler.submit';
+
+/**
+ * Continuous batching over a `DecodeEngine` (the module's comment says how a request goes
+ * through). The scheduler drives the engine but does not own it: dispose the engine after
+ * `close()` has resolved.
+ *
+ * @example
+ *   const scheduler = new Scheduler(engine, { queueLimit: 128 });
+ *   const gen = scheduler.submit({ prompt: encode('Once upon a time'), maxTokens: 64 });
+ *   const { tokens, finishReason } = await gen.result;
+ *   await scheduler.close();
+ */
+export class Scheduler {
+  readonly #engine: DecodeEngine;
+  readonly #capacity: number;
+  readonly #queueLimit: number;
+  readonly #eos: number;
+  readonly #vocab: number;
+  readonly #maxPositions: number;
+  /** Waiting requests by id, in arrival order (a Map keeps insertion order). */
+  readonly #waiting = new Map<number, Sequence>();
+  /** Running sequences by slot. */
+  readonly #running = new Map<number, Sequence>();
+  readonly #free: number[] = [];
+  readonly #metrics: SchedulerMetrics;
+  readonly #idle: (() => void)[] = [];
+  #nextId = 1;
+  #looping = false;
+  #closing = false;
+
+  /**
+   * @throws InvalidArgumentError for an engine without the `DecodeEngine` shape (positive integer
+   *   `slots`, `maxBatch`, `maxPositions`, a `config.vocab`, a `step` function) or bad options.
+   */
+  constructor(engine: DecodeEngine, options?: SchedulerOptions) {
+    const op = 'new Scheduler';
+    if (typeof engine !== 'object' || engine === null || typeof (engine as { step?: unknown }).step !== 'function') {
+      throw new InvalidArgumentError(op, 'engine', `engine must be a DecodeEngine (an object with a step function), got ${describe(engine)}`);
+    }
+    const slots = requireInt(op, 'engine.slots', engine.slots, 1, 1 << 20);
+    const maxBatch = requireInt(op, 'engine.maxBatch', engine.maxBatch, 1, 1 << 20);
+    this.#maxPositions = requireInt(op, 'engine.maxPositions', engine.maxPositions, 2, 1 << 30);
+    this.#vocab = requireInt(op, 'engine.config.vocab', engine.config?.vocab, 1, 1 << 30);
+    const o = requireOptions<SchedulerOptions>(op, options, ['queueLimit', 'eos']);
+    this.#queueLimit = requireInt(op, 'queueLimit', o.queueLimit ?? 64, 0, 1 << 24);
+    this.#eos = requireInt(op, 'eos', o.eos ?? EOS, 0, this.#vocab - 1);
+    this.#engine = engine;
+    this.#capacity = Math.min(slots, maxBatch);
+    for (let s = this.#capacity - 1; s >= 0; s--) this.#free.push(s);
+    this.#metrics = new SchedulerMetrics(this.#capacity, performance.now());
+  }
+
+  /** Sequences stepped together at most: `min(engine.slots, engine.maxBatch)`. */
+  get capacity(): number {
+    return this.#capacity;
+  }
+
+  /** Requests that may wait beyond the free slots. */
+  get queueLimit(): number {
+    return this.#queueLimit;
+  }
+
+  /** The engine it drives. */
+  get engine(): DecodeEngine {
+    return this.#engine;
+  }
+
+  /** True once `close()` was called: `submit` refuses from then on. */
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  /**
+   * Queues a request and returns its generation; the first step that has room for it takes it.
+   * @throws InvalidArgumentError for an empty prompt, a token outside the vocabulary, a `maxTokens`
+   *   that is not a positive integer, unknown fields;
+   *   ContextLengthError when prompt + `maxTokens` > `engine.maxPositions`;
+   *   QueueFullError when `queueLimit` requests already wait beyond the free slots;
+   *   ShuttingDownError after `close()`.
+   */
+  submit(request: GenerationRequest): Generation {
+    const m = this.#metrics;
+    let prompt: Int32Array;
+    let maxTokens: number;
+    try {
+      const r = requireOptions<GenerationRequest>(OP, request, ['prompt', 'maxTokens', 'signal', 'onToken'], 'request');
+      maxTokens = requireInt(OP, 'maxTokens', r.maxTokens, 1, 1 << 30);
+      prompt = this.#checkPrompt(r.prompt, maxTokens);
+      if (r.signal !== undefined && !(r.signal instanceof AbortSignal)) throw new InvalidArgumentError(OP, 'signal', `signal must be an AbortSignal, got ${describe(r.signal)}`);
+      if (r.onToken !== undefined && typeof r.onToken !== 'function') throw new InvalidArgumentError(OP, 'onToken', `onToken must be a function, got ${describe(r.onToken)}`);
+    } catch (e) {
+      if (e instanceof ContextLengthError) m.refused.contextLength++;
+      else m.refused.invalid++;
+      throw e;
+    }
+    if (this.#closing) {
+      m.refused.shuttingDown++;
+      throw new ShuttingDownError(OP);
+    }
+    if (this.#waiting.size >= this.#queueLimit + this.#free.length) {
+      m.refused.queueFull++;
+      throw new QueueFullError(OP, this.#queueLimit);
+    }
+    const id = this.#nextId++;
+    let control!: GenerationControl;
+    let seq!: Sequence;
+    const gen = new Generation(KEY, id, prompt.length, maxTokens, () => this.#cancel(seq), (c) => (control = c));
+    seq = {
+      id,
+      prompt,
+      maxTokens,
+      control,
+      onToken: request.onToken,
+      submittedAt: performance.now(),
+      unlisten: null,
+      slot: -1,
+      position: 0,
+      last: 0,
+      generated: 0,
+      firstTokenAt: -1,
+      lastTokenAt: -1,
+      cancelled: false,
+      callbackError: null,
+    };
+    m.requests.submitted++;
+    this.#waiting.set(id, seq);
+    const signal = request.signal;
+    if (signal !== undefined) {
+      if (signal.aborted) {
+        gen.cancel();
+        return gen;
+      }
+      const onAbort = (): void => gen.cancel();
+      signal.addEventListener('abort', onAbort, { once: true });
+      seq.unlisten = () => signal.removeEventListener('abort', onAbort);
+    }
+    this.#kick();
+    return gen;
+  }
+
+  /** A copy of the counters, quantiles and gauges (the `/metrics` figures). */
+  metrics(): SchedulerSnapshot {
+    return this.#metrics.snapshot(performance.now(), {
+      capacity: this.#capacity,
+      queueLimit: this.#queueLimit,
+      queueDepth: this.#waiting.size,
+      running: this.#running.size,
+    });
+  }
+
+  /** Resolves when no request waits or runs (at once when idle). */
+  drain(): Promise<void> {
+    if (this.#waiting.size === 0 && this.#running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /** Cancels every waiting and running request (running ones end at the next step boundary). */
+  cancelAll(): void {
+    for (const s of [...this.#waiting.values(), ...this.#running.values()]) this.#cancel(s);
+  }
+
+  /**
+   * Refuses new requests from now on (`ShuttingDownError`) and resolves when those already
+   * accepted have finished. Call `cancelAll()` to end them sooner. Does not dispose the engine.
+   */
+  close(): Promise<void> {
+    this.#closing = true;
+    return this.drain();
+  }
+
+  #checkPrompt(prompt: unknown, maxTokens: number): Int32Array {
+    if (typeof prompt !== 'object' || prompt === null || typeof (prompt as ArrayLike<number>).length !== 'number') {
+      throw new InvalidArgumentError(OP, 'prompt', `prompt must be an array of tokens, got ${describe(prompt)}`);
+    }
+    const p = prompt as ArrayLike<number>;
+    if (p.length < 1) throw new InvalidArgumentError(OP, 'prompt', 'prompt must hold at least one token');
+    // Refused before the copy: a prompt that cannot fit is not worth reading through.
+    if (p.length + maxTokens > this.#maxPositions) throw new ContextLengthError(OP, p.length, maxTokens, this.#maxPositions);
+    const out = new Int32Array(p.length);
+    for (let i = 0; i < p.length; i++) {
+      const t = p[i];
+      if (typeof t !== 'number' || !Number.isInteger(t) || t < 0 || t >= this.#vocab) {
+        throw new InvalidArgumentError(OP, 'prompt', `prompt[${i}] must be a token in 0..${this.#vocab - 1}, got ${describe(t)}`);
+      }
+      out[i] = t;
+    }
+    return out;
+  }
+
+  #cancel(s: Sequence): void {
+    if (s.cancelled) return;
+    s.cancelled = true;
+    if (s.slot < 0 && this.#waiting.delete(s.id)) this.#end(s, 'cancelled');
+    // A running sequence is released at the next step boundary (#reap), after the step in flight.
+  }
+
+  #kick(): void {
+    if (this.#looping) return;
+    this.#looping = true;
+    // A burst of submissions in one turn (a benchmark, several requests parsed at once) joins the first step.
+    queueMicrotask(() => void this.#loop());
+  }
+
+  async #loop(): Promise<void> {
+    try {
+      for (;;) {
+        this.#reap();
+        this.#admit();
+        if (this.#running.size === 0) break;
+        await this.#step();
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      this.#looping = false;
+      if (this.#waiting.size === 0 && this.#running.size === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    }
+  }
+
+  /** Frees the slots of sequences cancelled since the last boundary. */
+  #reap(): void {
+    for (const s of this.#running.values()) if (s.cancelled) this.#end(s, 'cancelled');
+  }
+
+  /** Gives free slots to waiting requests, oldest first. */
+  #admit(): void {
+    for (const s of this.#waiting.values()) {
+      if (this.#free.length === 0) break;
+      this.#waiting.delete(s.id);
+      s.slot = this.#free.pop()!;
+      this.#running.set(s.slot, s);
+      s.control.start();
+    }
+  }
+
+  async #step(): Promise<void> {
+    const batch = [...this.#running.values()];
+    const entries: DecodeEntry[] = batch.map((s) => ({
+      slot: s.slot,
+      token: s.position < s.prompt.length ? s.prompt[s.position]! : s.last,
+      position: s.position,
+    }));
+    const started = performance.now();
+    let result: StepResult;
+    try {
+      result = await this.#engine.step(entries);
+      this.#checkResult(result, entries.length);
+    } catch (e) {
+      this.#metrics.step(performance.now() - started, batch.length, true);
+      const error = new EngineStepError(`Scheduler: a decode step of ${entries.length} sequence(s) failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      for (const s of batch) this.#end(s, error);
+      return;
+    }
+    const now = performance.now();
+    this.#metrics.step(now - started, batch.length, false);
+    let prompt = 0;
+    let generated = 0;
+    for (let i = 0; i < batch.length; i++) {
+      const s = batch[i]!;
+      if (s.cancelled) continue; // released by the next #reap, its token dropped
+      if (s.position < s.prompt.length) prompt++;
+      s.position++;
+      // Still prefilling: the answer is the model's guess at a prompt token we already have.
+      if (s.position < s.prompt.length) continue;
+      const t = result.tokens[i]!;
+      generated++;
+      s.generated++;
+      if (s.generated === 1) {
+        s.firstTokenAt = now;
+        this.#metrics.firstToken(now - s.submittedAt);
+      } else this.#metrics.interToken(now - s.lastTokenAt);
+      s.lastTokenAt = now;
+      if (t === this.#eos) {
+        this.#end(s, 'stop');
+        continue;
+      }
+      s.last = t;
+      s.control.token(t);
+      if (s.onToken !== undefined) {
+        try {
+          s.onToken(t);
+        } catch (error) {
+          s.callbackError = { error };
+          this.#end(s, 'cancelled');
+          continue;
+        }
+      }
+      if (s.generated === s.maxTokens) this.#end(s, 'length');
+    }
+    this.#metrics.tokens(now, prompt, generated);
+  }
+
+  #checkResult(result: StepResult, n: number): void {
+    const tokens = (result as StepResult | undefined)?.tokens;
+    if (!(tokens instanceof Int32Array) || tokens.length !== n) {
+      throw new Error(`the engine answered ${tokens instanceof Int32Array ? `${tokens.length} tokens` : describe(tokens)} for ${n} entries (an Int32Array of ${n} expected)`);
+    }
+    for (let i = 0; i < n; i++) {
+      if (tokens[i]! < 0 || tokens[i]! >= this.#vocab) throw new Error(`the engine answered token ${tokens[i]} for entry ${i}, outside the vocabulary (0..${this.#vocab - 1})`);
+    }
+  }
+
+  /** Ends a sequence: frees its slot (if any), drops its listener, settles its generation. */
+  #end(s: Sequence, how: FinishReason | EngineStepError): void {
+    if (s.slot >= 0) {
+      this.#running.delete(s.slot);
+      this.#free.push(s.slot);
+      s.slot = -1;
+    } else this.#waiting.delete(s.id);
+    s.unlisten?.();
+    s.unlisten = null;
+    const r = this.#metrics.requests;
+    if (how instanceof EngineStepError || s.callbackError !== null) {
+      r.failed++;
+      s.control.fail(s.callbackError !== null ? s.callbackError.error : how);
+      return;
+    }
+    r[how]++;
+    const ttft = s.firstTokenAt < 0 ? null : s.firstTokenAt - s.submittedAt;
+    s.control.finish(how, s.generated, ttft, performance.now() - s.submittedAt);
+  }
+}
