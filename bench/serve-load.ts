@@ -5,7 +5,7 @@
  * sees them), the request latency, and the errors by kind (an HTTP status, `network`, `timeout`).
  * Bounded: at most 256 in flight, 10,000 requests a level, a timeout on every request.
  *
- *   npm run bench:serve -- [--url http://127.0.0.1:8000] [--concurrency 1,4,16,64] [--requests 64]
+ *   npm run bench:serve-load -- [--url http://127.0.0.1:8000] [--concurrency 1,4,16,64] [--requests 64]
  *                          [--max-tokens 32] [--prompt text] [--timeout 60] [--json]
  *   (writes $OUT/serve-load.json when OUT is set)
  *
@@ -257,7 +257,7 @@ async function main(): Promise<void> {
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main().catch((e: unknown) => {
-    process.stderr.write(`bench:serve: ${e instanceof RangeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.stderr.write(`bench:serve-load: ${e instanceof RangeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);
   });
 }

@@ -1,19 +1,13 @@
 /**
  * Builds the decode engine `cudagraph serve` drives, by kind: `cpu` (the CPU reference,
- * `src/llm/reference-engine.ts`, `new CpuDecodeEngine(options)`), `gpu` (one CUDA graph per batch
- * bucket) and `gpu-eager` (the same kernels launched one by one), both from `src/llm/gpu-engine.ts`
- * (`createGpuEngine(options)`). Each engine module is imported when asked for, so a build without
- * one still serves with the others, and a machine without a GPU never loads the GPU engine.
- *
- * The contract with an engine module: its constructor or factory takes `EngineOptions` (the
- * model's shape, the slots, the batch limit, the weights file or the seed of random weights) and
- * returns a `DecodeEngine` whose `slots`, `maxBatch` and `maxPositions` the server then reads.
+ * `src/llm/reference-engine.ts`), `gpu` (one CUDA graph per batch bucket) and `gpu-eager` (the same
+ * kernels launched one by one), both `GpuDecodeEngine` (`src/llm/gpu-engine.ts`), from the model's
+ * shape, the slots, the batch limit, and a weights file or the seed of synthetic weights. Each
+ * engine's module is imported when asked for, so a machine without a GPU never loads the GPU
+ * engine. The server reads the engine's `slots`, `maxBatch` and `maxPositions`.
  */
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { DEFAULT_LLAMA_CONFIG, llamaConfig, type LlamaConfig } from '../llm/config.js';
 import type { DecodeEngine } from '../llm/engine.js';
-import { UsageError } from './usage-error.js';
 
 /** The engines `--engine` chooses from. */
 export const ENGINE_KINDS = Object.freeze(['cpu', 'gpu', 'gpu-eager'] as const);
@@ -46,47 +40,32 @@ export interface EngineOptions {
 /** Builds an engine from `options`. The server's factory type, so tests and other front ends can pass their own. */
 export type EngineFactory = (options: EngineOptions) => Promise<DecodeEngine>;
 
-/** The module of each kind, relative to this file, and what it is called in messages. */
-const MODULES = {
-  cpu: { path: '../llm/reference-engine.js', what: 'the CPU reference engine', source: 'src/llm/reference-engine.ts' },
-  gpu: { path: '../llm/gpu-engine.js', what: 'the GPU engine', source: 'src/llm/gpu-engine.ts' },
-} as const;
-
-/**
- * Imports an engine module; a module missing from this build is a one-line `UsageError`. An error
- * the module throws while loading is passed on as it is (a driver error says what to check).
- */
-async function importEngine(module: keyof typeof MODULES, kind: EngineKind): Promise<Record<string, unknown>> {
-  const m = MODULES[module];
-  const url = new URL(m.path, import.meta.url);
-  const file = fileURLToPath(url);
-  if (!existsSync(file)) throw new UsageError(`--engine ${kind}: ${m.what} (${m.source}) is not part of this build`);
-  try {
-    // A computed specifier: this file compiles whether or not the engine's module exists yet.
-    return (await import(url.href)) as Record<string, unknown>;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException | null)?.code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(file)) {
-      throw new UsageError(`--engine ${kind}: ${m.what} (${m.source}) is not part of this build`, { cause: e });
-    }
-    throw e;
-  }
+/** The weights an engine starts from: the file's (checked against the shape), or seeded synthetic ones. */
+async function weightsFor(options: EngineOptions) {
+  const { loadLlamaWeights } = await import('../llm/safetensors.js');
+  const { syntheticWeights } = await import('../llm/weights.js');
+  return options.weights !== undefined ? loadLlamaWeights(options.weights, options.config) : syntheticWeights(options.config, options.seed);
 }
 
 /**
- * The default `EngineFactory`: `cpu` → `new CpuDecodeEngine(options)`; `gpu`, `gpu-eager` →
- * `createGpuEngine(options)` (which reads `options.kind`).
- * @throws UsageError when the engine's module is not in this build or lacks its export; whatever
- *   the engine throws (a `CudaError` where there is no GPU, a bad weights file…).
+ * The default `EngineFactory`: `cpu` → `CpuDecodeEngine`; `gpu` → `GpuDecodeEngine` with one graph
+ * per batch bucket; `gpu-eager` → the same kernels launched one by one. Each engine's module is
+ * imported only when asked for (the CPU engine never loads the GPU code).
+ * @throws whatever the engine or the weights file throws (a `CudaError` where there is no GPU, a
+ *   `FileFormatError` for a bad file, an `InvalidArgumentError` for a file of another shape).
  */
 export async function createEngine(options: EngineOptions): Promise<DecodeEngine> {
+  const weights = await weightsFor(options);
   if (options.kind === 'cpu') {
-    const mod = await importEngine('cpu', 'cpu');
-    const Engine = mod.CpuDecodeEngine as (new (o: EngineOptions) => DecodeEngine) | undefined;
-    if (typeof Engine !== 'function') throw new UsageError(`--engine cpu: ${MODULES.cpu.source} has no CpuDecodeEngine class`);
-    return new Engine(options);
+    const { CpuDecodeEngine } = await import('../llm/reference-engine.js');
+    return new CpuDecodeEngine(options.config, weights, { slots: options.slots, maxBatch: options.maxBatch });
   }
-  const mod = await importEngine('gpu', options.kind);
-  const create = mod.createGpuEngine as ((o: EngineOptions) => DecodeEngine | Promise<DecodeEngine>) | undefined;
-  if (typeof create !== 'function') throw new UsageError(`--engine ${options.kind}: ${MODULES.gpu.source} has no createGpuEngine function`);
-  return await create(options);
+  const { GpuDecodeEngine } = await import('../llm/gpu-engine.js');
+  return new GpuDecodeEngine({
+    config: options.config,
+    weights: (name) => weights.get(name)!.data,
+    graphs: options.kind === 'gpu',
+    slots: options.slots,
+    maxBatch: options.maxBatch,
+  });
 }
