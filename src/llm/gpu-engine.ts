@@ -17,7 +17,7 @@ import { Device, DeviceBuffer, GraphCache, Module, PinnedHostBuffer, arg, type P
 import type { LlamaConfig } from './config.js';
 import { headDim } from './config.js';
 import type { DecodeEngine, DecodeEntry, StepResult } from './engine.js';
-import { ATTENTION_HEAD_DIMS, DECODER_SOURCE, GEMV_BATCHES, GEMV_INPUT, gemvName, gemvSplit } from './gpu-kernels.js';
+import { ATTENTION_HEAD_DIMS, GEMV_BATCHES, GEMV_INPUT, decoderSource, gemvName, gemvSplit } from './gpu-kernels.js';
 
 /** Where the engine finds each weight, by its Hugging Face name, as f32 values. */
 export type WeightSource = (name: string) => Float32Array;
@@ -40,6 +40,23 @@ export interface GpuEngineOptions {
   readonly device?: Device;
 }
 
+
+/**
+ * The compiled kernels, one module per (device, weights' type, head width) for the process:
+ * NVRTC takes seconds over them, and every engine of that kind runs the same code. Kept until the
+ * process ends (an engine's dispose leaves it).
+ */
+const modules = new Map<string, Module>();
+
+function decoderModule(device: Device, dtype: 'f32' | 'bf16', headWidth: number): Module {
+  const key = `${device.ordinal}/${dtype}/${headWidth}`;
+  let m = modules.get(key);
+  if (m === undefined || m.disposed) {
+    m = Module.compile(device, decoderSource(dtype, headWidth));
+    modules.set(key, m);
+  }
+  return m;
+}
 
 /** bf16 bits of f32 values, rounded to nearest even (NaN kept a NaN). */
 function toBf16(x: Float32Array): Uint16Array {
@@ -105,7 +122,7 @@ export class GpuDecodeEngine implements DecodeEngine {
     const d = this.device;
     this.stream = d.createStream();
     try {
-      this.#module = Module.compile(d, DECODER_SOURCE);
+      this.#module = decoderModule(d, this.#dtype, headDim(c));
       const hd = headDim(c);
       const qkvDim = (c.heads + 2 * c.kvHeads) * hd;
       const kvDim = c.kvHeads * hd;
@@ -294,7 +311,6 @@ export class GpuDecodeEngine implements DecodeEngine {
 
   #release(): void {
     this.#cache?.dispose();
-    this.#module?.dispose();
     for (const b of this.#buffers) b.dispose();
     this.#hostIn?.dispose();
     this.#hostOut?.dispose();

@@ -33,7 +33,7 @@ export function gemvSplit(cols: number): number {
   return k;
 }
 
-export const DECODER_SOURCE = String.raw`
+const COMMON_SOURCE = String.raw`
 typedef unsigned short bf16_t;
 // NVRTC has no math.h: minus infinity by its bits.
 #define NEG_INF __int_as_float(0xff800000)
@@ -104,7 +104,7 @@ template <typename W, int NB, int MODE>
 __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int rows, int cols, int accumulate, float eps, int ksplit) {
   // Up to PRE 4-column pieces of the row per lane are loaded first, before the norm they do not
   // depend on, so the weights' memory latency overlaps the norm's.
-  const int PRE = 8;
+  const int PRE = 4;
   __shared__ float part[8][NB];
   __shared__ float rs[NB];
   int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -180,8 +180,6 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
 #define GEMV_MODES(T, NAME, NB) GEMV(T, NAME, NB, 0) GEMV(T, NAME, NB, 1) GEMV(T, NAME, NB, 2)
 #define GEMVS(T, NAME) GEMV_MODES(T, NAME, 1) GEMV_MODES(T, NAME, 2) GEMV_MODES(T, NAME, 4) GEMV_MODES(T, NAME, 8) \
   GEMV_MODES(T, NAME, 16) GEMV_MODES(T, NAME, 32)
-GEMVS(float, f32)
-GEMVS(bf16_t, bf16)
 
 // x[b, :] = embedding[tokens[b], :] (one block a sequence).
 template <typename W>
@@ -281,7 +279,6 @@ __device__ void attention(float *out, const float *qkv, const float *kcache, con
   extern "C" __global__ void __launch_bounds__(256) attention_hd##HD(float *out, const float *qkv, const float *kcache, const float *vcache, \
       const int *slots, const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos) { \
     attention<HD>(out, qkv, kcache, vcache, slots, positions, heads, kvHeads, layers, layer, maxPos); }
-ATTENTION(16) ATTENTION(32) ATTENTION(64) ATTENTION(128) ATTENTION(256)
 
 // tokens[b] = argmax of logits[b, :] (the lowest index on a tie; one block a sequence).
 extern "C" __global__ void argmax(int *tokens, const float *logits, int vocab) {
@@ -309,3 +306,13 @@ extern "C" __global__ void argmax(int *tokens, const float *logits, int vocab) {
   if (threadIdx.x == 0) tokens[b] = at[0];
 }
 `;
+
+/**
+ * The kernels of one engine: the GEMVs of its weights' type and the attention of its head width
+ * only (NVRTC's time grows with the instantiations: the f32 and bf16 sets with every head width
+ * took about a minute on the H200's host, a quarter of that is one engine's).
+ */
+export function decoderSource(dtype: 'f32' | 'bf16', headWidth: number): string {
+  const gemvs = dtype === 'f32' ? 'GEMVS(float, f32)' : 'GEMVS(bf16_t, bf16)';
+  return `${COMMON_SOURCE}\n${gemvs}\nATTENTION(${headWidth})\n`;
+}
