@@ -28,6 +28,19 @@ const UNREACHED = 0xffff_ffff;
 const MAX_ENTRIES = 1 << 24;
 const ALWAYS_OK_CHAINS = 32;
 
+let entryLimit = MAX_ENTRIES;
+
+/**
+ * Test hook: the most chain-index entries (n·k) built when k > 32, `MAX_ENTRIES` by default; 0
+ * makes every graph use the pruned search instead (so small graphs test it). Returns the limit
+ * before. @internal
+ */
+export function setChainIndexLimitForTesting(limit: number): number {
+  const before = entryLimit;
+  entryLimit = limit;
+  return before;
+}
+
 /** Answers `isReachable` for one version of a graph (see the file comment). */
 export class ReachabilityIndex {
   /** Number of chains in the cover. */
@@ -96,7 +109,7 @@ export class ReachabilityIndex {
       chainOf[v] = c;
     }
     const k = chainTail.length;
-    if (k > ALWAYS_OK_CHAINS && n * k > MAX_ENTRIES) return new ReachabilityIndex(store, k, null, null, null);
+    if (entryLimit === 0 || (k > ALWAYS_OK_CHAINS && n * k > entryLimit)) return new ReachabilityIndex(store, k, null, null, null);
 
     const reach = new Uint32Array(n * k).fill(UNREACHED);
     for (let i = n - 1; i >= 0; i--) {
