@@ -31,17 +31,10 @@ import { nativeStatus } from '../src/driver/index.js';
 import { setKeepAwakeMs } from '../src/driver/result/wait.js';
 import type { GraphExec, Stream } from '../src/index.js';
 import { median } from './gpu/stats.js';
+import { intFlag } from './args.js';
 
 const argv = process.argv.slice(2);
-const num = (flag: string, dflt: number): number => {
-  const i = argv.indexOf(flag);
-  const v = i >= 0 ? Number(argv[i + 1]) : dflt;
-  if (!Number.isInteger(v) || v < 1) {
-    process.stderr.write(`bench:await: ${flag} must be an integer ≥ 1\n`);
-    process.exit(2);
-  }
-  return v;
-};
+const num = (name: string, dflt: number): number => intFlag('bench:await', argv, name, dflt);
 const NODES = num('--nodes', 10);
 const ROUNDS = num('--rounds', 10);
 const REPS = num('--reps', 300);

@@ -18,17 +18,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Device, DeviceBuffer, Module, StreamGraphCapture, arg } from '../src/index.js';
 import type { GraphExec, LaunchConfig } from '../src/index.js';
+import { intFlag } from './args.js';
 
 const argv = process.argv.slice(2);
-const num = (flag: string, dflt: number): number => {
-  const i = argv.indexOf(flag);
-  const v = i >= 0 ? Number(argv[i + 1]) : dflt;
-  if (!Number.isInteger(v) || v < 1) {
-    process.stderr.write(`bench:pdl: ${flag} must be an integer ≥ 1\n`);
-    process.exit(2);
-  }
-  return v;
-};
+const num = (name: string, dflt: number): number => intFlag('bench:pdl', argv, name, dflt);
 const K = num('--chain', 100);
 const ROUNDS = num('--rounds', 10);
 const REPS = num('--reps', 20);

@@ -12,12 +12,10 @@ import { DEFAULT_LLAMA_CONFIG } from '../src/llm/config.js';
 import { GpuDecodeEngine } from '../src/llm/gpu-engine.js';
 import { syntheticWeights } from '../src/llm/weights.js';
 import { median } from './gpu/stats.js';
+import { flag as flagValue } from './args.js';
 
 const argv = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1]! : dflt;
-};
+const flag = (name: string, dflt: string): string => flagValue(argv, name, dflt);
 const BATCHES = flag('--batches', '1,4,16').split(',').map(Number);
 const ROUNDS = Number(flag('--rounds', '5'));
 const REPS = Number(flag('--reps', '50'));

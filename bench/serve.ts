@@ -14,12 +14,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatLoadReport, loadTest, type LevelReport } from './serve-load.js';
+import { flag as flagValue } from './args.js';
 
 const argv = process.argv.slice(2);
-const flag = (name: string, dflt: string): string => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1]! : dflt;
-};
+const flag = (name: string, dflt: string): string => flagValue(argv, name, dflt);
 const requests = Number(flag('--requests', '64'));
 const maxTokens = Number(flag('--max-tokens', '32'));
 const concurrency = flag('--concurrency', '1,4,16,64').split(',').map(Number);

@@ -189,8 +189,7 @@ export class CapturedGraph {
       this[LIFETIME].assertAlive(op);
       const s = this.#streamFor(op, stream);
       if (s !== this.#only && this.#only !== null) throw this.#wrongStream(op, s);
-      s.handleFor(op);
-      if (s.isCapturing) throw new InvalidArgumentError(op, 'stream', 'the stream is capturing: a wait cannot be captured; launch, and wait after the capture ends');
+      s.waitableHandle(op);
       this.launch(s);
       return s.synchronizeAsync();
     } catch (e) {

@@ -206,16 +206,26 @@ export class Stream {
   synchronizeAsync(): Promise<void> {
     const op = 'Stream.synchronizeAsync';
     try {
-      const h = this.handleFor(op);
-      if (this.#cell.sink !== null) {
-        throw new InvalidArgumentError(op, 'stream', 'the stream is capturing: a wait cannot be captured (CUDA would end the capture); wait after the capture ends');
-      }
+      const h = this.waitableHandle(op);
       const ctx = this.device.context;
       makeCurrent(op, ctx);
       return wait.streamWaitAsync(op, ctx, h).then(() => surfaceHostCallbackErrors(op));
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /**
+   * @internal The handle for a wait made by `op` (`synchronizeAsync`, a `launchAndWait`), after the
+   * disposed checks; refuses a capturing stream, which a wait would end (so a `launchAndWait`
+   * checks it before it launches anything).
+   */
+  waitableHandle(op: string): bigint {
+    const h = this.handleFor(op);
+    if (this.#cell.sink !== null) {
+      throw new InvalidArgumentError(op, 'stream', 'the stream is capturing: a wait cannot be captured (CUDA would end the capture); wait after the capture ends');
+    }
+    return h;
   }
 
   /** True when all submitted work is done, false while some is pending (`cuStreamQuery`). */

@@ -181,8 +181,7 @@ export class GraphExec {
       // Refused under this call's name, and before anything is launched.
       this[LIFETIME].assertAlive(op);
       const s = this.#streamFor(op, stream);
-      s.handleFor(op);
-      if (s.isCapturing) throw new InvalidArgumentError(op, 'stream', 'the stream is capturing: a wait cannot be captured; launch, and wait after the capture ends');
+      s.waitableHandle(op);
       this.launch(s);
       return s.synchronizeAsync();
     } catch (e) {

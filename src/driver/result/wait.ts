@@ -72,9 +72,13 @@ let started: HotAddon | null = null;
 /** Idle wait events, by context. */
 const pools = new Map<bigint, bigint[]>();
 
+/** Whether the wait's driver functions are bound into the addon for the library loaded now. */
+let bound = false;
+
 onLibrariesReset(() => {
-  // The pooled events belong to the library just forgotten.
+  // The pooled events, and the addresses bound into the addon, belong to the library just forgotten.
   pools.clear();
+  bound = false;
 });
 
 function takeEvent(op: string, ctx: bigint): bigint {
@@ -108,8 +112,12 @@ function onComplete(done: readonly number[]): void {
 function waiter(op: string): HotAddon | null {
   const hot = nativeAddon();
   if (hot === null) return null;
-  if (!bindNativeSymbol(op, hot, 'cuEventQuery') || !bindNativeSymbol(op, hot, 'cuEventRecord') || !bindNativeSymbol(op, hot, 'cuStreamQuery')) return null;
-  bindNativeSymbol(op, hot, 'cuCtxSetCurrent');
+  if (!bound || started !== hot) {
+    // Once per library (bindNativeSymbol remembers each outcome; this saves the lookups per wait).
+    if (!bindNativeSymbol(op, hot, 'cuEventQuery') || !bindNativeSymbol(op, hot, 'cuEventRecord') || !bindNativeSymbol(op, hot, 'cuStreamQuery')) return null;
+    bindNativeSymbol(op, hot, 'cuCtxSetCurrent');
+    bound = true;
+  }
   if (started !== hot) {
     hot.waiterStart(onComplete, SPIN_NS, MAX_SLEEP_NS);
     started = hot;
