@@ -3,18 +3,26 @@
  * (bench/serve-step.ts, in a child process), then the server under load: for each GPU engine,
  * `cudagraph serve --engine <gpu|gpu-eager>` on 127.0.0.1 and the bounded load generator
  * (bench/serve-load.ts) at concurrency 1, 4, 16, 64, with the server's own figures from `/metrics`
- * after each run (step time, batch sizes, the event loop's delay). `--load-only` skips the step
- * bench; `--url` loads a server already running instead.
+ * after each run (step time, batch sizes, the event loop's delay). Between the two, the same model
+ * (same config, same weights, written as a Hugging Face model directory) in PyTorch: transformers'
+ * LlamaForCausalLM eager, with a static cache, in a CUDA graph and under
+ * `torch.compile(mode="reduce-overhead")` (scripts/torch-decode-bench.py, where python3 has torch
+ * and transformers; reported and skipped where not), and one table of all of them. `--load-only`
+ * skips both step benches, `--steps-only` the load, `--no-torch` the PyTorch bench; `--url` loads a
+ * server already running.
  *
  *   npm run bench:serve -- [--requests 64] [--max-tokens 32] [--concurrency 1,4,16,64]
- *   (writes $OUT/serve.json when OUT is set)
+ *       [--batches 1,4,16] [--rounds 5] [--reps 40] [--torch-modes eager,static,cuda-graph,compile]
+ *   (writes $OUT/serve.json, serve-step.json and torch-step.json when OUT is set)
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatLoadReport, loadTest, type LevelReport } from './serve-load.js';
 import { flag as flagValue } from './args.js';
+import { runStepBenches } from './serve-compare.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => flagValue(argv, name, dflt);
@@ -25,9 +33,12 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const out: Record<string, unknown> = { date: new Date().toISOString() };
 
 if (!argv.includes('--load-only')) {
-  const step = spawnSync(process.execPath, [join(root, 'dist/bench/serve-step.js'), '--rounds', '5', '--reps', '40'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: process.env, timeout: 300_000 });
-  process.stdout.write(step.stdout);
-  out['stepBench'] = step.status === 0 ? 'see serve-step.json' : `failed: ${step.status}`;
+  const dir = process.env['OUT'] ?? mkdtempSync(join(tmpdir(), 'cg-bench-serve-'));
+  out['steps'] = runStepBenches({
+    root, dir,
+    batches: flag('--batches', '1,4,16'), rounds: flag('--rounds', '5'), reps: flag('--reps', '40'),
+    torchModes: argv.includes('--no-torch') ? null : flag('--torch-modes', 'eager,static,cuda-graph,compile'),
+  });
 }
 
 /** The `cudagraph_serve_*` lines of a server's /metrics that say how it ran. */
@@ -49,6 +60,10 @@ async function waitHealthy(url: string, ms: number): Promise<void> {
   }
 }
 
+if (argv.includes('--steps-only')) {
+  if (process.env['OUT']) writeFileSync(join(process.env['OUT'], 'serve.json'), JSON.stringify(out, null, 2));
+  process.exit(0);
+}
 const loads: Record<string, { levels: LevelReport[]; server: string[] }> = {};
 const given = argv.includes('--url') ? flag('--url', '') : null;
 for (const [i, engine] of (given !== null ? ['given'] : ['gpu', 'gpu-eager']).entries()) {

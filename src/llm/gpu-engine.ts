@@ -12,8 +12,8 @@
  * last), at position 0, so they never touch a live sequence.
  */
 import { InvalidArgumentError, DisposedError } from '../errors/base.js';
-import { describe, requireInt, requireOneOf, requireOptions } from '../util/validate.js';
-import { Device, DeviceBuffer, GraphCache, Module, PinnedHostBuffer, arg, type PreparedLaunch, type Stream } from '../cuda/index.js';
+import { describe, requireBoolean, requireInt, requireOneOf, requireOptions } from '../util/validate.js';
+import { Device, DeviceBuffer, GraphCache, Module, PinnedHostBuffer, arg, type Kernel, type LaunchConfig, type PreparedLaunch, type Stream } from '../cuda/index.js';
 import type { LlamaConfig } from './config.js';
 import { headDim } from './config.js';
 import type { DecodeEngine, DecodeEntry, StepResult } from './engine.js';
@@ -30,6 +30,13 @@ export interface GpuEngineOptions {
   readonly dtype?: 'f32' | 'bf16';
   /** `true` (default): one graph per batch bucket, replayed; `false`: the same launches, eagerly. */
   readonly graphs?: boolean;
+  /**
+   * Graphed only: join the step's kernels by programmatic edges (programmatic dependent launch), so
+   * each starts, and loads its first weights, while the one before finishes. Default `true` on
+   * compute capability 9.0 and later (the kernels' `griddepcontrol` needs it), `false` before;
+   * `true` on an older device is refused. The tokens and logits are the same bits either way.
+   */
+  readonly pdl?: boolean;
   /** Sequences in flight at once (KV-cache slots). Default 32. */
   readonly slots?: number;
   /** The most sequences a step takes, at most 32. Default 32. */
@@ -92,8 +99,9 @@ export class GpuDecodeEngine implements DecodeEngine {
   readonly #in: Int32Array;
   readonly #out: Int32Array;
   readonly #logitsView: Float32Array;
-  /** Per bucket: the step's launches, prepared once. */
-  readonly #launches = new Map<number, PreparedLaunch[]>();
+  /** Per bucket: the step's launches, prepared once (and their kernels and configs, for a capture with programmatic edges). */
+  readonly #launches = new Map<number, { kernel: Kernel; config: LaunchConfig; prepared: PreparedLaunch }[]>();
+  readonly #pdl: boolean;
   readonly #cache: GraphCache<number> | null;
   #busy = false;
   #disposed = false;
@@ -101,7 +109,7 @@ export class GpuDecodeEngine implements DecodeEngine {
 
   constructor(options: GpuEngineOptions) {
     const op = 'GpuDecodeEngine';
-    const o = requireOptions<GpuEngineOptions>(op, options, ['config', 'weights', 'dtype', 'graphs', 'slots', 'maxBatch', 'maxPositions', 'device']);
+    const o = requireOptions<GpuEngineOptions>(op, options, ['config', 'weights', 'dtype', 'graphs', 'pdl', 'slots', 'maxBatch', 'maxPositions', 'device']);
     if (typeof o.config !== 'object' || o.config === null) throw new InvalidArgumentError(op, 'config', `config must be a LlamaConfig, got ${describe(o.config)}`);
     if (typeof o.weights !== 'function') throw new InvalidArgumentError(op, 'weights', `weights must be a function from a tensor name to its values, got ${describe(o.weights)}`);
     const c = o.config;
@@ -112,13 +120,20 @@ export class GpuDecodeEngine implements DecodeEngine {
     }
     this.config = c;
     this.#dtype = o.dtype === undefined ? 'f32' : requireOneOf(op, 'dtype', o.dtype, ['f32', 'bf16'] as const);
-    this.#graphs = o.graphs ?? true;
+    this.#graphs = o.graphs === undefined ? true : requireBoolean(op, 'graphs', o.graphs);
     this.slots = requireInt(op, 'slots', o.slots ?? 32, 1, 4096);
     this.maxBatch = requireInt(op, 'maxBatch', o.maxBatch ?? 32, 1, 32);
     this.maxPositions = requireInt(op, 'maxPositions', o.maxPositions ?? c.maxPositions, 1, c.maxPositions);
     this.device = o.device ?? Device.get(0);
+    const pdlCapable = this.device.computeCapability.major >= 9;
+    const pdl = o.pdl === undefined ? pdlCapable : requireBoolean(op, 'pdl', o.pdl);
+    if (pdl && !pdlCapable) {
+      const cc = this.device.computeCapability;
+      throw new InvalidArgumentError(op, 'pdl', `programmatic dependent launch needs compute capability 9.0 or later; ${this.device.name} has ${cc.major}.${cc.minor}`);
+    }
+    this.#pdl = pdl && this.#graphs;
     this.#buckets = GEMV_BATCHES.filter((b, i) => b <= this.maxBatch || (i > 0 && GEMV_BATCHES[i - 1]! < this.maxBatch));
-    this.name = `gpu ${this.#graphs ? 'graphed' : 'eager'} (${this.device.name}, ${this.#dtype})`;
+    this.name = `gpu ${this.#graphs ? (this.#pdl ? 'graphed' : 'graphed without PDL') : 'eager'} (${this.device.name}, ${this.#dtype})`;
     const d = this.device;
     this.stream = d.createStream();
     try {
@@ -190,7 +205,10 @@ export class GpuDecodeEngine implements DecodeEngine {
       const tokens = this.#io;
       const slotsAt = this.#io.ptr + BigInt(MB * 4);
       const positionsAt = this.#io.ptr + BigInt(2 * MB * 4);
-      const k = (name: string) => this.#module.function(name);
+      const k = (name: string) => {
+        const kernel = this.#module.function(name);
+        return { prepare: (config: LaunchConfig) => ({ kernel, config, prepared: kernel.prepare(config) }) };
+      };
       const t = this.#dtype;
       const attnShared = this.maxPositions * 4;
       const none = arg.u64(0n);
@@ -203,7 +221,7 @@ export class GpuDecodeEngine implements DecodeEngine {
             args: [out, w, input, norm ?? none, arg.i32(rows), arg.i32(cols), arg.i32(accumulate), arg.f32(c.rmsEps), arg.i32(split)],
           });
         };
-        const list: PreparedLaunch[] = [k(`embed_${t}`).prepare({ grid: B, block: 256, args: [x, emb, tokens, arg.i32(c.dim)] })];
+        const list = [k(`embed_${t}`).prepare({ grid: B, block: 256, args: [x, emb, tokens, arg.i32(c.dim)] })];
         layers.forEach((L, li) => {
           list.push(g(qkv, L.qkv, x, qkvDim, c.dim, GEMV_INPUT.rmsnorm, 0, L.inNorm));
           list.push(k('rope_append').prepare({
@@ -236,7 +254,16 @@ export class GpuDecodeEngine implements DecodeEngine {
   }
 
   #enqueue(s: Stream, B: number): void {
-    for (const p of this.#launches.get(B)!) p.launch(s);
+    const list = this.#launches.get(B)!;
+    if (!this.#pdl) {
+      for (const l of list) l.prepared.launch(s);
+      return;
+    }
+    // Under capture: the first kernel follows the input copy plainly, every later one by a programmatic edge.
+    list.forEach((l, i) => {
+      if (i === 0) l.prepared.launch(s);
+      else l.kernel.launch(s, { ...l.config, attributes: { programmaticStreamSerialization: true } });
+    });
   }
 
   /** The smallest bucket that holds `n` sequences. */

@@ -6,6 +6,13 @@
  * down GEMV of their SwiGLU (computed as it is read; added into the residual); around the layers,
  * the embedding, the logits GEMV of the final norm and a greedy argmax.
  *
+ * Programmatic dependent launch: every kernel first lets the next one start
+ * (`griddepcontrol.launch_dependents`), loads what does not depend on the kernels before it (a
+ * GEMV's first weights), then waits for them (`griddepcontrol.wait`) before it reads or writes
+ * anything else. Launched with programmatic edges (the graphed step), each kernel's start and its
+ * weights' memory latency overlap the kernel before; launched plainly both instructions do
+ * nothing. Either way the arithmetic is the same.
+ *
  * Every kernel reads the batch's slots and positions from device memory, so a step's graph serves
  * every sequence length, and works in f32 whatever the weights are stored as (f32, or bf16 as the
  * upper half of an f32: `W_BF16`). Reductions run in a fixed order, so the same launch gives the
@@ -44,6 +51,18 @@ __device__ __forceinline__ float4 ld4(const float *w, size_t i) { return *reinte
 __device__ __forceinline__ float4 ld4(const bf16_t *w, size_t i) {
   uint2 u = *reinterpret_cast<const uint2 *>(w + i);
   return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u), __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+}
+
+// Programmatic dependent launch (sm_90+; nothing before): let the next kernel start; wait for the last.
+__device__ __forceinline__ void pdl_start() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -102,9 +121,11 @@ __device__ __forceinline__ float4 input4(const float *in, const W *nw, const flo
 
 template <typename W, int NB, int MODE>
 __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int rows, int cols, int accumulate, float eps, int ksplit) {
-  // Up to PRE 4-column pieces of the row per lane are loaded first, before the norm they do not
-  // depend on, so the weights' memory latency overlaps the norm's.
+  // Up to PRE 4-column pieces of the row per lane are loaded first, before waiting for the kernel
+  // before and before the norm, neither of which they depend on: the weights' memory latency
+  // overlaps both.
   const int PRE = 4;
+  pdl_start();
   __shared__ float part[8][NB];
   __shared__ float rs[NB];
   int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -119,6 +140,7 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
     int c = c0 + lane * 4 + i * 128;
     if (live && c < end) wpre[i] = ld4(w, base + c);
   }
+  pdl_wait();
   if (MODE == 1) {
     // One warp a sequence; four independent 16-byte loads in flight per lane.
     for (int b = warp; b < NB; b += 8) {
@@ -184,6 +206,8 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
 // x[b, :] = embedding[tokens[b], :] (one block a sequence).
 template <typename W>
 __device__ void embed(float *x, const W *emb, const int *tokens, int dim) {
+  pdl_start();
+  pdl_wait();
   int b = blockIdx.x;
   size_t row = (size_t)tokens[b] * dim;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) x[(size_t)b * dim + i] = ld(emb, row + i);
@@ -196,6 +220,8 @@ extern "C" __global__ void embed_bf16(float *x, const bf16_t *emb, const int *to
 // the cache of (slot, layer) at the position. cache: [slot][layer][position][kvHeads*hd].
 extern "C" __global__ void rope_append(float *qkv, float *kcache, float *vcache, const int *slots, const int *positions,
                                        int heads, int kvHeads, int hd, int layers, int layer, int maxPos, float theta) {
+  pdl_start();
+  pdl_wait();
   int b = blockIdx.x, half = hd / 2;
   int pos = positions[b], slot = slots[b];
   int qkvDim = (heads + 2 * kvHeads) * hd, kvDim = kvHeads * hd;
@@ -234,6 +260,8 @@ __device__ void attention(float *out, const float *qkv, const float *kcache, con
   __shared__ float scratch[32];
   __shared__ float4 q4[HD / 4];
   __shared__ float partial[256];
+  pdl_start();
+  pdl_wait();
   int b = blockIdx.x, h = blockIdx.y;
   int pos = positions[b], slot = slots[b], kvh = h / (heads / kvHeads);
   int qkvDim = (heads + 2 * kvHeads) * HD, kvDim = kvHeads * HD;
@@ -284,6 +312,8 @@ __device__ void attention(float *out, const float *qkv, const float *kcache, con
 extern "C" __global__ void argmax(int *tokens, const float *logits, int vocab) {
   __shared__ float best[1024];
   __shared__ int at[1024];
+  pdl_start();
+  pdl_wait();
   int b = blockIdx.x;
   const float *l = logits + (size_t)b * vocab;
   float m = NEG_INF;

@@ -67,18 +67,22 @@ gpuSuite('the decoder on the device', () => {
   const prompts = [encode('Hi'), encode('cudagraph'), encode('a longer prompt, to differ')];
 
   for (const [label, config] of [['tiny', TINY], ['default', DEFAULT_LLAMA_CONFIG]] as const) {
-    test(`${label} config: graphed = eager bit for bit; both = the CPU reference (tokens; logits within 1e-4)`, async () => {
+    test(`${label} config: graphed (with and without PDL) = eager bit for bit; all = the CPU reference (tokens; logits within 1e-4)`, async () => {
       const weights = syntheticWeights(config, 11);
       const opts = { config, weights: source(weights), slots: 4, maxBatch: 4, maxPositions: 64 };
       using graphed = new GpuDecodeEngine({ ...opts, graphs: true });
+      using plain = new GpuDecodeEngine({ ...opts, graphs: true, pdl: false });
       using eager = new GpuDecodeEngine({ ...opts, graphs: false });
       using cpu = new CpuDecodeEngine(config, weights, { slots: 4, maxPositions: 64 });
       const extra = label === 'tiny' ? 12 : 4;
       const g = await run(graphed, prompts, extra);
       const e = await run(eager, prompts, extra);
+      const np = await run(plain, prompts, extra);
       const c = await run(cpu, prompts, extra);
       assert.deepEqual(g.tokens, e.tokens);
       g.logits.forEach((l, i) => assert.deepEqual(l, e.logits[i], `step ${i}: graphed and eager logits`));
+      np.logits.forEach((l, i) => assert.deepEqual(l, e.logits[i], `step ${i}: graphed without PDL and eager logits`));
+      assert.ok(!graphed.name.includes('without PDL') || graphed.device.computeCapability.major < 9, `${graphed.name}: PDL on by default from compute capability 9.0`);
       assert.deepEqual(g.tokens, c.tokens, 'the same tokens as the reference');
       const worst = Math.max(...g.logits.map((l, i) => relativeError(l, c.logits[i]!)));
       process.stdout.write(`# llm ${label}: worst logit error against the CPU reference ${worst.toExponential(2)} over ${g.logits.length} steps\n`);
@@ -135,6 +139,8 @@ gpuSuite('the decoder on the device', () => {
     const weights = syntheticWeights(TINY, 2);
     const engine = new GpuDecodeEngine({ config: TINY, weights: source(weights), slots: 2, maxBatch: 2, maxPositions: 16 });
     const refused = (p: Promise<unknown>, re: RegExp) => assert.rejects(p, (e: unknown) => e instanceof InvalidArgumentError && re.test((e as Error).message));
+    assert.throws(() => new GpuDecodeEngine({ config: TINY, weights: source(weights), pdl: 'yes' as unknown as boolean }), (e: unknown) => e instanceof InvalidArgumentError && /^GpuDecodeEngine: pdl/.test((e as Error).message));
+    assert.throws(() => new GpuDecodeEngine({ config: TINY, weights: source(weights), graphs: 1 as unknown as boolean }), (e: unknown) => e instanceof InvalidArgumentError && /^GpuDecodeEngine: graphs/.test((e as Error).message));
     await refused(engine.step([]), /^GpuDecodeEngine\.step: entries/);
     await refused(engine.step([{ slot: 0, token: 1, position: 0 }, { slot: 1, token: 1, position: 0 }, { slot: 0, token: 1, position: 1 }]), /1 to 2 entries/);
     await refused(engine.step([{ slot: 1, token: 1, position: 0 }, { slot: 1, token: 2, position: 0 }]), /appears twice/);
