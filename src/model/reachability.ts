@@ -1,5 +1,7 @@
 /**
- * The reachability index behind `ComputeGraph.isReachable`: O(1) per query after one linear pass.
+ * The reachability index behind `ComputeGraph.isReachable`: O(1) per query after one linear pass
+ * when the graph has a cover by few chains (every capture of up to 32 streams), and reachability
+ * labels with a pruned search otherwise (reach-labels.ts).
  *
  * Why this algorithm: a capture's streams are a chain cover of its DAG — consecutive ops on one
  * stream are joined by an edge — and there are few of them (k, typically ≤ 16). Number the nodes
@@ -17,12 +19,13 @@
  * capture case); a node without a stream extends the chain of a stream-less predecessor that
  * still ends a chain; otherwise it starts a new chain. Any cover by paths is correct; fewer chains
  * only make the index smaller. A graph built by hand can need many chains (k ≥ its widest
- * antichain); when n·k would pass 2^24 entries (64 MiB) and k > 32, the index is not built and a
- * query runs a search pruned by the topological numbering instead (only nodes whose `ord` lies
- * between a's and b's can be on a path from a to b).
+ * antichain), and both the time and the memory grow with k: with k > 32 chains the chain index is
+ * built only while (n + m)·k ≤ 2^24 (a small graph: the build stays under about 50 ms and 64 MiB);
+ * otherwise the graph gets `ReachLabels`, whose size does not depend on the width.
  */
 import type { GraphStore } from './graph-store.js';
 import { nodesByOrd } from './schedule.js';
+import { ReachLabels } from './reach-labels.js';
 
 const UNREACHED = 0xffff_ffff;
 const MAX_ENTRIES = 1 << 24;
@@ -31,9 +34,9 @@ const ALWAYS_OK_CHAINS = 32;
 let entryLimit = MAX_ENTRIES;
 
 /**
- * Test hook: the most chain-index entries (n·k) built when k > 32, `MAX_ENTRIES` by default; 0
- * makes every graph use the pruned search instead (so small graphs test it). Returns the limit
- * before. @internal
+ * Test hook: the most chain-index work ((n + m)·k) accepted when k > 32, `MAX_ENTRIES` by default;
+ * 0 makes every graph use the reachability labels instead (so small graphs test them). Returns the
+ * limit before. @internal
  */
 export function setChainIndexLimitForTesting(limit: number): number {
   const before = entryLimit;
@@ -50,21 +53,19 @@ export class ReachabilityIndex {
   private readonly chainOf: Uint32Array | null;
   private readonly posOf: Uint32Array | null;
   private readonly reach: Uint32Array | null;
-  // Fallback search state.
-  private readonly store: GraphStore;
-  private mark: Uint32Array | null = null;
-  private stamp = 0;
+  /** The labels, when there is no chain index. */
+  private readonly labels: ReachLabels | null;
 
   private constructor(store: GraphStore, chains: number, chainOf: Uint32Array | null, posOf: Uint32Array | null, reach: Uint32Array | null) {
-    this.store = store;
     this.ord = store.ord;
+    this.labels = reach === null ? ReachLabels.build(store) : null;
     this.chains = chains;
     this.chainOf = chainOf;
     this.posOf = posOf;
     this.reach = reach;
   }
 
-  /** True when queries use the chain index (false: the pruned-search fallback). */
+  /** True when queries use the chain index (false: the reachability labels). */
   get indexed(): boolean {
     return this.reach !== null;
   }
@@ -109,7 +110,7 @@ export class ReachabilityIndex {
       chainOf[v] = c;
     }
     const k = chainTail.length;
-    if (entryLimit === 0 || (k > ALWAYS_OK_CHAINS && n * k > entryLimit)) return new ReachabilityIndex(store, k, null, null, null);
+    if (entryLimit === 0 || (k > ALWAYS_OK_CHAINS && (n + store.m) * k > entryLimit)) return new ReachabilityIndex(store, k, null, null, null);
 
     const reach = new Uint32Array(n * k).fill(UNREACHED);
     for (let i = n - 1; i >= 0; i--) {
@@ -133,32 +134,6 @@ export class ReachabilityIndex {
     const ord = this.ord;
     if (ord === null ? a > b : ord[a]! > ord[b]!) return false;
     if (this.reach !== null) return this.reach[a * this.chains + this.chainOf![b]!]! <= this.posOf![b]!;
-    return this.search(a, b);
-  }
-
-  private search(a: number, b: number): boolean {
-    const store = this.store;
-    const ord = this.ord;
-    const limit = ord === null ? b : ord[b]!;
-    if (this.mark === null || this.stamp === 0xffff_ffff) {
-      this.mark = new Uint32Array(store.n);
-      this.stamp = 0;
-    }
-    const mark = this.mark;
-    const stamp = ++this.stamp;
-    const stack = [a];
-    mark[a] = stamp;
-    while (stack.length > 0) {
-      const w = stack.pop()!;
-      for (let e = store.firstOut[w]!; e !== 0; e = store.nextOut[e]!) {
-        const x = store.to[e]!;
-        if (x === b) return true;
-        if (mark[x] !== stamp && (ord === null ? x : ord[x]!) < limit) {
-          mark[x] = stamp;
-          stack.push(x);
-        }
-      }
-    }
-    return false;
+    return this.labels!.reachable(a, b);
   }
 }
