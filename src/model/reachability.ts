@@ -20,23 +20,29 @@
  * still ends a chain; otherwise it starts a new chain. Any cover by paths is correct; fewer chains
  * only make the index smaller. A graph built by hand can need many chains (k ≥ its widest
  * antichain), and both the time and the memory grow with k: with k > 32 chains the chain index is
- * built only while (n + m)·k ≤ 2^24 (a small graph: the build stays under about 50 ms and 64 MiB);
- * otherwise the graph gets `ReachLabels`, whose size does not depend on the width.
+ * built only while (n + m)·k ≤ 2^24 (a small graph: the build stays under about 50 ms and 64 MiB).
+ * Past that, a graph whose chains are mostly passed along (a capture of many streams) keeps rows
+ * only at its chain exits (chain-exits.ts: still O(1)) while (exits + their edges)·k ≤ 2^24;
+ * any other graph gets `ReachLabels`, whose size does not depend on the width.
  */
 import type { GraphStore } from './graph-store.js';
 import { nodesByOrd } from './schedule.js';
 import { ReachLabels } from './reach-labels.js';
+import { ChainExitIndex, countExits } from './chain-exits.js';
 
 const UNREACHED = 0xffff_ffff;
 const MAX_ENTRIES = 1 << 24;
 const ALWAYS_OK_CHAINS = 32;
 
+/** Which structure answers a graph's queries (see the file comment). */
+export type ReachabilityKind = 'chains' | 'exits' | 'labels';
+
 let entryLimit = MAX_ENTRIES;
+let forced: ReachabilityKind | null = null;
 
 /**
- * Test hook: the most chain-index work ((n + m)·k) accepted when k > 32, `MAX_ENTRIES` by default;
- * 0 makes every graph use the reachability labels instead (so small graphs test them). Returns the
- * limit before. @internal
+ * Test hook: the most chain-index work ((n + m)·k, or for the exit rows (exits + their edges)·k)
+ * accepted when k > 32, `MAX_ENTRIES` by default. Returns the limit before. @internal
  */
 export function setChainIndexLimitForTesting(limit: number): number {
   const before = entryLimit;
@@ -44,30 +50,48 @@ export function setChainIndexLimitForTesting(limit: number): number {
   return before;
 }
 
+/**
+ * Test hook: builds every index as `kind` (null: chosen by size, the default), so small graphs
+ * test each structure. Returns the setting before. @internal
+ */
+export function forceReachabilityKindForTesting(kind: ReachabilityKind | null): ReachabilityKind | null {
+  const before = forced;
+  forced = kind;
+  return before;
+}
+
 /** Answers `isReachable` for one version of a graph (see the file comment). */
 export class ReachabilityIndex {
   /** Number of chains in the cover. */
   readonly chains: number;
+  /** The structure that answers queries. */
+  readonly kind: ReachabilityKind;
   /** The store's numbering when built (null: ord[i] = i). */
   private readonly ord: Uint32Array | null;
   private readonly chainOf: Uint32Array | null;
   private readonly posOf: Uint32Array | null;
   private readonly reach: Uint32Array | null;
-  /** The labels, when there is no chain index. */
+  private readonly exits: ChainExitIndex | null;
   private readonly labels: ReachLabels | null;
 
-  private constructor(store: GraphStore, chains: number, chainOf: Uint32Array | null, posOf: Uint32Array | null, reach: Uint32Array | null) {
+  private constructor(
+    store: GraphStore,
+    chains: number,
+    kind: ReachabilityKind,
+    chainOf: Uint32Array | null,
+    posOf: Uint32Array | null,
+    reach: Uint32Array | null,
+    exits: ChainExitIndex | null,
+    labels: ReachLabels | null,
+  ) {
     this.ord = store.ord;
-    this.labels = reach === null ? ReachLabels.build(store) : null;
     this.chains = chains;
+    this.kind = kind;
     this.chainOf = chainOf;
     this.posOf = posOf;
     this.reach = reach;
-  }
-
-  /** True when queries use the chain index (false: the reachability labels). */
-  get indexed(): boolean {
-    return this.reach !== null;
+    this.exits = exits;
+    this.labels = labels;
   }
 
   /** Builds the index for `store` as it is now (the caller rebuilds after any change). */
@@ -110,7 +134,15 @@ export class ReachabilityIndex {
       chainOf[v] = c;
     }
     const k = chainTail.length;
-    if (entryLimit === 0 || (k > ALWAYS_OK_CHAINS && (n + store.m) * k > entryLimit)) return new ReachabilityIndex(store, k, null, null, null);
+    const chainsFit = k <= ALWAYS_OK_CHAINS || (n + store.m) * k <= entryLimit;
+    if (forced === 'labels' || (forced === null && !chainsFit)) {
+      if (forced === null) {
+        const { exits, exitEdges } = countExits(store, chainOf);
+        if ((exits + exitEdges) * k <= entryLimit) return new ReachabilityIndex(store, k, 'exits', null, null, null, ChainExitIndex.build(store, byOrd, k, chainOf, posOf, exits), null);
+      }
+      return new ReachabilityIndex(store, k, 'labels', null, null, null, null, ReachLabels.build(store));
+    }
+    if (forced === 'exits') return new ReachabilityIndex(store, k, 'exits', null, null, null, ChainExitIndex.build(store, byOrd, k, chainOf, posOf, countExits(store, chainOf).exits), null);
 
     const reach = new Uint32Array(n * k).fill(UNREACHED);
     for (let i = n - 1; i >= 0; i--) {
@@ -125,7 +157,7 @@ export class ReachabilityIndex {
       }
       reach[row + chainOf[v]!] = posOf[v]!;
     }
-    return new ReachabilityIndex(store, k, chainOf, posOf, reach);
+    return new ReachabilityIndex(store, k, 'chains', chainOf, posOf, reach, null, null);
   }
 
   /** True if there is a path a → b (a === b included). Ids must exist. */
@@ -134,6 +166,6 @@ export class ReachabilityIndex {
     const ord = this.ord;
     if (ord === null ? a > b : ord[a]! > ord[b]!) return false;
     if (this.reach !== null) return this.reach[a * this.chains + this.chainOf![b]!]! <= this.posOf![b]!;
-    return this.labels!.reachable(a, b);
+    return this.exits !== null ? this.exits.reachable(a, b) : this.labels!.reachable(a, b);
   }
 }
