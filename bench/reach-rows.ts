@@ -8,8 +8,19 @@
  * Mean: one untimed-per-call loop over all queries. Percentiles: each query timed on its own
  * (the timer's own cost, well under a microsecond, is included).
  */
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import type { ComputeGraph, NodeId } from '../src/index.js';
 import { mulberry32 } from '../src/cli/random.js';
+
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as () => void;
+/** Bytes held after a full GC (JS heap + array buffers). */
+function held(): number {
+  gc();
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+}
 
 /** One graph's figures (times in microseconds, build in milliseconds). */
 export interface ReachRow {
@@ -17,6 +28,8 @@ export interface ReachRow {
   nodes: number;
   edges: number;
   buildMs: number;
+  /** What the index holds, bytes a node (the search's per-node marks, made by the first search, included). */
+  indexBytesPerNode: number;
   random: QueryStats;
   positive: QueryStats;
   /** The naive search on the sampled queries: mean µs per query (random, positive). */
@@ -129,10 +142,12 @@ export function measureReach(name: string, g: ComputeGraph, queries: number, sam
   }
   const [pa, pb] = positivePairs(succ, queries, 100, rand);
 
+  const before = held();
   const t0 = process.hrtime.bigint();
   g.isReachable(0 as NodeId, 0 as NodeId);
   const buildMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const random = stats(g, ra, rb);
+  const indexBytesPerNode = (held() - before) / n;
   const positive = stats(g, pa, pb);
   if (positive.reachable !== queries) throw new Error(`bench: ${name}: a walked pair was reported unreachable`);
 
@@ -149,19 +164,19 @@ export function measureReach(name: string, g: ComputeGraph, queries: number, sam
     }
     return us / k;
   };
-  return { graph: name, nodes: n, edges: g.edgeCount(), buildMs, random, positive, naiveRandomUs: naiveMean(ra, rb), naivePositiveUs: naiveMean(pa, pb) };
+  return { graph: name, nodes: n, edges: g.edgeCount(), buildMs, indexBytesPerNode, random, positive, naiveRandomUs: naiveMean(ra, rb), naivePositiveUs: naiveMean(pa, pb) };
 }
 
 /** The rows as a Markdown table. */
 export function reachTable(rows: readonly ReachRow[]): string {
   const f = (x: number, d = 2): string => x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
   const lines = [
-    '| graph | nodes | edges | build ms | ms per M edges | random: mean µs | p99 µs | reachable | positive: mean µs | p99 µs | max µs | naive BFS µs (random / positive) |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| graph | nodes | edges | build ms | ms per M edges | index B/node | random: mean µs | p99 µs | reachable | positive: mean µs | p99 µs | max µs | naive BFS µs (random / positive) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.graph} | ${r.nodes.toLocaleString('en-US')} | ${r.edges.toLocaleString('en-US')} | ${f(r.buildMs, 0)} | ${f((r.buildMs * 1e6) / Math.max(r.edges, 1), 0)} | ${f(r.random.meanUs)} | ${f(r.random.p99Us)} | ${f((100 * r.random.reachable) / r.random.queries, 1)} % | ${f(r.positive.meanUs)} | ${f(r.positive.p99Us)} | ${f(r.positive.maxUs, 0)} | ${f(r.naiveRandomUs, 0)} / ${f(r.naivePositiveUs, 0)} |`,
+      `| ${r.graph} | ${r.nodes.toLocaleString('en-US')} | ${r.edges.toLocaleString('en-US')} | ${f(r.buildMs, 0)} | ${f((r.buildMs * 1e6) / Math.max(r.edges, 1), 0)} | ${f(r.indexBytesPerNode, 0)} | ${f(r.random.meanUs)} | ${f(r.random.p99Us)} | ${f((100 * r.random.reachable) / r.random.queries, 1)} % | ${f(r.positive.meanUs)} | ${f(r.positive.p99Us)} | ${f(r.positive.maxUs, 0)} | ${f(r.naiveRandomUs, 0)} / ${f(r.naivePositiveUs, 0)} |`,
     );
   }
   return lines.join('\n');

@@ -6,6 +6,8 @@
  * O(1) tests that settle most queries, both ways, and (2) a search for the rest that those same
  * tests keep small. The labels, per node, in topological positions (the store's `ord`):
  *
+ * - **One chain**: with a chain cover (a capture's streams), two nodes on one chain are settled by
+ *   their positions on it.
  * - **Level** (longest path from a source): a → b needs level(a) < level(b). Settles the pairs in
  *   one layer of a layered graph, which the topological position alone cannot.
  * - **Chain hubs** ("3-hop" style, Jin et al., SIGMOD 2009): K long paths through the graph, and
@@ -31,7 +33,7 @@
  * every pair has a chance of a hub between them.
  *
  * Cost: build O((n + m)·K) time; memory 4·K bytes a node for the chain labels (K = 8: 32), 4 for
- * the level, and 8·(n + m) for the two edge lists; a search allocates nothing after the first
+ * the level, 8 for the chain cover, and 8·(n + m) for the two edge lists; a search allocates nothing after the first
  * (one mark per node, and queues that grow to the largest search so far). Measured figures: docs/model.md, "Reachability".
  */
 import type { GraphStore } from './graph-store.js';
@@ -49,6 +51,12 @@ export interface LabelOptions {
   readonly chains?: number;
   /** Largest chain position stored unrounded (default 65,520); small values test the rounding. */
   readonly maxStored?: number;
+  /**
+   * A cover of the graph by chains, indexed by node id (chain, position on it; reachability.ts
+   * makes one): settles the pairs on one chain — a capture's ops on one stream — before any
+   * search.
+   */
+  readonly cover?: { readonly chainOf: Uint32Array; readonly posOf: Uint32Array };
 }
 
 /** Answers reachability for one version of a graph (see the file comment). */
@@ -56,6 +64,7 @@ export class ReachLabels {
   /** Chain hubs actually built (fewer than asked when the graph has fewer nodes). */
   readonly chains: number;
   private readonly ord: Uint32Array | null;
+  private readonly cover: LabelOptions['cover'] | null;
   private readonly level: Uint32Array;
   private readonly start: Uint32Array;
   private readonly adj: Uint32Array;
@@ -72,8 +81,9 @@ export class ReachLabels {
   private readonly bwd = new UintHeap();
   private stamp = 0;
 
-  private constructor(ord: Uint32Array | null, level: Uint32Array, start: Uint32Array, adj: Uint32Array, inStart: Uint32Array, inAdj: Uint32Array, chains: number, out: Uint16Array, into: Uint16Array) {
+  private constructor(ord: Uint32Array | null, cover: LabelOptions['cover'] | null, level: Uint32Array, start: Uint32Array, adj: Uint32Array, inStart: Uint32Array, inAdj: Uint32Array, chains: number, out: Uint16Array, into: Uint16Array) {
     this.ord = ord;
+    this.cover = cover;
     this.level = level;
     this.start = start;
     this.adj = adj;
@@ -153,7 +163,7 @@ export class ReachLabels {
         }
       }
     }
-    return new ReachLabels(ord, level, start, adj, inStart, inAdj, k, out, into);
+    return new ReachLabels(ord, options.cover ?? null, level, start, adj, inStart, inAdj, k, out, into);
   }
 
   /** True if there is a path a → b (a === b included). Ids must exist. */
@@ -163,6 +173,8 @@ export class ReachLabels {
     const pa = ord === null ? a : ord[a]!;
     const pb = ord === null ? b : ord[b]!;
     if (pa >= pb || this.level[pa]! >= this.level[pb]!) return false;
+    const cover = this.cover;
+    if (cover && cover.chainOf[a] === cover.chainOf[b]) return cover.posOf[a]! < cover.posOf[b]!;
     const t = this.test(pa, pb);
     return t === UNKNOWN ? this.search(pa, pb) : t === YES;
   }

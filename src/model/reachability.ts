@@ -140,7 +140,7 @@ export class ReachabilityIndex {
         const { exits, exitEdges } = countExits(store, chainOf);
         if ((exits + exitEdges) * k <= entryLimit) return new ReachabilityIndex(store, k, 'exits', null, null, null, ChainExitIndex.build(store, byOrd, k, chainOf, posOf, exits), null);
       }
-      return new ReachabilityIndex(store, k, 'labels', null, null, null, null, ReachLabels.build(store));
+      return new ReachabilityIndex(store, k, 'labels', null, null, null, null, ReachLabels.build(store, { cover: { chainOf, posOf } }));
     }
     if (forced === 'exits') return new ReachabilityIndex(store, k, 'exits', null, null, null, ChainExitIndex.build(store, byOrd, k, chainOf, posOf, countExits(store, chainOf).exits), null);
 
