@@ -61,19 +61,6 @@ export interface LabelOptions {
 
 /** Answers reachability for one version of a graph (see the file comment). */
 export class ReachLabels {
-  /** Chain hubs actually built (fewer than asked when the graph has fewer nodes). */
-  readonly chains: number;
-  private readonly ord: Uint32Array | null;
-  private readonly cover: LabelOptions['cover'] | null;
-  private readonly level: Uint32Array;
-  private readonly start: Uint32Array;
-  private readonly adj: Uint32Array;
-  private readonly inStart: Uint32Array;
-  private readonly inAdj: Uint32Array;
-  /** `out(v, c)`, rounded up, at [pos(v)·K + c]; NONE_OUT when v reaches no node of c. */
-  private readonly out: Uint16Array;
-  /** 1 + `in(v, c)`, rounded down, at [pos(v)·K + c]; 0 when no node of c reaches v. */
-  private readonly into: Uint16Array;
   // Search state: visit marks (made on the first search; one stamp forward, the next backward)
   // and the two sweeps' queues (the backward one holds complements, to pop the highest first).
   private mark: Uint32Array | null = null;
@@ -81,18 +68,22 @@ export class ReachLabels {
   private readonly bwd = new UintHeap();
   private stamp = 0;
 
-  private constructor(ord: Uint32Array | null, cover: LabelOptions['cover'] | null, level: Uint32Array, start: Uint32Array, adj: Uint32Array, inStart: Uint32Array, inAdj: Uint32Array, chains: number, out: Uint16Array, into: Uint16Array) {
-    this.ord = ord;
-    this.cover = cover;
-    this.level = level;
-    this.start = start;
-    this.adj = adj;
-    this.inStart = inStart;
-    this.inAdj = inAdj;
-    this.chains = chains;
-    this.out = out;
-    this.into = into;
-  }
+  private constructor(
+    private readonly ord: Uint32Array | null,
+    private readonly cover: LabelOptions['cover'] | null,
+    private readonly level: Uint32Array,
+    // Successor and predecessor lists by position, each ascending.
+    private readonly start: Uint32Array,
+    private readonly adj: Uint32Array,
+    private readonly inStart: Uint32Array,
+    private readonly inAdj: Uint32Array,
+    /** Chain hubs built (fewer than asked when the graph has fewer nodes). */
+    readonly chains: number,
+    /** `out(v, c)`, rounded up, at [pos(v)·K + c]; NONE_OUT when v reaches no node of c. */
+    private readonly out: Uint16Array,
+    /** 1 + `in(v, c)`, rounded down, at [pos(v)·K + c]; 0 when no node of c reaches v. */
+    private readonly into: Uint16Array,
+  ) {}
 
   /** Builds the labels for `store` as it is now (the caller rebuilds after any change). */
   static build(store: GraphStore, options: LabelOptions = {}): ReachLabels {
