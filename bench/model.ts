@@ -4,7 +4,8 @@
  * Workload: 1,000,000 ops over 8 streams (80 % kernels, 10 % copies, 5 % memsets, 5 % host
  * callbacks, names from a pool of 64), where 5 % of ops first join work from another stream
  * (recordEvent there, waitEvent here). Then 100,000 random `isReachable` queries,
- * `topologicalOrder`, `toJSON` and `fromJSON`.
+ * `topologicalOrder`, `toJSON` and `fromJSON`. Then reachability on graphs that the 8-stream
+ * capture's chain index does not cover (bench/reach.ts): a table of its own.
  *
  * The floor: a loop over the same program that writes the same fields (kind, stream, name index,
  * numBlocks/threadsPerBlock/sharedMem, direction, size, value, the same-stream and event edges)
@@ -21,6 +22,8 @@ import vm from 'node:vm';
 import os from 'node:os';
 import { StreamCapture, ComputeGraph, MemcpyDir, StreamId, CaptureEvent, type NodeId } from '../src/index.js';
 import { mulberry32 } from '../src/cli/random.js';
+import { reachRows, REACH_QUERIES, REACH_SAMPLED } from './reach.js';
+import { reachTable } from './reach-rows.js';
 
 const N = 1_000_000;
 const STREAMS = 8;
@@ -242,3 +245,8 @@ for (const r of rows) {
   console.log(`| ${r.figure} | ${r.items.toLocaleString('en-US')} | ${fmt(r.ms)} | ${spread} | ${fmt(ns)} | ${fmt(1e9 / ns / 1e6, 2)} M | ${fmt(ns / floorNs, 1)} | ${r.target} | ${met} |`);
 }
 console.log(`| memory of the first graph + its index (JS heap + array buffers) | ${N.toLocaleString('en-US')} | | | ${fmt(bytesPerNode)} B/node | | | ≤ 200 B/node | ${bytesPerNode <= 200 ? 'yes' : '**no**'} |`);
+
+console.log('');
+console.log(`reachability beyond the chain index: ${REACH_QUERIES.toLocaleString('en-US')} random and ${REACH_QUERIES.toLocaleString('en-US')} reachable pairs (b by a random walk of 1–100 steps from a) per graph; naive BFS on ${REACH_SAMPLED} of each`);
+console.log('');
+console.log(reachTable(reachRows(REACH_QUERIES, REACH_SAMPLED)));

@@ -423,8 +423,10 @@ export class ComputeGraph {
 
   /**
    * True if a path leads from `from` to `to`; true when `from === to`. O(1) per query after an
-   * O((n + m)·k) index build (k: the number of streams), rebuilt after the graph changes
-   * (see reachability.ts).
+   * O((n + m)·k) index build (k: the number of streams) for captures of up to 32 streams, and for
+   * wider captures whose ops mostly pass work along their stream; other graphs get reachability
+   * labels that settle most queries in O(1) and search for the rest. Rebuilt after the graph
+   * changes (see reachability.ts and docs/model.md, "Reachability").
    * @throws GraphError `NodeNotFound` for an unknown id.
    */
   isReachable(from: NodeId, to: NodeId): boolean {

@@ -1,5 +1,7 @@
 /**
- * The reachability index behind `ComputeGraph.isReachable`: O(1) per query after one linear pass.
+ * The reachability index behind `ComputeGraph.isReachable`: O(1) per query after one linear pass
+ * when the graph has a cover by few chains (every capture of up to 32 streams), and reachability
+ * labels with a pruned search otherwise (reach-labels.ts).
  *
  * Why this algorithm: a capture's streams are a chain cover of its DAG — consecutive ops on one
  * stream are joined by an edge — and there are few of them (k, typically ≤ 16). Number the nodes
@@ -17,23 +19,30 @@
  * capture case); a node without a stream extends the chain of a stream-less predecessor that
  * still ends a chain; otherwise it starts a new chain. Any cover by paths is correct; fewer chains
  * only make the index smaller. A graph built by hand can need many chains (k ≥ its widest
- * antichain); when n·k would pass 2^24 entries (64 MiB) and k > 32, the index is not built and a
- * query runs a search pruned by the topological numbering instead (only nodes whose `ord` lies
- * between a's and b's can be on a path from a to b).
+ * antichain), and both the time and the memory grow with k: with k > 32 chains the chain index is
+ * built only while (n + m)·k ≤ 2^24 (a small graph: the build stays under about 50 ms and 64 MiB).
+ * Past that, a graph whose chains are mostly passed along (a capture of many streams) keeps rows
+ * only at its chain exits (chain-exits.ts: still O(1)) while (exits + their edges)·k ≤ 2^24;
+ * any other graph gets `ReachLabels`, whose size does not depend on the width.
  */
 import type { GraphStore } from './graph-store.js';
 import { nodesByOrd } from './schedule.js';
+import { ReachLabels } from './reach-labels.js';
+import { ChainExitIndex, countExits } from './chain-exits.js';
 
 const UNREACHED = 0xffff_ffff;
 const MAX_ENTRIES = 1 << 24;
 const ALWAYS_OK_CHAINS = 32;
 
+/** Which structure answers a graph's queries (see the file comment). */
+export type ReachabilityKind = 'chains' | 'exits' | 'labels';
+
 let entryLimit = MAX_ENTRIES;
+let forced: ReachabilityKind | null = null;
 
 /**
- * Test hook: the most chain-index entries (n·k) built when k > 32, `MAX_ENTRIES` by default; 0
- * makes every graph use the pruned search instead (so small graphs test it). Returns the limit
- * before. @internal
+ * Test hook: the most chain-index work ((n + m)·k, or for the exit rows (exits + their edges)·k)
+ * accepted when k > 32, `MAX_ENTRIES` by default. Returns the limit before. @internal
  */
 export function setChainIndexLimitForTesting(limit: number): number {
   const before = entryLimit;
@@ -41,32 +50,48 @@ export function setChainIndexLimitForTesting(limit: number): number {
   return before;
 }
 
+/**
+ * Test hook: builds every index as `kind` (null: chosen by size, the default), so small graphs
+ * test each structure. Returns the setting before. @internal
+ */
+export function forceReachabilityKindForTesting(kind: ReachabilityKind | null): ReachabilityKind | null {
+  const before = forced;
+  forced = kind;
+  return before;
+}
+
 /** Answers `isReachable` for one version of a graph (see the file comment). */
 export class ReachabilityIndex {
   /** Number of chains in the cover. */
   readonly chains: number;
+  /** The structure that answers queries. */
+  readonly kind: ReachabilityKind;
   /** The store's numbering when built (null: ord[i] = i). */
   private readonly ord: Uint32Array | null;
   private readonly chainOf: Uint32Array | null;
   private readonly posOf: Uint32Array | null;
   private readonly reach: Uint32Array | null;
-  // Fallback search state.
-  private readonly store: GraphStore;
-  private mark: Uint32Array | null = null;
-  private stamp = 0;
+  private readonly exits: ChainExitIndex | null;
+  private readonly labels: ReachLabels | null;
 
-  private constructor(store: GraphStore, chains: number, chainOf: Uint32Array | null, posOf: Uint32Array | null, reach: Uint32Array | null) {
-    this.store = store;
+  private constructor(
+    store: GraphStore,
+    chains: number,
+    kind: ReachabilityKind,
+    chainOf: Uint32Array | null,
+    posOf: Uint32Array | null,
+    reach: Uint32Array | null,
+    exits: ChainExitIndex | null,
+    labels: ReachLabels | null,
+  ) {
     this.ord = store.ord;
     this.chains = chains;
+    this.kind = kind;
     this.chainOf = chainOf;
     this.posOf = posOf;
     this.reach = reach;
-  }
-
-  /** True when queries use the chain index (false: the pruned-search fallback). */
-  get indexed(): boolean {
-    return this.reach !== null;
+    this.exits = exits;
+    this.labels = labels;
   }
 
   /** Builds the index for `store` as it is now (the caller rebuilds after any change). */
@@ -109,7 +134,15 @@ export class ReachabilityIndex {
       chainOf[v] = c;
     }
     const k = chainTail.length;
-    if (entryLimit === 0 || (k > ALWAYS_OK_CHAINS && n * k > entryLimit)) return new ReachabilityIndex(store, k, null, null, null);
+    const chainsFit = k <= ALWAYS_OK_CHAINS || (n + store.m) * k <= entryLimit;
+    if (forced === 'labels' || (forced === null && !chainsFit)) {
+      if (forced === null) {
+        const { exits, exitEdges } = countExits(store, chainOf);
+        if ((exits + exitEdges) * k <= entryLimit) return new ReachabilityIndex(store, k, 'exits', null, null, null, ChainExitIndex.build(store, byOrd, k, chainOf, posOf, exits), null);
+      }
+      return new ReachabilityIndex(store, k, 'labels', null, null, null, null, ReachLabels.build(store, { cover: { chainOf, posOf } }));
+    }
+    if (forced === 'exits') return new ReachabilityIndex(store, k, 'exits', null, null, null, ChainExitIndex.build(store, byOrd, k, chainOf, posOf, countExits(store, chainOf).exits), null);
 
     const reach = new Uint32Array(n * k).fill(UNREACHED);
     for (let i = n - 1; i >= 0; i--) {
@@ -124,7 +157,7 @@ export class ReachabilityIndex {
       }
       reach[row + chainOf[v]!] = posOf[v]!;
     }
-    return new ReachabilityIndex(store, k, chainOf, posOf, reach);
+    return new ReachabilityIndex(store, k, 'chains', chainOf, posOf, reach, null, null);
   }
 
   /** True if there is a path a → b (a === b included). Ids must exist. */
@@ -133,32 +166,6 @@ export class ReachabilityIndex {
     const ord = this.ord;
     if (ord === null ? a > b : ord[a]! > ord[b]!) return false;
     if (this.reach !== null) return this.reach[a * this.chains + this.chainOf![b]!]! <= this.posOf![b]!;
-    return this.search(a, b);
-  }
-
-  private search(a: number, b: number): boolean {
-    const store = this.store;
-    const ord = this.ord;
-    const limit = ord === null ? b : ord[b]!;
-    if (this.mark === null || this.stamp === 0xffff_ffff) {
-      this.mark = new Uint32Array(store.n);
-      this.stamp = 0;
-    }
-    const mark = this.mark;
-    const stamp = ++this.stamp;
-    const stack = [a];
-    mark[a] = stamp;
-    while (stack.length > 0) {
-      const w = stack.pop()!;
-      for (let e = store.firstOut[w]!; e !== 0; e = store.nextOut[e]!) {
-        const x = store.to[e]!;
-        if (x === b) return true;
-        if (mark[x] !== stamp && (ord === null ? x : ord[x]!) < limit) {
-          mark[x] = stamp;
-          stack.push(x);
-        }
-      }
-    }
-    return false;
+    return this.exits !== null ? this.exits.reachable(a, b) : this.labels!.reachable(a, b);
   }
 }

@@ -1,17 +1,23 @@
 /**
- * The reachability index's path for graphs too wide for a chain index (a search pruned by the
- * topological numbering): forced on for small graphs, every query against a naive reference, on
- * random DAGs of every shape (hand-built in any edge order, wide bipartite layers, a capture of
- * many streams).
+ * Every structure behind `isReachable` — the chain index, its rows at chain exits, and the
+ * reachability labels with their search — against a naive reference, every pair of nodes, on
+ * random DAGs of every shape: hand-built with edges in any order, layered, wide bipartite, and
+ * capture-like (streams joined at random). A hook forces each structure on small graphs; the
+ * labels are also built with few chains and coarse rounding so that every test they make, sound
+ * or not, decides some queries.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { CaptureEvent, ComputeGraph, NodeId, StreamCapture, StreamId } from '../../src/model/index.js';
-import { setChainIndexLimitForTesting } from '../../src/model/reachability.js';
+import { CaptureEvent, NodeId, StreamCapture, StreamId } from '../../src/model/index.js';
+import { forceReachabilityKindForTesting, ReachabilityIndex, setChainIndexLimitForTesting, type ReachabilityKind } from '../../src/model/reachability.js';
+import { ReachLabels } from '../../src/model/reach-labels.js';
+import { GraphStore } from '../../src/model/graph-store.js';
+import { DynamicOrder } from '../../src/model/dynamic-order.js';
+import { KIND_EMPTY } from '../../src/model/node.js';
 
 /** Every node's descendants (itself included), by search over `succ`. */
-function reference(n: number, succ: readonly Set<number>[]): Set<number>[] {
+function reference(n: number, succ: readonly number[][]): Set<number>[] {
   return Array.from({ length: n }, (_, a) => {
     const seen = new Set([a]);
     const stack = [a];
@@ -20,89 +26,168 @@ function reference(n: number, succ: readonly Set<number>[]): Set<number>[] {
   });
 }
 
-function checkAll(g: ComputeGraph, n: number, succ: readonly Set<number>[]): void {
-  const reach = reference(n, succ);
-  for (let a = 0; a < n; a++) for (let b = 0; b < n; b++) assert.equal(g.isReachable(NodeId(a), NodeId(b)), reach[a]!.has(b), `isReachable(${a}, ${b})`);
+/** A DAG as a store plus its successor lists; `slot[v]` is v's stream (−1: none). */
+interface Dag {
+  store: GraphStore;
+  succ: number[][];
 }
 
-/** Runs `body` with the chain index off (the pruned search for every graph). */
-function labelsOnly(body: () => void): void {
-  const before = setChainIndexLimitForTesting(0);
+/** Builds the store for `n` nodes on `slots` and `edges` (acyclic), added in the given order. */
+function dag(n: number, slots: readonly number[], edges: readonly [number, number][]): Dag {
+  const store = new GraphStore();
+  for (let v = 0; v < n; v++) store.appendNode(KIND_EMPTY, slots[v]! < 0 ? -1 : store.streamSlot(slots[v]!), 0);
+  const r = new DynamicOrder().addEdges(
+    store,
+    edges.map((e) => e[0]),
+    edges.map((e) => e[1]),
+  );
+  assert.ok(r.ok, 'the generated edges are acyclic');
+  const succ = Array.from({ length: n }, () => [] as number[]);
+  for (let e = 1; e <= store.m; e++) succ[store.from[e]!]!.push(store.to[e]!);
+  return { store, succ };
+}
+
+/** Hand-built: a random topological order (`rank`), edges between random pairs from the lower rank, in any order. */
+const randomDag = fc
+  .integer({ min: 1, max: 36 })
+  .chain((n) => fc.tuple(fc.constant(n), fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n }), fc.array(fc.tuple(fc.nat(n - 1), fc.nat(n - 1)), { maxLength: 4 * n })))
+  .map(([n, rank, pairs]) => {
+    const byRank = rank;
+    const edges: [number, number][] = [];
+    for (const [x, y] of pairs) if (x !== y) edges.push([byRank[Math.min(x, y)]!, byRank[Math.max(x, y)]!]);
+    return dag(n, new Array<number>(n).fill(-1), edges);
+  });
+
+/** Layers of random width, edges only between neighbouring layers (two layers: wide bipartite). */
+const layeredDag = fc
+  .tuple(fc.array(fc.integer({ min: 1, max: 10 }), { minLength: 2, maxLength: 5 }), fc.double({ min: 0, max: 1, noNaN: true }), fc.integer())
+  .map(([widths, density, seed]) => {
+    let s = seed >>> 0;
+    const rand = (): number => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+    const starts = widths.map((_, i) => widths.slice(0, i).reduce((a, b) => a + b, 0));
+    const n = widths.reduce((a, b) => a + b, 0);
+    const edges: [number, number][] = [];
+    for (let l = 0; l + 1 < widths.length; l++)
+      for (let i = 0; i < widths[l]!; i++) for (let j = 0; j < widths[l + 1]!; j++) if (rand() < density) edges.push([starts[l]! + i, starts[l + 1]! + j]);
+    return dag(n, new Array<number>(n).fill(-1), edges);
+  });
+
+/** Capture-like: each node on a random stream after the stream's last node; some first join another stream's last node. */
+const captureDag = fc
+  .tuple(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 8 }), fc.double({ min: 0, max: 0.6, noNaN: true }), fc.integer())
+  .map(([n, streams, joins, seed]) => {
+    let s = seed >>> 0;
+    const rand = (): number => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+    const last = new Array<number>(streams).fill(-1);
+    const slots: number[] = [];
+    const edges: [number, number][] = [];
+    for (let v = 0; v < n; v++) {
+      const st = Math.floor(rand() * streams);
+      slots.push(st);
+      if (last[st]! >= 0) edges.push([last[st]!, v]);
+      if (rand() < joins) {
+        const other = last[Math.floor(rand() * streams)]!;
+        if (other >= 0 && other !== last[st]) edges.push([other, v]);
+      }
+      last[st] = v;
+    }
+    return dag(n, slots, edges);
+  });
+
+const anyDag = fc.oneof(randomDag, layeredDag, captureDag);
+
+function checkAll(n: number, succ: readonly number[][], reachable: (a: number, b: number) => boolean): void {
+  const reach = reference(n, succ);
+  for (let a = 0; a < n; a++) for (let b = 0; b < n; b++) assert.equal(reachable(a, b), reach[a]!.has(b), `reachable(${a}, ${b})`);
+}
+
+function withKind<T>(kind: ReachabilityKind | null, body: () => T): T {
+  const before = forceReachabilityKindForTesting(kind);
   try {
-    body();
+    return body();
   } finally {
-    setChainIndexLimitForTesting(before);
+    forceReachabilityKindForTesting(before);
   }
 }
 
-test('without the chain index: random DAGs with edges in any order, every query exact', () => {
-  labelsOnly(() =>
+for (const kind of ['chains', 'exits', 'labels'] as const) {
+  test(`the ${kind} structure answers every pair exactly, on DAGs of every shape`, () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 40 }), fc.array(fc.tuple(fc.nat(39), fc.nat(39)), { maxLength: 160 }), (n, pairs) => {
-        const g = new ComputeGraph();
-        for (let i = 0; i < n; i++) g.addNode({ kind: 'empty', name: `v${i}` });
-        const succ = Array.from({ length: n }, () => new Set<number>());
-        for (const [u0, v0] of pairs) {
-          const u = u0 % n;
-          const v = v0 % n;
-          // Keep it acyclic without relying on the graph's refusal: only edges that close no cycle.
-          if (u === v || reference(n, succ)[v]!.has(u)) continue;
-          g.addEdge(NodeId(u), NodeId(v));
-          succ[u]!.add(v);
-        }
-        checkAll(g, n, succ);
+      fc.property(anyDag, ({ store, succ }) => {
+        const index = withKind(kind, () => ReachabilityIndex.build(store));
+        assert.equal(index.kind, kind);
+        checkAll(store.n, succ, (a, b) => index.reachable(a, b));
       }),
-      { numRuns: 300 },
-    ),
+      { numRuns: 400 },
+    );
+  });
+}
+
+test('the labels answer every pair exactly with any number of chains and coarse rounding of chain positions', () => {
+  fc.assert(
+    fc.property(anyDag, fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 6 }), ({ store, succ }, chains, maxStored) => {
+      const labels = ReachLabels.build(store, { chains, maxStored });
+      checkAll(store.n, succ, (a, b) => labels.reachable(a, b));
+    }),
+    { numRuns: 400 },
   );
 });
 
-test('without the chain index: wide bipartite layers and a capture of many streams, every query exact', () => {
-  labelsOnly(() => {
-    fc.assert(
-      fc.property(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 12 }), fc.array(fc.tuple(fc.nat(11), fc.nat(11)), { maxLength: 80 }), (left, right, pairs) => {
-        const g = new ComputeGraph();
-        const n = left + right;
-        for (let i = 0; i < n; i++) g.addNode({ kind: 'empty', name: `v${i}` });
-        const succ = Array.from({ length: n }, () => new Set<number>());
-        const edges: [NodeId, NodeId][] = [];
-        for (const [a, b] of pairs) {
-          const u = a % left;
-          const v = left + (b % right);
-          if (succ[u]!.has(v)) continue;
-          succ[u]!.add(v);
-          edges.push([NodeId(u), NodeId(v)]);
-        }
-        g.addEdges(edges);
-        checkAll(g, n, succ);
-      }),
-      { numRuns: 100 },
-    );
-    // 40 streams forked from one, with joins across them: a capture's graph, through the same path.
-    const cap = new StreamCapture();
-    const main = StreamId(0);
-    const streams = Array.from({ length: 40 }, (_, i) => StreamId(i + 1));
-    cap.beginCapture(main);
-    for (const s of streams) cap.beginCapture(s);
-    cap.recordKernel(main, 'first', 1, 32, 0);
-    let event = 0;
-    cap.recordEvent(main, CaptureEvent(event));
-    for (const s of streams) cap.waitEvent(s, CaptureEvent(event));
-    for (let r = 0; r < 3; r++) {
-      for (const s of streams) cap.recordKernel(s, `k${r}`, 1, 32, 0);
-      for (let i = 0; i + 1 < streams.length; i += 3) {
-        cap.recordEvent(streams[i]!, CaptureEvent(++event));
-        cap.waitEvent(streams[i + 1]!, CaptureEvent(event));
-      }
+test('wide graphs past the chain-index limit: a capture keeps rows at its exits, a graph built by hand gets the labels', () => {
+  const before = setChainIndexLimitForTesting(3000);
+  try {
+    // 40 streams, a few joins: too wide for the chain index at this limit, few exits.
+    const slots = Array.from({ length: 400 }, (_, v) => v % 40);
+    const edges: [number, number][] = [];
+    for (let v = 40; v < 400; v++) edges.push([v - 40, v]);
+    for (let v = 45; v < 400; v += 50) edges.push([v - 41, v]);
+    const capture = dag(400, slots, edges);
+    assert.equal(ReachabilityIndex.build(capture.store).kind, 'exits');
+    // 40 chains with an edge out of every node to another chain: every node is an exit.
+    for (let v = 41; v < 400; v++) edges.push([v - 41, v]);
+    const tangled = dag(400, new Array<number>(400).fill(-1), edges);
+    assert.equal(ReachabilityIndex.build(tangled.store).kind, 'labels');
+    checkAll(400, capture.succ, (a, b) => ReachabilityIndex.build(capture.store).reachable(a, b));
+  } finally {
+    setChainIndexLimitForTesting(before);
+  }
+  // Below the limit, ≤ 32 streams: the chain index.
+  assert.equal(ReachabilityIndex.build(dag(3, [0, 0, 1], [[0, 1]]).store).kind, 'chains');
+});
+
+test('isReachable through each structure on a capture of many streams, every query exact', () => {
+  // 40 streams forked from one, with joins across them.
+  const cap = new StreamCapture();
+  const main = StreamId(0);
+  const streams = Array.from({ length: 40 }, (_, i) => StreamId(i + 1));
+  cap.beginCapture(main);
+  for (const s of streams) cap.beginCapture(s);
+  cap.recordKernel(main, 'first', 1, 32, 0);
+  let event = 0;
+  cap.recordEvent(main, CaptureEvent(event));
+  for (const s of streams) cap.waitEvent(s, CaptureEvent(event));
+  for (let r = 0; r < 3; r++) {
+    for (const s of streams) cap.recordKernel(s, `k${r}`, 1, 32, 0);
+    for (let i = 0; i + 1 < streams.length; i += 3) {
+      cap.recordEvent(streams[i]!, CaptureEvent(++event));
+      cap.waitEvent(streams[i + 1]!, CaptureEvent(event));
     }
-    for (const s of streams) {
-      cap.recordEvent(s, CaptureEvent(++event));
-      cap.waitEvent(main, CaptureEvent(event));
-    }
-    cap.recordKernel(main, 'last', 1, 32, 0);
-    const g = cap.endCapture(main);
-    const n = g.nodeCount();
-    const succ = Array.from({ length: n }, (_, v) => new Set<number>(g.successors(NodeId(v)).map((x) => x as number)));
-    checkAll(g, n, succ);
-  });
+  }
+  for (const s of streams) {
+    cap.recordEvent(s, CaptureEvent(++event));
+    cap.waitEvent(main, CaptureEvent(event));
+  }
+  cap.recordKernel(main, 'last', 1, 32, 0);
+  const g = cap.endCapture(main);
+  const n = g.nodeCount();
+  const succ = Array.from({ length: n }, (_, v) => g.successors(NodeId(v)).map((x) => x as number));
+  for (const kind of ['chains', 'exits', 'labels'] as const) {
+    // A copy per structure: each graph keeps the index its first query built.
+    const copy = withKind(kind, () => {
+      const c = g.clone();
+      c.isReachable(NodeId(0), NodeId(0));
+      return c;
+    });
+    checkAll(n, succ, (a, b) => copy.isReachable(NodeId(a), NodeId(b)));
+  }
 });

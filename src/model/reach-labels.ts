@@ -1,0 +1,314 @@
+/**
+ * Reachability labels for any DAG: what `ComputeGraph.isReachable` uses when a chain index would
+ * be too large or too slow to build (many chains: wide hand-built graphs, captures of many streams).
+ *
+ * Why this algorithm. Exact answers at microseconds on million-node graphs of any shape need (1)
+ * O(1) tests that settle most queries, both ways, and (2) a search for the rest that those same
+ * tests keep small. The labels, per node, in topological positions (the store's `ord`):
+ *
+ * - **One chain**: with a chain cover (a capture's streams), two nodes on one chain are settled by
+ *   their positions on it.
+ * - **Level** (longest path from a source): a → b needs level(a) < level(b). Settles the pairs in
+ *   one layer of a layered graph, which the topological position alone cannot.
+ * - **Chain hubs** ("3-hop" style, Jin et al., SIGMOD 2009): K long paths through the graph, and
+ *   for each node v and chain c the earliest position of c that v reaches (`out`) and the latest
+ *   position of c that reaches v (`in`). A chain is a hub that covers all time, not a point:
+ *   `out(a, c) ≤ in(b, c)` proves a → b (a enters c no later than b leaves it), and since a → b
+ *   implies `out(a, c) ≤ out(b, c)` and `in(a, c) ≤ in(b, c)`, either inequality failing proves
+ *   a ↛ b. On graphs where work mixes (captures, graphs with locality) the positive test settles
+ *   the pairs further apart than the mixing distance; the negative tests settle nodes whose
+ *   reach is small or lies apart from b's. Each entry is 16 bits: positions on chains longer than
+ *   65,520 are rounded (out up, in down), which keeps every test sound and only weakens it.
+ * - **Search** for what the tests leave: two sweeps in topological order toward each other
+ *   (forward from a, lowest position first; backward from b, highest first; the smaller side
+ *   grows), over successor and predecessor lists stored by position and sorted, so a list is
+ *   read only up to the other end. Every node met is tested as above (a positive test ends the
+ *   search, a negative one drops the node), and a side drops the nodes beyond the other side's
+ *   front that the other side has not found (see `search`). On layered or random graphs a node's
+ *   cone grows several-fold a step, and two cones that stop near the middle are far smaller than
+ *   one crossing the whole distance.
+ *
+ * Chains are picked greedily: the longest path among the nodes not yet on a chain, K times (one
+ * longest-path pass over the DAG each). Long chains spread over the whole topological order, so
+ * every pair has a chance of a hub between them.
+ *
+ * Cost: build O((n + m)·K) time; memory 4·K bytes a node for the chain labels (K = 8: 32), 4 for
+ * the level, 8 for the chain cover, and 8·(n + m) for the two edge lists; a search allocates nothing after the first
+ * (one mark per node, and queues that grow to the largest search so far). Measured figures: docs/model.md, "Reachability".
+ */
+import type { GraphStore } from './graph-store.js';
+import { UintHeap } from './uint-heap.js';
+
+/** Chains used when the caller does not say (8: 32 bytes a node). */
+export const DEFAULT_LABEL_CHAINS = 8;
+/** Largest stored chain position; larger positions are rounded so that they fit (0xffff is "none"). */
+const MAX_STORED = 0xfff0;
+const NONE_OUT = 0xffff;
+
+/** How to build the labels; the defaults suit every graph, the options let tests reach every branch. */
+export interface LabelOptions {
+  /** Number of chain hubs (≥ 0; default DEFAULT_LABEL_CHAINS). */
+  readonly chains?: number;
+  /** Largest chain position stored unrounded (default 65,520); small values test the rounding. */
+  readonly maxStored?: number;
+  /**
+   * A cover of the graph by chains, indexed by node id (chain, position on it; reachability.ts
+   * makes one): settles the pairs on one chain — a capture's ops on one stream — before any
+   * search.
+   */
+  readonly cover?: { readonly chainOf: Uint32Array; readonly posOf: Uint32Array };
+}
+
+/** Answers reachability for one version of a graph (see the file comment). */
+export class ReachLabels {
+  // Search state: visit marks (made on the first search; one stamp forward, the next backward)
+  // and the two sweeps' queues (the backward one holds complements, to pop the highest first).
+  private mark: Uint32Array | null = null;
+  private readonly fwd = new UintHeap();
+  private readonly bwd = new UintHeap();
+  private stamp = 0;
+
+  private constructor(
+    private readonly ord: Uint32Array | null,
+    private readonly cover: LabelOptions['cover'] | null,
+    private readonly level: Uint32Array,
+    // Successor and predecessor lists by position, each ascending.
+    private readonly start: Uint32Array,
+    private readonly adj: Uint32Array,
+    private readonly inStart: Uint32Array,
+    private readonly inAdj: Uint32Array,
+    /** Chain hubs built (fewer than asked when the graph has fewer nodes). */
+    readonly chains: number,
+    /** `out(v, c)`, rounded up, at [pos(v)·K + c]; NONE_OUT when v reaches no node of c. */
+    private readonly out: Uint16Array,
+    /** 1 + `in(v, c)`, rounded down, at [pos(v)·K + c]; 0 when no node of c reaches v. */
+    private readonly into: Uint16Array,
+  ) {}
+
+  /** Builds the labels for `store` as it is now (the caller rebuilds after any change). */
+  static build(store: GraphStore, options: LabelOptions = {}): ReachLabels {
+    const n = store.n;
+    const ord = store.ord;
+    const { firstIn, nextIn, from } = store;
+    const byPos = new Uint32Array(n);
+    if (ord === null) for (let v = 0; v < n; v++) byPos[v] = v;
+    else for (let v = 0; v < n; v++) byPos[ord[v]!] = v;
+
+    // Successor lists by position, each ascending: walk targets in ascending position and append
+    // each to its sources' lists. Levels in the same pass (every predecessor comes earlier).
+    const start = new Uint32Array(n + 1);
+    for (let e = 1; e <= store.m; e++) start[(ord === null ? from[e]! : ord[from[e]!]!) + 1]!++;
+    for (let p = 0; p < n; p++) start[p + 1]! += start[p]!;
+    const adj = new Uint32Array(store.m);
+    const fill = start.slice(0, n);
+    const level = new Uint32Array(n);
+    for (let q = 0; q < n; q++) {
+      let lv = 0;
+      for (let e = firstIn[byPos[q]!]!; e !== 0; e = nextIn[e]!) {
+        const p = ord === null ? from[e]! : ord[from[e]!]!;
+        adj[fill[p]!++] = q;
+        if (level[p]! >= lv) lv = level[p]! + 1;
+      }
+      level[q] = lv;
+    }
+    // Predecessor lists by position, each ascending, from the successor lists.
+    const inStart = new Uint32Array(n + 1);
+    for (let i = 0; i < adj.length; i++) inStart[adj[i]! + 1]!++;
+    for (let p = 0; p < n; p++) inStart[p + 1]! += inStart[p]!;
+    const inAdj = new Uint32Array(store.m);
+    const inFill = inStart.slice(0, n);
+    for (let p = 0; p < n; p++) for (let i = start[p]!; i < start[p + 1]!; i++) inAdj[inFill[adj[i]!]!++] = p;
+
+    const k = Math.min(options.chains ?? DEFAULT_LABEL_CHAINS, n);
+    const maxStored = options.maxStored ?? MAX_STORED;
+    const chainOf = new Int32Array(n).fill(-1);
+    const chainPos = new Uint32Array(n);
+    const quantum = pickChains(n, start, adj, k, maxStored, chainOf, chainPos);
+
+    // out: the minimum over successors, in reverse topological order; in: pushed forward to
+    // successors, in topological order. Rounding commutes with min and max, so both are computed
+    // on the stored (rounded) values.
+    const out = new Uint16Array(n * k).fill(NONE_OUT);
+    const into = new Uint16Array(n * k);
+    for (let p = n - 1; p >= 0; p--) {
+      const row = p * k;
+      for (let i = start[p]!; i < start[p + 1]!; i++) {
+        const srow = adj[i]! * k;
+        for (let c = 0; c < k; c++) {
+          const r = out[srow + c]!;
+          if (r < out[row + c]!) out[row + c] = r;
+        }
+      }
+      const c = chainOf[p]!;
+      if (c >= 0) out[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
+    }
+    for (let p = 0; p < n; p++) {
+      const row = p * k;
+      const c = chainOf[p]!;
+      if (c >= 0) into[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
+      for (let i = start[p]!; i < start[p + 1]!; i++) {
+        const srow = adj[i]! * k;
+        for (let c = 0; c < k; c++) {
+          const r = into[row + c]!;
+          if (r > into[srow + c]!) into[srow + c] = r;
+        }
+      }
+    }
+    return new ReachLabels(ord, options.cover ?? null, level, start, adj, inStart, inAdj, k, out, into);
+  }
+
+  /** True if there is a path a → b (a === b included). Ids must exist. */
+  reachable(a: number, b: number): boolean {
+    if (a === b) return true;
+    const ord = this.ord;
+    const pa = ord === null ? a : ord[a]!;
+    const pb = ord === null ? b : ord[b]!;
+    if (pa >= pb || this.level[pa]! >= this.level[pb]!) return false;
+    const cover = this.cover;
+    if (cover && cover.chainOf[a] === cover.chainOf[b]) return cover.posOf[a]! < cover.posOf[b]!;
+    const t = this.test(pa, pb);
+    return t === UNKNOWN ? this.search(pa, pb) : t === YES;
+  }
+
+  /** The O(K) tests on positions x and b (see the file comment): YES, NO or UNKNOWN. */
+  private test(x: number, b: number): number {
+    const k = this.chains;
+    const out = this.out;
+    const into = this.into;
+    const rx = x * k;
+    const rb = b * k;
+    for (let c = 0; c < k; c++) {
+      const ox = out[rx + c]!;
+      const ib = into[rb + c]!;
+      if (ox < ib) return YES;
+      if (out[rb + c]! < ox || into[rx + c]! > ib) return NO;
+    }
+    return UNKNOWN;
+  }
+
+  /**
+   * Two sweeps toward each other: forward from a, always expanding the discovered node of lowest
+   * position, and backward from b, always expanding the one of highest position; each step grows
+   * the side holding fewer nodes. Forward, a node is dropped when it lies at or after b, at b's
+   * level or deeper, or the tests rule it out; backward, symmetrically for a. Every node of a
+   * path a → b passes both sides' filters, which gives the three exits:
+   *
+   * - a node met by both sides lies on a path a → b;
+   * - sweeping in position order means that every node past the backward side's highest waiting
+   *   position that reaches b has already been found by it, so the forward side drops a node
+   *   there that the backward side has not found (and symmetrically) — on graphs whose cones
+   *   grow, each side stops near the middle instead of crossing the whole distance;
+   * - when the two fronts cross (lowest forward position above the highest backward one), or
+   *   either side runs out, there is no path: each path node would by then have been found by
+   *   one side, and a path edge from a forward node to a backward one would have been seen by
+   *   whichever side found its second end.
+   */
+  private search(pa: number, pb: number): boolean {
+    const n = this.level.length;
+    if (this.mark === null || this.stamp >= 0xffff_fffd) {
+      this.mark = new Uint32Array(n);
+      this.stamp = 0;
+    }
+    const mark = this.mark;
+    const fs = (this.stamp += 2) - 1;
+    const bs = fs + 1;
+    const { start, adj, inStart, inAdj, level, fwd, bwd } = this;
+    const la = level[pa]!;
+    const lb = level[pb]!;
+    fwd.clear();
+    bwd.clear();
+    fwd.push(pa);
+    bwd.push(~pb >>> 0);
+    mark[pa] = fs;
+    mark[pb] = bs;
+    while (fwd.size > 0 && bwd.size > 0) {
+      const fmin = fwd.top();
+      const bmax = ~bwd.top() >>> 0;
+      if (fmin > bmax) return false;
+      if (fwd.size <= bwd.size) {
+        const w = fwd.pop();
+        // Ascending lists: stop at b's position (nothing from there on reaches b).
+        const end = start[w + 1]!;
+        for (let i = start[w]!; i < end; i++) {
+          const x = adj[i]!;
+          if (x >= pb) {
+            if (x === pb) return true;
+            break;
+          }
+          const mx = mark[x]!;
+          if (mx === bs) return true;
+          if (mx === fs || x > bmax) continue;
+          mark[x] = fs;
+          if (level[x]! >= lb) continue;
+          const t = this.test(x, pb);
+          if (t === YES) return true;
+          if (t === UNKNOWN) fwd.push(x);
+        }
+      } else {
+        const w = ~bwd.pop() >>> 0;
+        // Ascending lists, read from the end: stop at a's position.
+        const first = inStart[w]!;
+        for (let i = inStart[w + 1]! - 1; i >= first; i--) {
+          const y = inAdj[i]!;
+          if (y <= pa) {
+            if (y === pa) return true;
+            break;
+          }
+          const my = mark[y]!;
+          if (my === fs) return true;
+          if (my === bs || y < fmin) continue;
+          mark[y] = bs;
+          if (level[y]! <= la) continue;
+          const t = this.test(pa, y);
+          if (t === YES) return true;
+          if (t === UNKNOWN) bwd.push(~y >>> 0);
+        }
+      }
+    }
+    return false;
+  }
+}
+
+const NO = 0;
+const YES = 1;
+const UNKNOWN = 2;
+
+/**
+ * Picks up to `k` chains greedily — each the longest path over nodes not yet on a chain — writing
+ * each chain node's chain and position into `chainOf`/`chainPos`. Returns each chain's rounding
+ * step (1 for chains of at most `maxStored` + 1 nodes).
+ */
+function pickChains(n: number, start: Uint32Array, adj: Uint32Array, k: number, maxStored: number, chainOf: Int32Array, chainPos: Uint32Array): Uint32Array {
+  const quantum = new Uint32Array(k).fill(1);
+  const len = new Uint32Array(n);
+  const next = new Int32Array(n);
+  for (let c = 0; c < k; c++) {
+    let best = -1;
+    for (let p = n - 1; p >= 0; p--) {
+      if (chainOf[p]! >= 0) {
+        len[p] = 0;
+        continue;
+      }
+      let l = 0;
+      let nx = -1;
+      for (let i = start[p]!; i < start[p + 1]!; i++) {
+        const x = adj[i]!;
+        if (len[x]! > l) {
+          l = len[x]!;
+          nx = x;
+        }
+      }
+      len[p] = l + 1;
+      next[p] = nx;
+      if (best < 0 || len[p]! > len[best]!) best = p;
+    }
+    if (best < 0) break;
+    const last = len[best]! - 1;
+    quantum[c] = last <= maxStored ? 1 : Math.ceil(last / maxStored);
+    for (let p = best, i = 0; p >= 0; p = next[p]!, i++) {
+      chainOf[p] = c;
+      chainPos[p] = i;
+    }
+  }
+  return quantum;
+}

@@ -1,0 +1,62 @@
+/**
+ * A binary min-heap of unsigned 32-bit integers in a typed array that grows by doubling: the
+ * queues of the reachability search (reach-labels.ts), which pop millions of positions a second
+ * and must not allocate per push. A max-heap stores complements (`0xffffffff − x`).
+ */
+
+/** Min-heap of uint32 values (see the file comment). Reuse it with `clear`. */
+export class UintHeap {
+  private a: Uint32Array = new Uint32Array(64);
+  /** Number of values held. */
+  size = 0;
+
+  /** Empties the heap (keeps its storage). */
+  clear(): void {
+    this.size = 0;
+  }
+
+  /** The smallest value; only when `size > 0`. */
+  top(): number {
+    return this.a[0]!;
+  }
+
+  /** Adds `x`. */
+  push(x: number): void {
+    if (this.size === this.a.length) {
+      const b = new Uint32Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
+    const a = this.a;
+    let i = this.size++;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      const v = a[p]!;
+      if (v <= x) break;
+      a[i] = v;
+      i = p;
+    }
+    a[i] = x;
+  }
+
+  /** Removes and returns the smallest value; only when `size > 0`. */
+  pop(): number {
+    const a = this.a;
+    const top = a[0]!;
+    const n = --this.size;
+    if (n === 0) return top;
+    const x = a[n]!;
+    let i = 0;
+    for (;;) {
+      let c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && a[c + 1]! < a[c]!) c++;
+      const v = a[c]!;
+      if (v >= x) break;
+      a[i] = v;
+      i = c;
+    }
+    a[i] = x;
+    return top;
+  }
+}
