@@ -224,13 +224,9 @@ export class GpuDecodeEngine implements DecodeEngine {
         const list = [k(`embed_${t}`).prepare({ grid: B, block: 256, args: [x, emb, tokens, arg.i32(c.dim)] })];
         layers.forEach((L, li) => {
           list.push(g(qkv, L.qkv, x, qkvDim, c.dim, GEMV_INPUT.rmsnorm, 0, L.inNorm));
-          list.push(k('rope_append').prepare({
-            grid: B, block: 256,
-            args: [qkv, kcache, vcache, arg.u64(slotsAt), arg.u64(positionsAt), arg.i32(c.heads), arg.i32(c.kvHeads), arg.i32(hd), arg.i32(c.layers), arg.i32(li), arg.i32(this.maxPositions), arg.f32(c.ropeTheta)],
-          }));
           list.push(k(`attention_hd${hd}`).prepare({
             grid: [B, c.heads], block: 256, sharedMem: attnShared,
-            args: [att, qkv, kcache, vcache, arg.u64(slotsAt), arg.u64(positionsAt), arg.i32(c.heads), arg.i32(c.kvHeads), arg.i32(c.layers), arg.i32(li), arg.i32(this.maxPositions)],
+            args: [att, qkv, kcache, vcache, arg.u64(slotsAt), arg.u64(positionsAt), arg.i32(c.heads), arg.i32(c.kvHeads), arg.i32(c.layers), arg.i32(li), arg.i32(this.maxPositions), arg.f32(c.ropeTheta)],
           }));
           list.push(g(x, L.o, att, c.dim, c.heads * hd, GEMV_INPUT.plain, 1));
           list.push(g(gu, L.gu, x, 2 * c.hidden, c.dim, GEMV_INPUT.rmsnorm, 0, L.postNorm));

@@ -1,15 +1,15 @@
 /**
  * The decoder's CUDA kernels, compiled with NVRTC when a GPU engine starts. One decode step of a
- * batch of B sequences (B one of the batch buckets) is six launches a layer: the Q|K|V GEMV of the
- * RMSNorm of the residual (the norm computed inside the GEMV), rotary embedding + KV-cache append,
- * attention, the output GEMV (added into the residual), the gate|up GEMV of the second RMSNorm, the
+ * batch of B sequences (B one of the batch buckets) is five launches a layer: the Q|K|V GEMV of the
+ * RMSNorm of the residual (the norm computed inside the GEMV), attention (with the rotary embedding
+ * of q and k and the KV-cache append), the output GEMV (added into the residual), the gate|up GEMV of the second RMSNorm, the
  * down GEMV of their SwiGLU (computed as it is read; added into the residual); around the layers,
  * the embedding, the logits GEMV of the final norm and a greedy argmax.
  *
- * Programmatic dependent launch: every kernel first lets the next one start
- * (`griddepcontrol.launch_dependents`), loads what does not depend on the kernels before it (a
- * GEMV's first weights), then waits for them (`griddepcontrol.wait`) before it reads or writes
- * anything else. Launched with programmatic edges (the graphed step), each kernel's start and its
+ * Programmatic dependent launch: every kernel loads what does not depend on the kernels before it
+ * (a GEMV's first weights), then waits for them (`griddepcontrol.wait`) before it reads or writes
+ * anything else, and lets the next one start (`griddepcontrol.launch_dependents`) once its main
+ * loop is done (the small kernels at once). Launched with programmatic edges (the graphed step), each kernel's start and its
  * weights' memory latency overlap the kernel before; launched plainly both instructions do
  * nothing. Either way the arithmetic is the same.
  *
@@ -125,7 +125,6 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
   // before and before the norm, neither of which they depend on: the weights' memory latency
   // overlaps both.
   const int PRE = 4;
-  pdl_start();
   __shared__ float part[8][NB];
   __shared__ float rs[NB];
   int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -180,6 +179,8 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
       }
     }
   }
+  // The next kernel may start now: its blocks take SM room only while this one finishes.
+  pdl_start();
 #pragma unroll
   for (int b = 0; b < NB; b++) {
     float v = warp_sum(acc[b]);
@@ -215,62 +216,63 @@ __device__ void embed(float *x, const W *emb, const int *tokens, int dim) {
 extern "C" __global__ void embed_f32(float *x, const float *emb, const int *tokens, int dim) { embed(x, emb, tokens, dim); }
 extern "C" __global__ void embed_bf16(float *x, const bf16_t *emb, const int *tokens, int dim) { embed(x, emb, tokens, dim); }
 
-// Rotary embedding of q and k (Hugging Face's rotate_half: pairs (j, j + hd/2)) at each sequence's
-// position, in place in qkv = [q (heads*hd) | k (kvHeads*hd) | v (kvHeads*hd)]; then k and v into
-// the cache of (slot, layer) at the position. cache: [slot][layer][position][kvHeads*hd].
-extern "C" __global__ void rope_append(float *qkv, float *kcache, float *vcache, const int *slots, const int *positions,
-                                       int heads, int kvHeads, int hd, int layers, int layer, int maxPos, float theta) {
-  pdl_start();
-  pdl_wait();
-  int b = blockIdx.x, half = hd / 2;
-  int pos = positions[b], slot = slots[b];
-  int qkvDim = (heads + 2 * kvHeads) * hd, kvDim = kvHeads * hd;
-  float *row = qkv + (size_t)b * qkvDim;
-  size_t at = (((size_t)slot * layers + layer) * maxPos + pos) * kvDim;
-  int pairs = (heads + kvHeads) * half;
-  for (int i = threadIdx.x; i < pairs; i += blockDim.x) {
-    int head = i / half, j = i % half;
-    float inv = 1.0f / powf(theta, (float)(2 * j) / (float)hd);
-    float s, c;
-    sincosf((float)pos * inv, &s, &c);
-    float *x = row + head * hd;
-    float x1 = x[j], x2 = x[j + half];
-    float r1 = x1 * c - x2 * s, r2 = x2 * c + x1 * s;
-    x[j] = r1;
-    x[j + half] = r2;
-    if (head >= heads) {
-      int kh = head - heads;
-      kcache[at + kh * hd + j] = r1;
-      kcache[at + kh * hd + j + half] = r2;
-    }
-  }
-  const float *v = row + (heads + kvHeads) * hd;
-  for (int i = threadIdx.x; i < kvDim; i += blockDim.x) vcache[at + i] = v[i];
+// Hugging Face's rotary embedding (rotate_half: pairs (j, j + hd/2)) of one pair at position pos.
+__device__ __forceinline__ void rope_pair(float x1, float x2, int j, int hd, int pos, float theta, float *r1, float *r2) {
+  float inv = 1.0f / powf(theta, (float)(2 * j) / (float)hd);
+  float s, c;
+  sincosf((float)pos * inv, &s, &c);
+  *r1 = x1 * c - x2 * s;
+  *r2 = x2 * c + x1 * s;
 }
 
 // out[b, h*HD:(h+1)*HD] = softmax(q . K[0..pos] / sqrt(HD)) . V[0..pos] for head h of sequence b
 // (one block of 256 threads a (sequence, head); grouped-query: kv head h / (heads / kvHeads)).
-// Scores: a thread a position, its key row read as HD/4 independent 16-byte loads. Values: the
-// block in 256/HD stripes of positions, a thread a column, the stripes added in a fixed order.
-// Dynamic shared memory: maxPos scores.
+// qkv = [q (heads*HD) | k (kvHeads*HD) | v (kvHeads*HD)] as the Q|K|V GEMV wrote it, before the
+// rotary embedding: the block rotates its q and the current position's k itself, takes the current
+// k and v from registers rather than the cache, and the first block of each kv head writes them
+// into the cache of (slot, layer) at pos (cache: [slot][layer][position][kvHeads*HD]). So no block
+// reads what another writes in the same launch, and the rotation and the cache append need no
+// launch of their own. Scores: a thread a position, its key row read as HD/4 independent 16-byte
+// loads. Values: the block in 1024/HD stripes of positions, a thread four columns, the stripes
+// added in a fixed order. Dynamic shared memory: maxPos scores.
 template <int HD>
-__device__ void attention(float *out, const float *qkv, const float *kcache, const float *vcache, const int *slots,
-                          const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos) {
+__device__ void attention(float *out, const float *qkv, float *kcache, float *vcache, const int *slots,
+                          const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos, float theta) {
   extern __shared__ float sc[];
   __shared__ float scratch[32];
   __shared__ float4 q4[HD / 4];
-  __shared__ float partial[256];
-  pdl_start();
+  __shared__ float4 kcur4[HD / 4];
+  __shared__ float4 vcur4[HD / 4];
+  __shared__ float4 partial[256];
   pdl_wait();
   int b = blockIdx.x, h = blockIdx.y;
-  int pos = positions[b], slot = slots[b], kvh = h / (heads / kvHeads);
+  int pos = positions[b], slot = slots[b], group = heads / kvHeads, kvh = h / group;
   int qkvDim = (heads + 2 * kvHeads) * HD, kvDim = kvHeads * HD;
-  if (threadIdx.x < HD / 4) q4[threadIdx.x] = *reinterpret_cast<const float4 *>(qkv + (size_t)b * qkvDim + h * HD + 4 * threadIdx.x);
-  __syncthreads();
+  const float *row = qkv + (size_t)b * qkvDim;
   size_t base = ((size_t)slot * layers + layer) * maxPos * kvDim + (size_t)kvh * HD;
+  size_t at = base + (size_t)pos * kvDim;
+  bool writer = h % group == 0;
+  const int half = HD / 2;
+  if (threadIdx.x < half) {
+    int j = threadIdx.x;
+    float *q = reinterpret_cast<float *>(q4), *kc = reinterpret_cast<float *>(kcur4);
+    const float *qs = row + h * HD, *ks = row + (heads + kvh) * HD;
+    rope_pair(qs[j], qs[j + half], j, HD, pos, theta, &q[j], &q[j + half]);
+    rope_pair(ks[j], ks[j + half], j, HD, pos, theta, &kc[j], &kc[j + half]);
+    if (writer) {
+      kcache[at + j] = kc[j];
+      kcache[at + j + half] = kc[j + half];
+    }
+  }
+  for (int d = threadIdx.x; d < HD; d += blockDim.x) {
+    float v = row[(heads + kvHeads + kvh) * HD + d];
+    reinterpret_cast<float *>(vcur4)[d] = v;
+    if (writer) vcache[at + d] = v;
+  }
+  __syncthreads();
   float scale = rsqrtf((float)HD), m = NEG_INF;
   for (int t = threadIdx.x; t <= pos; t += blockDim.x) {
-    const float4 *k = reinterpret_cast<const float4 *>(kcache + base + (size_t)t * kvDim);
+    const float4 *k = t == pos ? kcur4 : reinterpret_cast<const float4 *>(kcache + base + (size_t)t * kvDim);
     float4 kv[HD / 4];
 #pragma unroll
     for (int i = 0; i < HD / 4; i++) kv[i] = k[i];
@@ -290,23 +292,35 @@ __device__ void attention(float *out, const float *qkv, const float *kcache, con
   }
   sum = block_sum(sum, scratch);
   __syncthreads();
-  const int stripes = 256 / HD;
-  int d = threadIdx.x % HD, stripe = threadIdx.x / HD;
-  float acc = 0.0f;
+  // Values: a thread four columns (one 16-byte load a position), the block in 1024 / HD stripes of positions.
+  const int C4 = HD / 4, stripes = 256 / C4;
+  int d4 = threadIdx.x % C4, stripe = threadIdx.x / C4;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 8
-  for (int t = stripe; t <= pos; t += stripes) acc += sc[t] * vcache[base + (size_t)t * kvDim + d];
+  for (int t = stripe; t < pos; t += stripes) {
+    float p = sc[t];
+    float4 v = *reinterpret_cast<const float4 *>(vcache + base + (size_t)t * kvDim + 4 * d4);
+    acc.x += p * v.x; acc.y += p * v.y; acc.z += p * v.z; acc.w += p * v.w;
+  }
+  if (pos % stripes == stripe) {
+    float p = sc[pos];
+    float4 v = vcur4[d4];
+    acc.x += p * v.x; acc.y += p * v.y; acc.z += p * v.z; acc.w += p * v.w;
+  }
+  pdl_start();
   partial[threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.x < HD) {
+    const float *pf = reinterpret_cast<const float *>(partial);
     float v = 0.0f;
-    for (int k = 0; k < stripes; k++) v += partial[k * HD + threadIdx.x];
+    for (int k = 0; k < stripes; k++) v += pf[(k * C4) * 4 + threadIdx.x];
     out[(size_t)b * heads * HD + h * HD + threadIdx.x] = v / sum;
   }
 }
 #define ATTENTION(HD) \
-  extern "C" __global__ void __launch_bounds__(256) attention_hd##HD(float *out, const float *qkv, const float *kcache, const float *vcache, \
-      const int *slots, const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos) { \
-    attention<HD>(out, qkv, kcache, vcache, slots, positions, heads, kvHeads, layers, layer, maxPos); }
+  extern "C" __global__ void __launch_bounds__(256) attention_hd##HD(float *out, const float *qkv, float *kcache, float *vcache, \
+      const int *slots, const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos, float theta) { \
+    attention<HD>(out, qkv, kcache, vcache, slots, positions, heads, kvHeads, layers, layer, maxPos, theta); }
 
 // tokens[b] = argmax of logits[b, :] (the lowest index on a tie; one block a sequence).
 extern "C" __global__ void argmax(int *tokens, const float *logits, int vocab) {
