@@ -11,8 +11,12 @@
  * skips both step benches, `--steps-only` the load, `--no-torch` the PyTorch bench; `--url` loads a
  * server already running.
  *
+ * `--soak N` then sends the graphed server N requests of mixed sizes (bench/serve-soak.ts: streamed,
+ * plain, dropped mid-stream, refused) and reports whether its memory stayed flat.
+ *
  *   npm run bench:serve -- [--requests 64] [--max-tokens 32] [--concurrency 1,4,16,64]
  *       [--batches 1,4,16] [--rounds 5] [--reps 40] [--torch-modes eager,static,cuda-graph,compile]
+ *       [--soak 10000]
  *   (writes $OUT/serve.json, serve-step.json and torch-step.json when OUT is set)
  */
 import { spawn } from 'node:child_process';
@@ -23,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { formatLoadReport, loadTest, type LevelReport } from './serve-load.js';
 import { flag as flagValue } from './args.js';
 import { runStepBenches } from './serve-compare.js';
+import { formatSoakReport, soak, type SoakReport } from './serve-soak.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => flagValue(argv, name, dflt);
@@ -64,7 +69,8 @@ if (argv.includes('--steps-only')) {
   if (process.env['OUT']) writeFileSync(join(process.env['OUT'], 'serve.json'), JSON.stringify(out, null, 2));
   process.exit(0);
 }
-const loads: Record<string, { levels: LevelReport[]; server: string[] }> = {};
+const loads: Record<string, { levels: LevelReport[]; server: string[]; soak?: SoakReport }> = {};
+const soakRequests = Number(flag('--soak', '0'));
 const given = argv.includes('--url') ? flag('--url', '') : null;
 for (const [i, engine] of (given !== null ? ['given'] : ['gpu', 'gpu-eager']).entries()) {
   const port = 8431 + i;
@@ -77,6 +83,11 @@ for (const [i, engine] of (given !== null ? ['given'] : ['gpu', 'gpu-eager']).en
     const server = await serverFigures(url);
     process.stdout.write(server.map((l) => `  ${l}`).join('\n') + '\n');
     loads[engine] = { levels, server };
+    if (soakRequests > 0 && engine !== 'gpu-eager') {
+      const report = await soak({ url, requests: soakRequests, concurrency: 64 });
+      process.stdout.write(`== soak of cudagraph serve --engine ${engine}\n${formatSoakReport(report)}\n`);
+      loads[engine].soak = report;
+    }
   } finally {
     child?.kill('SIGTERM');
     if (child) await new Promise((r) => child.once('exit', r));

@@ -326,8 +326,11 @@ export class GpuDecodeEngine implements DecodeEngine {
 
   stats(): Readonly<Record<string, number>> {
     const g = this.#cache?.stats;
+    // The whole device's use (every process and context on it): what a leak on the device would move.
+    const mem = this.#disposed ? null : this.device.memoryInfo();
     return {
       ...this.#stats,
+      ...(mem !== null ? { deviceMemoryUsedBytes: mem.total - mem.free } : {}),
       ...(g ? { graphs: g.graphs, graphCaptures: g.captures, graphHits: g.hits, graphMisses: g.misses, graphCaptureMs: g.captureMs } : {}),
     };
   }

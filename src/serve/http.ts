@@ -256,6 +256,11 @@ export class CompletionServer {
       // An engine whose stats() fails still serves; its figures are left out.
     }
     p.gauge('cudagraph_engine_stat', "The engine's own counters (engine.stats()), by name.", stats.map(([stat, v]) => [{ stat }, v] as const));
+    // The names Prometheus' Node.js client uses, so that dashboards made for it read these.
+    const mem = process.memoryUsage();
+    p.gauge('process_resident_memory_bytes', 'Resident memory of the server process.', mem.rss);
+    p.gauge('nodejs_heap_size_used_bytes', 'V8 heap in use.', mem.heapUsed);
+    p.gauge('nodejs_external_memory_bytes', 'Memory of C++ objects bound to JS objects (buffers included).', mem.external);
     return p.toString();
   }
 
