@@ -3,13 +3,15 @@
  * streaming or not, a health check and Prometheus metrics. docs/serve.md is its reference.
  *
  *   POST /v1/completions  { prompt: string, max_tokens?: int, stream?: boolean,
- *                           stream_options?: { include_usage?: boolean }, model?: string }
+ *                           stream_options?: { include_usage?: boolean }, model?: string,
+ *                           temperature?: number, top_p?: number, top_k?: int, seed?: int }
  *   GET  /health          { status: "ok", engine, model, running, queued } (503 while shutting down)
  *   GET  /metrics         Prometheus text: the scheduler's figures, HTTP responses, the event loop's
  *                         delay, the engine's stats()
  *
  * Refusals are JSON `{ error: { message, type, param, code } }`: 400 for a bad request (bad JSON,
- * a missing or non-string prompt, a max_tokens that is not an integer from 1 to the limit, a field
+ * a missing or non-string prompt, a max_tokens that is not an integer from 1 to the limit, a
+ * temperature, top_p, top_k or seed out of its range, a field
  * this server does not implement, a prompt + max_tokens beyond the context), 413 for a body over
  * the limit, 404 for an unknown path, 405 for a wrong method (with `Allow`), 429 when the queue is
  * full, 503 while shutting down, 500 when a decode step failed. A client that goes away cancels its
@@ -25,6 +27,7 @@ import { ContextLengthError, EngineStepError, QueueFullError, ShuttingDownError 
 import { PROMETHEUS_CONTENT_TYPE, PrometheusText } from './prometheus.js';
 import type { FinishReason, Generation, GenerationResult, Scheduler } from './scheduler.js';
 import { SSE_DONE, sseEvent } from './sse.js';
+import { checkSampling, type SamplingParams } from './sampling.js';
 
 /** Options of `new CompletionServer(options)`. */
 export interface CompletionServerOptions {
@@ -53,8 +56,8 @@ export interface ServerAddress {
   readonly port: number;
 }
 
-/** The fields a completion request may have; anything else is refused (the server decodes greedily). */
-export const COMPLETION_FIELDS = Object.freeze(['prompt', 'max_tokens', 'stream', 'stream_options', 'model'] as const);
+/** The fields a completion request may have; anything else is refused. */
+export const COMPLETION_FIELDS = Object.freeze(['prompt', 'max_tokens', 'stream', 'stream_options', 'model', 'temperature', 'top_p', 'top_k', 'seed'] as const);
 
 /** How often the event-loop delay is sampled, in milliseconds. */
 export const EVENT_LOOP_RESOLUTION_MS = 10;
@@ -74,6 +77,8 @@ interface CompletionParams {
   readonly stream: boolean;
   /** Stream a last chunk with the usage (`stream_options.include_usage`). */
   readonly includeUsage: boolean;
+  /** temperature, top_p, top_k, seed as given (absent: greedy). */
+  readonly sampling: SamplingParams | undefined;
 }
 
 const OP = 'new CompletionServer';
@@ -343,6 +348,7 @@ export class CompletionServer {
       generation = this.#scheduler.submit({
         prompt: encode(params.prompt),
         maxTokens: params.maxTokens,
+        ...(params.sampling !== undefined ? { sampling: params.sampling } : {}),
         ...(params.stream
           ? {
               onToken: (t: number) => {
@@ -404,7 +410,7 @@ export class CompletionServer {
     for (const key of Object.keys(o)) {
       if (!(COMPLETION_FIELDS as readonly string[]).includes(key)) {
         const shown = JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}…` : key);
-        return bad(`unknown field ${shown}: this server decodes greedily and takes only ${COMPLETION_FIELDS.join(', ')}`, 'unknown_field', key);
+        return bad(`unknown field ${shown}: this server takes only ${COMPLETION_FIELDS.join(', ')}`, 'unknown_field', key);
       }
     }
     if (o.prompt === undefined) return bad('prompt is required (a string)', 'invalid_prompt', 'prompt');
@@ -426,7 +432,17 @@ export class CompletionServer {
       includeUsage = iu;
     }
     if (o.model !== undefined && o.model !== null && typeof o.model !== 'string') return bad(`model must be a string, got ${describe(o.model)}`, 'invalid_model', 'model');
-    return { prompt: o.prompt, maxTokens: mt, stream, includeUsage };
+    // null is "not given", as OpenAI's clients send it.
+    const given = (v: unknown): unknown => (v === null ? undefined : v);
+    const raw = { temperature: given(o.temperature), topP: given(o.top_p), topK: given(o.top_k), seed: given(o.seed) } as SamplingParams;
+    const sampling = Object.values(raw).some((v) => v !== undefined) ? Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined)) as SamplingParams : undefined;
+    try {
+      checkSampling('', sampling, { topP: 'top_p', topK: 'top_k' });
+    } catch (e) {
+      if (!(e instanceof InvalidArgumentError)) throw e;
+      return bad(e.message.replace(/^: /, ''), 'invalid_sampling', e.parameter);
+    }
+    return { prompt: o.prompt, maxTokens: mt, stream, includeUsage, sampling };
   }
 
   #sendJson(res: ServerResponse, status: number, body: unknown): void {

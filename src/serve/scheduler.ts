@@ -16,6 +16,9 @@
  *     all but the last prompt token are dropped. The answer to the last prompt token is the first
  *     generated token; from there each step feeds back the token generated last. A prompt of L
  *     tokens thus takes L steps to its first token.
+ *   - A generated token is the engine's greedy one, or, for a request with a temperature, drawn
+ *     from the step's logits by its own seeded sampler (`sampling.ts`); the step asks the engine
+ *     for logits only when such a sequence is due a token.
  *   - A sequence ends when it generates `eos` (`finishReason` 'stop'; the `EOS` is counted in
  *     `completionTokens` but not delivered), after `maxTokens` tokens ('length'), or when
  *     cancelled ('cancelled': `generation.cancel()`, its `AbortSignal`, or a consumer leaving the
@@ -33,6 +36,7 @@ import { EOS } from '../llm/tokenizer.js';
 import { describe, requireInt, requireOptions } from '../util/validate.js';
 import { ContextLengthError, EngineStepError, QueueFullError, ShuttingDownError } from './errors.js';
 import { SchedulerMetrics, type SchedulerSnapshot } from './metrics.js';
+import { Sampler, checkSampling, type SamplingParams } from './sampling.js';
 
 /** Options of `new Scheduler(engine, options)`. */
 export interface SchedulerOptions {
@@ -50,6 +54,11 @@ export interface GenerationRequest {
   readonly maxTokens: number;
   /** Cancels the request when aborted. */
   readonly signal?: AbortSignal;
+  /**
+   * How tokens are picked (`sampling.ts`): greedy by default (the engine's own argmax); with a
+   * temperature, drawn from the step's logits by the request's own seeded generator.
+   */
+  readonly sampling?: SamplingParams;
   /**
    * Called with each generated token (never the `EOS`), in order, as its step ends. An exception
    * it throws cancels the generation and rejects `result` with that exception.
@@ -223,6 +232,8 @@ interface Sequence {
   readonly maxTokens: number;
   readonly control: GenerationControl;
   readonly onToken: ((token: number) => void) | undefined;
+  /** Draws its tokens from the logits; `null`: the engine's greedy token. */
+  readonly sampler: Sampler | null;
   readonly submittedAt: number;
   /** Removes the `AbortSignal` listener. */
   unlisten: (() => void) | null;
@@ -326,12 +337,14 @@ export class Scheduler {
     const m = this.#metrics;
     let prompt: Int32Array;
     let maxTokens: number;
+    let sampling: Required<SamplingParams> | null;
     try {
-      const r = requireOptions<GenerationRequest>(OP, request, ['prompt', 'maxTokens', 'signal', 'onToken'], 'request');
+      const r = requireOptions<GenerationRequest>(OP, request, ['prompt', 'maxTokens', 'signal', 'onToken', 'sampling'], 'request');
       maxTokens = requireInt(OP, 'maxTokens', r.maxTokens, 1, 1 << 30);
       prompt = this.#checkPrompt(r.prompt, maxTokens);
       if (r.signal !== undefined && !(r.signal instanceof AbortSignal)) throw new InvalidArgumentError(OP, 'signal', `signal must be an AbortSignal, got ${describe(r.signal)}`);
       if (r.onToken !== undefined && typeof r.onToken !== 'function') throw new InvalidArgumentError(OP, 'onToken', `onToken must be a function, got ${describe(r.onToken)}`);
+      sampling = checkSampling(OP, r.sampling);
     } catch (e) {
       if (e instanceof ContextLengthError) m.refused.contextLength++;
       else m.refused.invalid++;
@@ -355,6 +368,7 @@ export class Scheduler {
       maxTokens,
       control,
       onToken: request.onToken,
+      sampler: sampling === null ? null : new Sampler(sampling),
       submittedAt: performance.now(),
       unlisten: null,
       slot: -1,
@@ -483,11 +497,13 @@ export class Scheduler {
       token: s.position < s.prompt.length ? s.prompt[s.position]! : s.last,
       position: s.position,
     }));
+    // Logits cross from the device only when a sequence of the step draws its token from them.
+    const logits = batch.some((s) => s.sampler !== null && s.position + 1 >= s.prompt.length);
     const started = performance.now();
     let result: StepResult;
     try {
-      result = await this.#engine.step(entries);
-      this.#checkResult(result, entries.length);
+      result = await this.#engine.step(entries, logits ? { logits: true } : undefined);
+      this.#checkResult(result, entries.length, logits);
     } catch (e) {
       this.#metrics.step(performance.now() - started, batch.length, true);
       const error = new EngineStepError(`Scheduler: a decode step of ${entries.length} sequence(s) failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
@@ -505,7 +521,7 @@ export class Scheduler {
       s.position++;
       // Still prefilling: the answer is the model's guess at a prompt token we already have.
       if (s.position < s.prompt.length) continue;
-      const t = result.tokens[i]!;
+      const t = s.sampler === null ? result.tokens[i]! : s.sampler.sample(result.logits!, i * this.#vocab, this.#vocab);
       generated++;
       s.generated++;
       if (s.generated === 1) {
@@ -533,10 +549,13 @@ export class Scheduler {
     this.#metrics.tokens(now, prompt, generated);
   }
 
-  #checkResult(result: StepResult, n: number): void {
+  #checkResult(result: StepResult, n: number, logits: boolean): void {
     const tokens = (result as StepResult | undefined)?.tokens;
     if (!(tokens instanceof Int32Array) || tokens.length !== n) {
       throw new Error(`the engine answered ${tokens instanceof Int32Array ? `${tokens.length} tokens` : describe(tokens)} for ${n} entries (an Int32Array of ${n} expected)`);
+    }
+    if (logits && !(result.logits instanceof Float32Array && result.logits.length === n * this.#vocab)) {
+      throw new Error(`the engine answered ${describe(result.logits)} for the logits of ${n} entries (a Float32Array of ${n} × ${this.#vocab} expected)`);
     }
     for (let i = 0; i < n; i++) {
       if (tokens[i]! < 0 || tokens[i]! >= this.#vocab) throw new Error(`the engine answered token ${tokens[i]} for entry ${i}, outside the vocabulary (0..${this.#vocab - 1})`);

@@ -32,6 +32,17 @@ export function defaultNext(e: DecodeEntry): number {
   return (e.token * 31 + e.position * 17 + 7) % 256;
 }
 
+/**
+ * The fake's logits for an entry whose greedy token is `next`: 4 at `next`, below 3 elsewhere (a
+ * function of the entry), so a sampler at a high temperature picks other tokens now and then.
+ */
+export function fakeLogits(e: DecodeEntry, next: number, vocab: number): Float32Array {
+  const row = new Float32Array(vocab);
+  for (let j = 0; j < vocab; j++) row[j] = (((j * 37 + e.token * 11 + e.position * 3) % 97) / 97) * 3;
+  row[next] = 4;
+  return row;
+}
+
 /** What a sequence generates when run alone, step by step (the `EOS` left out, as the scheduler delivers). */
 export function expectedTokens(prompt: ArrayLike<number>, maxTokens: number, next: (e: DecodeEntry) => number = defaultNext): { tokens: number[]; finish: 'stop' | 'length' } {
   const out: number[] = [];
@@ -115,10 +126,15 @@ export class FakeEngine implements DecodeEngine {
     }
   }
 
-  step(entries: readonly DecodeEntry[]): Promise<StepResult> {
+  /** Steps that were asked for logits. */
+  logitSteps = 0;
+
+  step(entries: readonly DecodeEntry[], options?: { readonly logits?: boolean }): Promise<StepResult> {
     try {
       const tokens = this.#check(entries);
       const index = this.stepCount++;
+      const result: StepResult = options?.logits === true ? { tokens, logits: this.#logits(entries, tokens) } : { tokens };
+      if (options?.logits === true) this.logitSteps++;
       this.largestBatch = Math.max(this.largestBatch, entries.length);
       if (this.#log) this.log.push(entries.map((e) => ({ ...e })));
       const fail = this.#fail.has(index);
@@ -129,25 +145,33 @@ export class FakeEngine implements DecodeEngine {
           const settle = (): void => {
             this.#inFlight = false;
             if (fail) reject(new Error(`FakeEngine.step: step ${index} fails on purpose`));
-            else resolve({ tokens });
+            else resolve(result);
           };
           const waiter = this.#waiters.shift();
           this.#pending = { entries: entriesCopy, handed: waiter !== undefined, settle };
           waiter?.(entriesCopy);
         });
       }
-      if (this.delayMs <= 0 && !fail) return Promise.resolve({ tokens });
+      if (this.delayMs <= 0 && !fail) return Promise.resolve(result);
       this.#inFlight = true;
       return new Promise((resolve, reject) =>
         setTimeout(() => {
           this.#inFlight = false;
           if (fail) reject(new Error(`FakeEngine.step: step ${index} fails on purpose`));
-          else resolve({ tokens });
+          else resolve(result);
         }, this.delayMs),
       );
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /** Logits whose argmax is each entry's token (`fakeLogits`). */
+  #logits(entries: readonly DecodeEntry[], tokens: Int32Array): Float32Array {
+    const v = this.config.vocab;
+    const out = new Float32Array(entries.length * v);
+    entries.forEach((e, i) => out.set(fakeLogits(e, tokens[i]!, v), i * v));
+    return out;
   }
 
   #check(entries: readonly DecodeEntry[]): Int32Array {
