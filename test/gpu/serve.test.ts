@@ -33,7 +33,7 @@ async function greedy(engine: CpuDecodeEngine, prompt: Int32Array, max: number):
 }
 
 gpuSuite('the completions server on the device', () => {
-  test('twelve requests at once through the graphed decoder: batched, each the reference greedy completion', async () => {
+  test('twelve requests at once through the graphed decoder: batched, each the reference greedy completion; seeded sampling repeats', async () => {
     const weights = syntheticWeights(CONFIG, 21);
     const gpu = new GpuDecodeEngine({ config: CONFIG, weights: (n) => weights.get(n)!.data, slots: 16, maxBatch: 16, maxPositions: 128 });
     const cpu = new CpuDecodeEngine(CONFIG, weights, { slots: 1, maxPositions: 128 });
@@ -60,8 +60,17 @@ gpuSuite('the completions server on the device', () => {
         const text = new TextDecoder().decode(Uint8Array.from(want.filter((t) => t < 256)));
         assert.equal(replies[i], text, `request ${i}`);
       }
+      // Sampled: the step's logits come back from the device; a seed repeats its text, alone or batched with others.
+      const sampled = (extra: object) => fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'sample me', max_tokens: 16, temperature: 1.3, top_k: 40, seed: 5, ...extra }) })
+        .then((r) => r.json() as Promise<{ choices: { text: string }[] }>)
+        .then((j) => j.choices[0]!.text);
+      const first = await sampled({});
+      const [second] = await Promise.all([sampled({}), ...prompts.slice(0, 4).map((prompt) => fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt, max_tokens: 8 }) }))]);
+      assert.equal(second, first, 'a seeded sample repeats');
+      assert.notEqual(await sampled({ seed: 6 }), first, 'another seed, another text');
       const metrics = await (await fetch(`${url}/metrics`)).text();
       assert.match(metrics, /cudagraph_engine_stat\{stat="graphHits"\} [1-9]/);
+      assert.match(metrics, /cudagraph_engine_stat\{stat="deviceMemoryUsedBytes"\} [1-9]/);
       const batches = gpu.stats();
       assert.ok(batches['tokens']! > batches['steps']!, `requests were batched: ${batches['tokens']} tokens in ${batches['steps']} steps`);
     } finally {
