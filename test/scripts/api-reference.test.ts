@@ -29,6 +29,14 @@ test('docs/api is what scripts/gen-api.mjs makes from the built typings (run npm
   assert.match(driver, /^### `nativeStatus`\n\n```ts\nfunction nativeStatus\(\): NativeStatus\n```\n\nWhether the hot calls/m);
 });
 
+test('the build runs TypeScript 7 by path, not the `tsc` that npm links (typescript5 has one too)', () => {
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string>; devDependencies: Record<string, string> };
+  assert.match(manifest.scripts['build']!, /^node node_modules\/typescript\/bin\/tsc /);
+  assert.match(manifest.devDependencies['typescript5']!, /^npm:typescript@\^?5\./);
+  const v = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '--version'], { encoding: 'utf8' });
+  assert.match(v.stdout, /^Version 7\./);
+});
+
 /** Typings of three entry points in `dir`/dist/src; `undocumented` leaves one export without a doc comment. */
 function fixture(dir: string, undocumented: boolean): string {
   const dts = join(dir, 'dist', 'src');
