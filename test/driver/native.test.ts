@@ -32,10 +32,15 @@ import type { KoffiLibrary } from '../../src/driver/koffi.js';
 import { bindings } from '../support/bindings.js';
 
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
-const linuxX64 = process.platform === 'linux' && process.arch === 'x64';
-const gcc = spawnSync('gcc', ['--version']).status === 0;
+// The addon tests run wherever a prebuilt file exists for this platform and architecture (linux-x64,
+// linux-arm64; the arm64 one under emulation too: native/README.md).
+const here = `${process.platform}-${process.arch}`;
+const noPrebuilt = !existsSync(prebuiltAddonPath()) && `no prebuilt addon for ${here}`;
+// The compiler of the recording library: $CC (a cross compiler when this node runs under emulation), else gcc.
+const cc = process.env['CC'] ?? 'gcc';
+const noCc = spawnSync(cc, ['--version']).status !== 0 && `${cc} is absent`;
 
-test('the prebuilt addon loads on linux-x64 without libcuda, and names no CUDA library', { skip: !linuxX64 && 'not linux-x64' }, () => {
+test('the prebuilt addon loads without libcuda, and names no CUDA library', { skip: noPrebuilt }, () => {
   const { addon, status } = loadNativeAddon({});
   assert.deepEqual(status, { active: true, path: prebuiltAddonPath(), reason: 'loaded' });
   assert.ok(addon !== null);
@@ -57,7 +62,7 @@ test('every prebuilt addon was built from the current source (scripts/build-nati
   const files = readdirSync(dir).filter((f) => f.endsWith('.h')).sort().concat(readdirSync(dir).filter((f) => f.endsWith('.c')).sort());
   const source = createHash('sha256').update(Buffer.concat(files.map((f) => readFileSync(join(dir, f))))).digest('hex');
   const builds = readdirSync(root).filter((d) => existsSync(join(root, d, 'cudagraph_hot.node')));
-  assert.ok(builds.includes('linux-x64'), `prebuilt folders: ${builds.join(', ')}`);
+  assert.deepEqual(builds.sort(), ['linux-arm64', 'linux-x64'], 'the prebuilt folders');
   for (const d of builds) {
     const recorded = readFileSync(join(root, d, 'cudagraph_hot.node.source-sha256'), 'utf8').trim();
     assert.equal(recorded, source, `native/prebuilt/${d} is stale: run scripts/build-native.sh`);
@@ -92,7 +97,7 @@ test('CUDAGRAPH_NATIVE=0, a platform without a prebuilt, a broken file or anothe
   }
 });
 
-test('registered launches: ids are reused after release; unbound functions, unknown ids and bad arguments are reported', { skip: !linuxX64 && 'not linux-x64' }, () => {
+test('registered launches: ids are reused after release; unbound functions, unknown ids and bad arguments are reported', { skip: noPrebuilt }, () => {
   const hot = loadNativeAddon({}).addon!;
   hot.bind('cuLaunchKernel', 0n);
   hot.bind('cuGraphLaunch', 0n);
@@ -125,7 +130,7 @@ test('registered launches: ids are reused after release; unbound functions, unkn
   assert.throws(() => hot.register(1n, 1, 1, 1, 32, 1, 1, 0, 'x' as unknown as bigint), TypeError);
 });
 
-test('addKernelNodes: unbound, arrays that describe no batch and wrong types are reported before any driver call', { skip: !linuxX64 && 'not linux-x64' }, () => {
+test('addKernelNodes: unbound, arrays that describe no batch and wrong types are reported before any driver call', { skip: noPrebuilt }, () => {
   const hot = loadNativeAddon({}).addon!;
   hot.bind('cuGraphAddKernelNode_v2', 0n);
   const blocks = new Uint8Array(72);
@@ -153,7 +158,7 @@ test('addKernelNodes: unbound, arrays that describe no batch and wrong types are
   assert.throws(() => hot.addKernelNodes(1 as unknown as bigint, blocks, new Uint32Array(1), new Uint32Array(2), new Int32Array(0), new BigUint64Array(0), out, done), TypeError);
 });
 
-test('the mailbox: one buffer per environment; the mailbox calls report NOT_BOUND and BAD_ID in it as the argument forms return them', { skip: !linuxX64 && 'not linux-x64' }, async () => {
+test('the mailbox: one buffer per environment; the mailbox calls report NOT_BOUND and BAD_ID in it as the argument forms return them', { skip: noPrebuilt }, async () => {
   const hot = loadNativeAddon({}).addon!;
   const box = mailboxOf(hot);
   assert.equal(hot.mailbox(), hot.mailbox(), 'the same ArrayBuffer every time');
@@ -256,8 +261,8 @@ function withRecorder(
   try {
     writeFileSync(join(dir, 'recorder.c'), RECORDER);
     const so = join(dir, 'librecorder.so');
-    const cc = spawnSync('gcc', ['-O1', '-fPIC', '-shared', '-o', so, join(dir, 'recorder.c')], { encoding: 'utf8' });
-    assert.equal(cc.status, 0, cc.stderr);
+    const built = spawnSync(cc, ['-O1', '-fPIC', '-shared', '-o', so, join(dir, 'recorder.c')], { encoding: 'utf8' });
+    assert.equal(built.status, 0, built.stderr);
     const lib = koffi.load(so);
     const rec = new BigUint64Array(koffi.view(lib.symbol('rec') as bigint, 16 * 8));
     const rcAt = lib.symbol('next_rc') as bigint;
@@ -283,7 +288,7 @@ function withRecorder(
 }
 
 
-test('both bindings pass every argument of cuLaunchKernel and cuGraphLaunch through unchanged', { skip: !gcc && 'gcc is absent' }, () => {
+test('both bindings pass every argument of cuLaunchKernel and cuGraphLaunch through unchanged', { skip: noCc }, () => {
   for (const [name, hot] of bindings()) {
     withRecorder((rec) => {
       setNativeAddonForTesting(hot);
@@ -305,7 +310,7 @@ test('both bindings pass every argument of cuLaunchKernel and cuGraphLaunch thro
   }
 });
 
-test('a failed launch is the same CudaError on both bindings, and capture errors reach the capture listener', { skip: !gcc && 'gcc is absent' }, () => {
+test('a failed launch is the same CudaError on both bindings, and capture errors reach the capture listener', { skip: noCc }, () => {
   for (const [name, hot] of bindings()) {
     withRecorder((_rec, setRc) => {
       setNativeAddonForTesting(hot);
@@ -341,7 +346,7 @@ test('a failed launch is the same CudaError on both bindings, and capture errors
   }
 });
 
-test('with the addon, a library that gives no symbol addresses still launches, through koffi', { skip: (!gcc && 'gcc is absent') || (!linuxX64 && 'not linux-x64') }, () => {
+test('with the addon, a library that gives no symbol addresses still launches, through koffi', { skip: noCc || noPrebuilt }, () => {
   const hot = loadNativeAddon({}).addon!;
   // koffi's library without `symbol`: the addon cannot be bound, so each call falls back to koffi.
   const noAddresses = (lib: KoffiLibrary): KoffiLibrary => ({ func: lib.func.bind(lib), unload: lib.unload.bind(lib) }) as unknown as KoffiLibrary;
@@ -357,7 +362,7 @@ test('with the addon, a library that gives no symbol addresses still launches, t
   }, noAddresses);
 });
 
-test('with the addon, a driver that lacks the symbol fails the launch (and a launch sequence) with the same 801 as koffi', { skip: !linuxX64 && 'not linux-x64' }, () => {
+test('with the addon, a driver that lacks the symbol fails the launch (and a launch sequence) with the same 801 as koffi', { skip: noPrebuilt }, () => {
   const saved = nativeAddon();
   for (const [name, hot] of bindings()) {
     // libc stands in for an old driver without cuLaunchKernel and cuGraphLaunch.
@@ -380,7 +385,7 @@ test('with the addon, a driver that lacks the symbol fails the launch (and a lau
   }
 });
 
-test('the addon\'s launchSequence: NOT_BOUND and BAD_ID before any launch, then every launch in order, stopping at the first failure', { skip: (!gcc && 'gcc is absent') || (!linuxX64 && 'not linux-x64') }, () => {
+test('the addon\'s launchSequence: NOT_BOUND and BAD_ID before any launch, then every launch in order, stopping at the first failure', { skip: noCc || noPrebuilt }, () => {
   const hot = loadNativeAddon({}).addon!;
   withRecorder((rec, _setRc, recorder) => {
     setNativeAddonForTesting(hot);
@@ -432,7 +437,7 @@ test('the addon\'s launchSequence: NOT_BOUND and BAD_ID before any launch, then 
   });
 });
 
-test('a launch sequence: both bindings launch every entry in order with the same arguments and stop at the same entry', { skip: !gcc && 'gcc is absent' }, () => {
+test('a launch sequence: both bindings launch every entry in order with the same arguments and stop at the same entry', { skip: noCc }, () => {
   const logs: Array<Array<[bigint, bigint, bigint]>> = [];
   for (const [name, hot] of bindings()) {
     withRecorder((_rec, _setRc, recorder) => {
@@ -471,7 +476,7 @@ test('a launch sequence: both bindings launch every entry in order with the same
   if (logs.length === 2) assert.deepEqual(logs[0], logs[1], 'the addon and koffi made the same calls');
 });
 
-test('with the addon, a sequence still launches through koffi where the library gives no addresses', { skip: (!gcc && 'gcc is absent') || (!linuxX64 && 'not linux-x64') }, () => {
+test('with the addon, a sequence still launches through koffi where the library gives no addresses', { skip: noCc || noPrebuilt }, () => {
   const hot = loadNativeAddon({}).addon!;
   const noAddresses = (lib: KoffiLibrary): KoffiLibrary => ({ func: lib.func.bind(lib), unload: lib.unload.bind(lib) }) as unknown as KoffiLibrary;
   withRecorder((_rec, _setRc, recorder) => {

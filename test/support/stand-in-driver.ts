@@ -21,16 +21,17 @@ export interface StandIn {
 }
 
 /**
- * Builds and loads the stand-in (`tag` names its folder), or returns null when gcc is absent.
+ * Builds and loads the stand-in (`tag` names its folder) with $CC (else gcc), or returns null when that compiler is absent.
  * `defines` turn on its optional parts (`['STAND_IN_POOLS', 'STAND_IN_KERNEL_ARGS']`, see the C file).
  */
 export function loadStandIn(tag: string, defines: readonly string[] = []): StandIn | null {
-  if (spawnSync('gcc', ['--version']).status !== 0) return null;
+  const compiler = process.env['CC'] ?? 'gcc';
+  if (spawnSync(compiler, ['--version']).status !== 0) return null;
   const dir = mkdtempSync(join(tmpdir(), `cg-${tag}-`));
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   const so = join(dir, 'libcuda-stand-in.so');
   const source = fileURLToPath(new URL('../../../fixtures/stand-in-driver.c', import.meta.url));
-  const cc = spawnSync('gcc', ['-O1', '-fPIC', '-shared', ...defines.map((d) => `-D${d}`), '-o', so, source], { encoding: 'utf8' });
+  const cc = spawnSync(compiler, ['-O1', '-fPIC', '-shared', ...defines.map((d) => `-D${d}`), '-o', so, source], { encoding: 'utf8' });
   assert.equal(cc.status, 0, cc.stderr);
   process.env['CUDA_DRIVER_PATH'] = so;
   const lib = koffi.load(so);

@@ -383,6 +383,12 @@ registerCaptureInto((op, stream, graph, options) => {
 /** Abandons the captures the program forgot without ending or disposing them. */
 const forgotten = new FinalizationRegistry<CaptureRecord>((record) => record.collected());
 
+/** @internal The live capture `stream` records into (begun on it or joined to it), or null. */
+export function captureRecordOf(stream: Stream): CaptureRecord | null {
+  const sink = stream[CAPTURE];
+  return sink instanceof CaptureRecord && sink.active ? sink : null;
+}
+
 /**
  * Driver-backed stream capture (`cuStreamBeginCapture_v2` / `cuStreamEndCapture`): work submitted
  * to the stream while the capture is active is recorded, not executed, and `end()` instantiates it
@@ -404,12 +410,6 @@ const forgotten = new FinalizationRegistry<CaptureRecord>((record) => record.col
  * }
  * exec.launch(); s.synchronize();        // now it runs
  */
-/** @internal The live capture `stream` records into (begun on it or joined to it), or null. */
-export function captureRecordOf(stream: Stream): CaptureRecord | null {
-  const sink = stream[CAPTURE];
-  return sink instanceof CaptureRecord && sink.active ? sink : null;
-}
-
 export class StreamGraphCapture {
   /** The stream the capture began on (where `end()` must be called). */
   readonly stream: Stream;

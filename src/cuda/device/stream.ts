@@ -39,15 +39,6 @@ interface StreamCell {
  */
 const created = new Map<bigint, { readonly stream: WeakRef<Stream>; readonly cell: StreamCell }>();
 
-/**
- * A CUDA stream: an ordered queue of GPU work. Created by `device.createStream()` or
- * `device.stream()`; `Stream.wrap` adopts a handle made elsewhere.
- *
- * @example
- * using s = device.createStream();
- * buf.memsetAsync(s, 0);
- * await s.synchronizeAsync();      // the event loop keeps running meanwhile
- */
 /** What the capture module provides for conditional capture (registered when it loads: it imports this module). */
 export interface ConditionalCaptureCall {
   handle(op: string, stream: Stream, options: unknown): ConditionalHandle;
@@ -66,6 +57,15 @@ function conditionalCall(op: string): ConditionalCaptureCall {
   return conditionalCapture;
 }
 
+/**
+ * A CUDA stream: an ordered queue of GPU work. Created by `device.createStream()` or
+ * `device.stream()`; `Stream.wrap` adopts a handle made elsewhere.
+ *
+ * @example
+ * using s = device.createStream();
+ * buf.memsetAsync(s, 0);
+ * await s.synchronizeAsync();      // the event loop keeps running meanwhile
+ */
 export class Stream {
   /** The device whose primary context owns the stream. */
   readonly device: Device;
