@@ -3,8 +3,8 @@
  * to the next batch bucket (1, 2, 4, 8, 16, 32) and runs the same launches either way
  * (gpu-kernels.ts): eagerly, as prepared launches one after another; graphed, as one replay of the
  * bucket's graph from a `GraphCache` (captured at start, one per bucket). The step's inputs (tokens,
- * slots, positions) go in through one small copy into buffers the graphs read, the tokens (and the
- * logits when asked) come out through one copy, and the step awaits the stream without blocking
+ * slots, positions) go in through one small copy into buffers the graphs read, the tokens come out
+ * through one copy (both inside the graph when graphed; the logits, when asked, by one more), and the step awaits the stream without blocking
  * the event loop. Nothing is recaptured per step: the kernels read each sequence's length from
  * device memory.
  *
@@ -238,8 +238,10 @@ export class GpuDecodeEngine implements DecodeEngine {
       }
       // 48 KiB of dynamic shared memory without opting in: 12,288 scores (the static arrays take the rest of a block's share).
       if (attnShared > 40 * 1024) throw new InvalidArgumentError(op, 'maxPositions', `attention keeps a score per position in shared memory: at most ${40 * 1024 / 4} positions, got ${this.maxPositions}`);
+      // A bucket's graph holds the step's two copies too (from and to the pinned buffers, whose
+      // addresses never change): one launch submits the whole step.
       this.#cache = this.#graphs
-        ? new GraphCache<number>({ stream: this.stream, buckets: this.#buckets, pool: false, warmup: 0, capture: (s, B) => this.#enqueue(s, B) })
+        ? new GraphCache<number>({ stream: this.stream, buckets: this.#buckets, pool: false, warmup: 0, capture: (s, B) => this.#enqueueStep(s, B) })
         : null;
       this.#cache?.prepare(this.#buckets);
       this.stream.synchronize();
@@ -247,6 +249,14 @@ export class GpuDecodeEngine implements DecodeEngine {
       this.#release();
       throw e;
     }
+  }
+
+  /** The step of bucket B as the stream sees it: the inputs in, the launches, the tokens out (B of them: the padding's too). */
+  #enqueueStep(s: Stream, B: number): void {
+    const MB = this.#buckets.at(-1)!;
+    this.#io.copyFromHostAsync(s, this.#hostIn.bytes, { byteLength: 3 * MB * 4 });
+    this.#enqueue(s, B);
+    this.#tokensOut.copyToHostAsync(s, this.#hostOut.bytes, { byteLength: B * 4 });
   }
 
   #enqueue(s: Stream, B: number): void {
@@ -300,10 +310,8 @@ export class GpuDecodeEngine implements DecodeEngine {
       }
       const s = this.stream;
       const logits = o.logits === true;
-      this.#io.copyFromHostAsync(s, this.#hostIn.bytes, { byteLength: 3 * MB * 4 });
       if (this.#cache !== null) this.#cache.launch(B);
-      else this.#enqueue(s, B);
-      this.#tokensOut.copyToHostAsync(s, this.#hostOut.bytes, { byteLength: n * 4 });
+      else this.#enqueueStep(s, B);
       if (logits) this.#logits.copyToHostAsync(s, this.#hostLogits.bytes, { byteLength: n * this.config.vocab * 4 });
       this.#busy = true;
       return s.synchronizeAsync().then(

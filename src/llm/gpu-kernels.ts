@@ -133,11 +133,15 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
   int seg = cols / ksplit, c0 = (warp % ksplit) * seg, end = c0 + seg;
   bool live = row < rows;
   size_t base = (size_t)row * cols;
-  float4 wpre[PRE];
+  float4 wpre[PRE], npre[PRE];
 #pragma unroll
   for (int i = 0; i < PRE; i++) {
     int c = c0 + lane * 4 + i * 128;
-    if (live && c < end) wpre[i] = ld4(w, base + c);
+    if (live && c < end) {
+      wpre[i] = ld4(w, base + c);
+      // The norm's weights too: no kernel writes them either.
+      if (MODE == 1) npre[i] = ld4(nw, c);
+    }
   }
   pdl_wait();
   if (MODE == 1) {
@@ -164,7 +168,14 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
       if (c < end) {
 #pragma unroll
         for (int b = 0; b < NB; b++) {
-          float4 xv = input4<MODE>(in, nw, rs, b, cols, c);
+          float4 xv;
+          if (MODE == 1) {
+            float4 x = *reinterpret_cast<const float4 *>(in + (size_t)b * cols + c);
+            float r = rs[b];
+            xv = make_float4(npre[i].x * (x.x * r), npre[i].y * (x.y * r), npre[i].z * (x.z * r), npre[i].w * (x.w * r));
+          } else {
+            xv = input4<MODE>(in, nw, rs, b, cols, c);
+          }
           acc[b] += wpre[i].x * xv.x + wpre[i].y * xv.y + wpre[i].z * xv.z + wpre[i].w * xv.w;
         }
       }
