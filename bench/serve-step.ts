@@ -22,6 +22,8 @@ const REPS = Number(flag('--reps', '50'));
 const DTYPE = flag('--dtype', 'f32') as 'f32' | 'bf16';
 const POSITION = Number(flag('--position', '128'));
 const config = DEFAULT_LLAMA_CONFIG;
+// Room for the filled cache and the timed steps, at least 1024 positions (as a server's engine has).
+const MAX_POSITIONS = Math.min(config.maxPositions, Math.max(1024, POSITION + 1));
 
 // The default decoder with the seeded synthetic weights (src/llm/weights.ts).
 const synthetic = syntheticWeights(config, 1);
@@ -29,10 +31,10 @@ const weights = (name: string): Float32Array => synthetic.get(name)!.data;
 
 const maxBatch = Math.max(...BATCHES);
 const t0 = performance.now();
-const graphed = new GpuDecodeEngine({ config, weights, dtype: DTYPE, graphs: true, slots: maxBatch, maxBatch, maxPositions: 1024 });
-const eager = new GpuDecodeEngine({ config, weights, dtype: DTYPE, graphs: false, slots: maxBatch, maxBatch, maxPositions: 1024 });
+const graphed = new GpuDecodeEngine({ config, weights, dtype: DTYPE, graphs: true, slots: maxBatch, maxBatch, maxPositions: MAX_POSITIONS });
+const eager = new GpuDecodeEngine({ config, weights, dtype: DTYPE, graphs: false, slots: maxBatch, maxBatch, maxPositions: MAX_POSITIONS });
 // Graphed without programmatic edges, where the default has them: what PDL adds.
-const plain = graphed.name.includes('without PDL') ? null : new GpuDecodeEngine({ config, weights, dtype: DTYPE, graphs: true, pdl: false, slots: maxBatch, maxBatch, maxPositions: 1024 });
+const plain = graphed.name.includes('without PDL') ? null : new GpuDecodeEngine({ config, weights, dtype: DTYPE, graphs: true, pdl: false, slots: maxBatch, maxBatch, maxPositions: MAX_POSITIONS });
 const engines = [['eager', eager], ['graphed', graphed], ...(plain !== null ? [['graphed without PDL', plain] as const] : [])] as const;
 const startMs = performance.now() - t0;
 

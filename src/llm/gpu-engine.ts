@@ -17,7 +17,7 @@ import { Device, DeviceBuffer, GraphCache, Module, PinnedHostBuffer, arg, type K
 import type { LlamaConfig } from './config.js';
 import { headDim } from './config.js';
 import type { DecodeEngine, DecodeEntry, StepResult } from './engine.js';
-import { ATTENTION_HEAD_DIMS, GEMV_BATCHES, GEMV_INPUT, decoderSource, gemvName, gemvSplit } from './gpu-kernels.js';
+import { ATTENTION_CHUNK, ATTENTION_HEAD_DIMS, GEMV_BATCHES, GEMV_INPUT, decoderSource, gemvName, gemvSplit } from './gpu-kernels.js';
 
 /** Where the engine finds each weight, by its Hugging Face name, as f32 values. */
 export type WeightSource = (name: string) => Float32Array;
@@ -210,7 +210,11 @@ export class GpuDecodeEngine implements DecodeEngine {
         return { prepare: (config: LaunchConfig) => ({ kernel, config, prepared: kernel.prepare(config) }) };
       };
       const t = this.#dtype;
-      const attnShared = this.maxPositions * 4;
+      // Attention's position chunks: a grid dimension fixed at capture, partial results per chunk, a counter per (sequence, head), zeroed once (the last block of each launch resets its own).
+      const chunks = Math.ceil(this.maxPositions / ATTENTION_CHUNK);
+      const attnPart = buf(MB * c.heads * chunks * (hd + 2) * 4);
+      const attnArrived = buf(MB * c.heads * 4);
+      attnArrived.copyFromHost(new Uint32Array(MB * c.heads));
       const none = arg.u64(0n);
       for (const B of this.#buckets) {
         /** out (+)= W · input for the bucket's rows; `norm`: the input is the RMSNorm of `input` with that weight. */
@@ -225,8 +229,8 @@ export class GpuDecodeEngine implements DecodeEngine {
         layers.forEach((L, li) => {
           list.push(g(qkv, L.qkv, x, qkvDim, c.dim, GEMV_INPUT.rmsnorm, 0, L.inNorm));
           list.push(k(`attention_hd${hd}`).prepare({
-            grid: [B, c.heads], block: 256, sharedMem: attnShared,
-            args: [att, qkv, kcache, vcache, arg.u64(slotsAt), arg.u64(positionsAt), arg.i32(c.heads), arg.i32(c.kvHeads), arg.i32(c.layers), arg.i32(li), arg.i32(this.maxPositions), arg.f32(c.ropeTheta)],
+            grid: [B, c.heads, chunks], block: 256, sharedMem: ATTENTION_CHUNK * 4,
+            args: [att, qkv, kcache, vcache, arg.u64(slotsAt), arg.u64(positionsAt), arg.i32(c.heads), arg.i32(c.kvHeads), arg.i32(c.layers), arg.i32(li), arg.i32(this.maxPositions), arg.f32(c.ropeTheta), attnPart, attnArrived, arg.i32(ATTENTION_CHUNK)],
           }));
           list.push(g(x, L.o, att, c.dim, c.heads * hd, GEMV_INPUT.plain, 1));
           list.push(g(gu, L.gu, x, 2 * c.hidden, c.dim, GEMV_INPUT.rmsnorm, 0, L.postNorm));
@@ -237,7 +241,6 @@ export class GpuDecodeEngine implements DecodeEngine {
         this.#launches.set(B, list);
       }
       // 48 KiB of dynamic shared memory without opting in: 12,288 scores (the static arrays take the rest of a block's share).
-      if (attnShared > 40 * 1024) throw new InvalidArgumentError(op, 'maxPositions', `attention keeps a score per position in shared memory: at most ${40 * 1024 / 4} positions, got ${this.maxPositions}`);
       // A bucket's graph holds the step's two copies too (from and to the pinned buffers, whose
       // addresses never change): one launch submits the whole step.
       this.#cache = this.#graphs

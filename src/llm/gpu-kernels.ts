@@ -22,6 +22,9 @@
 /** Batch sizes with a GEMV of their own (registers hold one accumulator per sequence). */
 export const GEMV_BATCHES = [1, 2, 4, 8, 16, 32] as const;
 
+/** Positions a block of the attention kernel covers (a score each in shared memory); longer contexts are split over blocks. */
+export const ATTENTION_CHUNK = 256;
+
 /** Head widths with an attention kernel of their own. */
 export const ATTENTION_HEAD_DIMS = [16, 32, 64, 128, 256] as const;
 
@@ -237,52 +240,72 @@ __device__ __forceinline__ void rope_pair(float x1, float x2, int j, int hd, int
 }
 
 // out[b, h*HD:(h+1)*HD] = softmax(q . K[0..pos] / sqrt(HD)) . V[0..pos] for head h of sequence b
-// (one block of 256 threads a (sequence, head); grouped-query: kv head h / (heads / kvHeads)).
+// (grouped-query: kv head h / (heads / kvHeads)). Blocks of 256 threads, grid (sequence, head,
+// chunk): block z covers positions [z*CHUNK, (z+1)*CHUNK). A sequence whose positions fit in one
+// chunk is done by its first block alone, which writes the output; the others return at once.
+// A longer one is split (flash-decoding): each block of a chunk the sequence reaches writes its
+// chunk's max score, sum of exponentials and weighted values to part, and the last block to
+// arrive (a counter per (sequence, head), reset by that block) combines them in chunk order, so
+// the result does not depend on which block came last. Long contexts thus spread over many SMs,
+// and the grid, fixed at capture, serves every length.
 // qkv = [q (heads*HD) | k (kvHeads*HD) | v (kvHeads*HD)] as the Q|K|V GEMV wrote it, before the
-// rotary embedding: the block rotates its q and the current position's k itself, takes the current
-// k and v from registers rather than the cache, and the first block of each kv head writes them
-// into the cache of (slot, layer) at pos (cache: [slot][layer][position][kvHeads*HD]). So no block
-// reads what another writes in the same launch, and the rotation and the cache append need no
+// rotary embedding: each block rotates its q, the block holding pos also the current k, takes
+// the current k and v from registers rather than the cache, and for the first head of each kv
+// head writes them into the cache of (slot, layer) at pos (cache:
+// [slot][layer][position][kvHeads*HD]). No block reads what another writes in the same launch
+// (other blocks read positions below pos only), and the rotation and the cache append need no
 // launch of their own. Scores: a thread a position, its key row read as HD/4 independent 16-byte
 // loads. Values: the block in 1024/HD stripes of positions, a thread four columns, the stripes
-// added in a fixed order. Dynamic shared memory: maxPos scores.
+// added in a fixed order. Dynamic shared memory: CHUNK scores.
 template <int HD>
 __device__ void attention(float *out, const float *qkv, float *kcache, float *vcache, const int *slots,
-                          const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos, float theta) {
+                          const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos, float theta,
+                          float *part, unsigned *arrived, int chunk) {
   extern __shared__ float sc[];
   __shared__ float scratch[32];
   __shared__ float4 q4[HD / 4];
   __shared__ float4 kcur4[HD / 4];
   __shared__ float4 vcur4[HD / 4];
   __shared__ float4 partial[256];
-  pdl_wait();
-  int b = blockIdx.x, h = blockIdx.y;
+  __shared__ bool last;
+  int b = blockIdx.x, h = blockIdx.y, z = blockIdx.z;
+  // Positions and slots come from the step's input copy, which every kernel of the step follows:
+  // safe to read before the wait, so the blocks past the sequence's length leave at once.
   int pos = positions[b], slot = slots[b], group = heads / kvHeads, kvh = h / group;
+  int chunks = pos / chunk + 1;
+  if (z >= chunks) return;
+  pdl_wait();
+  int t0 = z * chunk, t1 = min(t0 + chunk, pos + 1);
+  bool current = t1 == pos + 1;
   int qkvDim = (heads + 2 * kvHeads) * HD, kvDim = kvHeads * HD;
   const float *row = qkv + (size_t)b * qkvDim;
   size_t base = ((size_t)slot * layers + layer) * maxPos * kvDim + (size_t)kvh * HD;
   size_t at = base + (size_t)pos * kvDim;
-  bool writer = h % group == 0;
+  bool writer = current && h % group == 0;
   const int half = HD / 2;
   if (threadIdx.x < half) {
     int j = threadIdx.x;
     float *q = reinterpret_cast<float *>(q4), *kc = reinterpret_cast<float *>(kcur4);
     const float *qs = row + h * HD, *ks = row + (heads + kvh) * HD;
     rope_pair(qs[j], qs[j + half], j, HD, pos, theta, &q[j], &q[j + half]);
-    rope_pair(ks[j], ks[j + half], j, HD, pos, theta, &kc[j], &kc[j + half]);
-    if (writer) {
-      kcache[at + j] = kc[j];
-      kcache[at + j + half] = kc[j + half];
+    if (current) {
+      rope_pair(ks[j], ks[j + half], j, HD, pos, theta, &kc[j], &kc[j + half]);
+      if (writer) {
+        kcache[at + j] = kc[j];
+        kcache[at + j + half] = kc[j + half];
+      }
     }
   }
-  for (int d = threadIdx.x; d < HD; d += blockDim.x) {
-    float v = row[(heads + kvHeads + kvh) * HD + d];
-    reinterpret_cast<float *>(vcur4)[d] = v;
-    if (writer) vcache[at + d] = v;
+  if (current) {
+    for (int d = threadIdx.x; d < HD; d += blockDim.x) {
+      float v = row[(heads + kvHeads + kvh) * HD + d];
+      reinterpret_cast<float *>(vcur4)[d] = v;
+      if (writer) vcache[at + d] = v;
+    }
   }
   __syncthreads();
   float scale = rsqrtf((float)HD), m = NEG_INF;
-  for (int t = threadIdx.x; t <= pos; t += blockDim.x) {
+  for (int t = t0 + threadIdx.x; t < t1; t += blockDim.x) {
     const float4 *k = t == pos ? kcur4 : reinterpret_cast<const float4 *>(kcache + base + (size_t)t * kvDim);
     float4 kv[HD / 4];
 #pragma unroll
@@ -291,14 +314,14 @@ __device__ void attention(float *out, const float *qkv, float *kcache, float *vc
 #pragma unroll
     for (int i = 0; i < HD / 4; i++) s += q4[i].x * kv[i].x + q4[i].y * kv[i].y + q4[i].z * kv[i].z + q4[i].w * kv[i].w;
     s *= scale;
-    sc[t] = s;
+    sc[t - t0] = s;
     m = fmaxf(m, s);
   }
   m = block_max(m, scratch);
   float sum = 0.0f;
-  for (int t = threadIdx.x; t <= pos; t += blockDim.x) {
-    float e = expf(sc[t] - m);
-    sc[t] = e;
+  for (int t = t0 + threadIdx.x; t < t1; t += blockDim.x) {
+    float e = expf(sc[t - t0] - m);
+    sc[t - t0] = e;
     sum += e;
   }
   sum = block_sum(sum, scratch);
@@ -307,31 +330,70 @@ __device__ void attention(float *out, const float *qkv, float *kcache, float *vc
   const int C4 = HD / 4, stripes = 256 / C4;
   int d4 = threadIdx.x % C4, stripe = threadIdx.x / C4;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  int tv = current ? pos : t1;  // positions read from the cache: [t0, tv)
 #pragma unroll 8
-  for (int t = stripe; t < pos; t += stripes) {
-    float p = sc[t];
+  for (int t = t0 + stripe; t < tv; t += stripes) {
+    float p = sc[t - t0];
     float4 v = *reinterpret_cast<const float4 *>(vcache + base + (size_t)t * kvDim + 4 * d4);
     acc.x += p * v.x; acc.y += p * v.y; acc.z += p * v.z; acc.w += p * v.w;
   }
-  if (pos % stripes == stripe) {
-    float p = sc[pos];
+  if (current && (pos - t0) % stripes == stripe) {
+    float p = sc[pos - t0];
     float4 v = vcur4[d4];
     acc.x += p * v.x; acc.y += p * v.y; acc.z += p * v.z; acc.w += p * v.w;
   }
   pdl_start();
   partial[threadIdx.x] = acc;
   __syncthreads();
+  const float *pf = reinterpret_cast<const float *>(partial);
+  float *o = out + (size_t)b * heads * HD + h * HD;
+  if (chunks == 1) {
+    if (threadIdx.x < HD) {
+      float v = 0.0f;
+      for (int k = 0; k < stripes; k++) v += pf[(k * C4) * 4 + threadIdx.x];
+      o[threadIdx.x] = v / sum;
+    }
+    return;
+  }
+  // Split: this chunk's (max, sum, weighted values) for the block that comes last.
+  int S = (maxPos + chunk - 1) / chunk;
+  float *mine = part + ((size_t)(b * heads + h) * S + z) * (HD + 2);
   if (threadIdx.x < HD) {
-    const float *pf = reinterpret_cast<const float *>(partial);
     float v = 0.0f;
     for (int k = 0; k < stripes; k++) v += pf[(k * C4) * 4 + threadIdx.x];
-    out[(size_t)b * heads * HD + h * HD + threadIdx.x] = v / sum;
+    mine[2 + threadIdx.x] = v;
   }
+  if (threadIdx.x == 0) {
+    mine[0] = m;
+    mine[1] = sum;
+  }
+  __threadfence();
+  __syncthreads();
+  unsigned *count = arrived + b * heads + h;
+  if (threadIdx.x == 0) last = atomicAdd(count, 1u) == (unsigned)(chunks - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const float *all = part + (size_t)(b * heads + h) * S * (HD + 2);
+  if (threadIdx.x < HD) {
+    float M = NEG_INF;
+    for (int c = 0; c < chunks; c++) M = fmaxf(M, __ldcg(all + (size_t)c * (HD + 2)));
+    float L = 0.0f, O = 0.0f;
+    for (int c = 0; c < chunks; c++) {
+      const float *pc = all + (size_t)c * (HD + 2);
+      float w = expf(__ldcg(pc) - M);
+      L += __ldcg(pc + 1) * w;
+      O += __ldcg(pc + 2 + threadIdx.x) * w;
+    }
+    o[threadIdx.x] = O / L;
+  }
+  if (threadIdx.x == 0) *count = 0u;
 }
 #define ATTENTION(HD) \
   extern "C" __global__ void __launch_bounds__(256) attention_hd##HD(float *out, const float *qkv, float *kcache, float *vcache, \
-      const int *slots, const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos, float theta) { \
-    attention<HD>(out, qkv, kcache, vcache, slots, positions, heads, kvHeads, layers, layer, maxPos, theta); }
+      const int *slots, const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos, float theta, \
+      float *part, unsigned *arrived, int chunk) { \
+    attention<HD>(out, qkv, kcache, vcache, slots, positions, heads, kvHeads, layers, layer, maxPos, theta, part, arrived, chunk); }
 
 // tokens[b] = argmax of logits[b, :] (the lowest index on a tie; one block a sequence).
 extern "C" __global__ void argmax(int *tokens, const float *logits, int vocab) {

@@ -91,6 +91,28 @@ gpuSuite('the decoder on the device', () => {
     });
   }
 
+  test('long contexts, split over attention blocks: graphed = eager bit for bit, = the CPU reference across chunk boundaries', async () => {
+    // 700 positions: three chunks of 256, and two sequences of different lengths in one batch.
+    const config = llamaConfig('long', { layers: 2, dim: 64, heads: 4, kvHeads: 2, hidden: 128, maxPositions: 700 });
+    const weights = syntheticWeights(config, 9);
+    const opts = { config, weights: source(weights), slots: 2, maxBatch: 2, maxPositions: 700 };
+    using graphed = new GpuDecodeEngine({ ...opts, graphs: true });
+    using eager = new GpuDecodeEngine({ ...opts, graphs: false });
+    using cpu = new CpuDecodeEngine(config, weights, { slots: 2, maxPositions: 700 });
+    const long = Int32Array.from({ length: 600 }, (_, i) => (i * 7 + 3) % 256);
+    const short = Int32Array.from({ length: 300 }, (_, i) => (i * 5 + 1) % 256);
+    const g = await run(graphed, [long, short], 2);
+    const e = await run(eager, [long, short], 2);
+    const c = await run(cpu, [long, short], 2);
+    assert.deepEqual(g.tokens, e.tokens);
+    g.logits.forEach((l, i) => assert.deepEqual(l, e.logits[i], `step ${i}: graphed and eager logits`));
+    assert.deepEqual(g.tokens, c.tokens, 'the same tokens as the reference');
+    let worst = 0;
+    for (const pos of [0, 254, 255, 256, 257, 299, 300, 511, 512, 513, 600]) worst = Math.max(worst, relativeError(g.logits[pos]!, c.logits[pos]!));
+    process.stdout.write(`# llm long: worst logit error against the CPU reference at chunk boundaries ${worst.toExponential(2)}\n`);
+    assert.ok(worst <= 1e-4, `logits within 1e-4 of the largest: ${worst}`);
+  });
+
   test('bf16 weights: the same as the reference given the same rounded weights', async () => {
     const weights = syntheticWeights(TINY, 5);
     using gpu = new GpuDecodeEngine({ config: TINY, weights: source(weights), dtype: 'bf16', slots: 4, maxBatch: 4, maxPositions: 64 });
