@@ -7,7 +7,7 @@
  * cluster), and a drawing only for the child graph and conditional nodes, whose edges attach to a
  * node inside their cluster; every other node is drawn as `n<id>` and edges attach to it there.
  */
-import { drawNode, edgeDataAttrs, edgeLine, HIGHLIGHT, STREAM_COLOURS, dotString, type Drawing, type DotOptions } from './dot.js';
+import { describeWork, drawNode, edgeDataAttrs, edgeLine, HIGHLIGHT, STREAM_COLOURS, dotString, type Drawing, type DotOptions } from './dot.js';
 import { outEdges, outEdgeScratch } from './edge-walk.js';
 import { CHUNK_CHARS } from './graph-json-stream.js';
 import type { GraphStore } from './graph-store.js';
@@ -43,17 +43,35 @@ export function* dotChunks(store: GraphStore, options: DotChunkOptions, op = 'Co
   if (options.title !== undefined) buf += `  label=${dotString(options.title)}; labelloc=t;\n`;
 
   const highlighted = new Set(options.highlight ?? []);
-  const hlEdges = new Set<string>();
+  // Highlighted edges by their upstream node: a lookup per edge that builds no key.
+  const hlNext = new Map<number, number[]>();
   const h = options.highlight ?? [];
-  for (let i = 1; i < h.length; i++) hlEdges.add(`${h[i - 1]}>${h[i]}`);
+  for (let i = 1; i < h.length; i++) {
+    const next = hlNext.get(h[i - 1]!);
+    if (next === undefined) hlNext.set(h[i - 1]!, [h[i]!]);
+    else next.push(h[i]!);
+  }
 
   // Drawings kept for the nodes whose edges attach inside a cluster; a plain node is `n<id>`.
   const clusters = new Map<number, Drawing>();
   const drawingOf = (v: number): Drawing => clusters.get(v) ?? { lines: [], entry: `n${v}`, exit: `n${v}`, cluster: null };
+  const noExtra: readonly string[] = [];
+  const hlExtra: readonly string[] = ['penwidth=3'];
+  // A plain node's line is `n<id>` and a text that depends only on its label, colour and
+  // highlight: kept per distinct text (names repeat), it is quoted for DOT once, not per node.
+  const lineTails = new Map<string, string>();
   const draw = (v: number, indent: string, colour: string): string => {
-    const hl = highlighted.has(v);
-    const d = drawNode(store.readNode(v), `n${v}`, indent, hl ? HIGHLIGHT : colour, hl ? ['penwidth=3'] : []);
-    if (d.cluster !== null || d.entry !== `n${v}` || d.exit !== `n${v}`) clusters.set(v, d);
+    const hl = highlighted.size > 0 && highlighted.has(v);
+    const node = store.readNode(v);
+    const id = `n${v}`;
+    const plain = node.kind !== 'conditional' && (node.kind !== 'childGraph' || node.graph.nodeCount() === 0);
+    const key = plain ? `${hl ? 'h' : colour}\u0000${node.kind}\u0000${node.name}\u0000${describeWork(node)}` : '';
+    const tail = plain ? lineTails.get(key) : undefined;
+    if (tail !== undefined) return `${indent}${id}${tail}`;
+    const d = drawNode(node, id, indent, hl ? HIGHLIGHT : colour, hl ? hlExtra : noExtra);
+    if (d.cluster !== null) clusters.set(v, d);
+    if (plain && lineTails.size < 65_536) lineTails.set(key, `${d.lines[0]!.slice(indent.length + id.length)}\n`);
+    if (d.lines.length === 1) return `${d.lines[0]}\n`;
     let text = '';
     for (const line of d.lines) text += `${line}\n`;
     return text;
@@ -70,13 +88,6 @@ export function* dotChunks(store: GraphStore, options: DotChunkOptions, op = 'Co
   for (let v = 0; v < store.n; v++) bySlot[fill[store.slot[v]! + 1]!++] = v;
 
   let written = 0;
-  const flush = function* (): Generator<string, void, undefined> {
-    if (buf.length < CHUNK_CHARS) return;
-    options.onProgress?.(written, total);
-    yield buf;
-    check();
-    buf = '';
-  };
   let colourIndex = 0;
   for (let s = 0; s < store.streamIds.length; s++) {
     const from = starts[s + 1]!;
@@ -89,14 +100,24 @@ export function* dotChunks(store: GraphStore, options: DotChunkOptions, op = 'Co
     for (let i = from; i < to; i++) {
       buf += draw(bySlot[i]!, '    ', colour);
       written++;
-      yield* flush();
+      if (buf.length >= CHUNK_CHARS) {
+        options.onProgress?.(written, total);
+        yield buf;
+        check();
+        buf = '';
+      }
     }
     buf += '  }\n';
   }
   for (let i = 0; i < starts[1]!; i++) {
     buf += draw(bySlot[i]!, '  ', '#555555');
     written++;
-    yield* flush();
+    if (buf.length >= CHUNK_CHARS) {
+      options.onProgress?.(written, total);
+      yield buf;
+      check();
+      buf = '';
+    }
   }
 
   const out = outEdgeScratch();
@@ -104,14 +125,20 @@ export function* dotChunks(store: GraphStore, options: DotChunkOptions, op = 'Co
     if (store.firstOut[u] === 0) continue;
     outEdges(store, u, out);
     const a = drawingOf(u);
+    const hl = hlNext.get(u);
     for (let i = 0; i < out.to.length; i++) {
       const v = out.to[i]!;
       const attrs = edgeDataAttrs(out.codes[i]!, store.slot[u] !== store.slot[v]);
-      if (hlEdges.size > 0 && hlEdges.has(`${u}>${v}`)) attrs.push(`color="${HIGHLIGHT}"`, 'penwidth=2.5');
+      if (hl !== undefined && hl.includes(v)) attrs.push(`color="${HIGHLIGHT}"`, 'penwidth=2.5');
       buf += `  ${edgeLine(a, drawingOf(v), attrs)}\n`;
     }
     written += out.to.length;
-    yield* flush();
+    if (buf.length >= CHUNK_CHARS) {
+      options.onProgress?.(written, total);
+      yield buf;
+      check();
+      buf = '';
+    }
   }
   buf += '}\n';
   options.onProgress?.(total, total);
