@@ -127,7 +127,7 @@ export function ioTable(big: boolean): string {
     '|---|---:|---:|---:|---:|---:|',
   ];
   const fmt = (x: number): string => x.toLocaleString('en-US', { maximumFractionDigits: 0 });
-  const mib = (b: number): string => `${(b / 2 ** 20).toLocaleString('en-US', { maximumFractionDigits: 0 })} MiB`;
+  const mib = (b: number): string => `${(Math.max(0, b) / 2 ** 20).toLocaleString('en-US', { maximumFractionDigits: 0 })} MiB`;
   try {
     for (const n of big ? [1_000_000, 10_000_000] : [1_000_000]) {
       const json = join(dir, `g${n}.json`);

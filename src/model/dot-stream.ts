@@ -88,6 +88,14 @@ export function* dotChunks(store: GraphStore, options: DotChunkOptions, op = 'Co
   for (let v = 0; v < store.n; v++) bySlot[fill[store.slot[v]! + 1]!++] = v;
 
   let written = 0;
+  /** The text so far once it is a piece's worth (and progress told), else null. */
+  const takeFull = (): string | null => {
+    if (buf.length < CHUNK_CHARS) return null;
+    options.onProgress?.(written, total);
+    const piece = buf;
+    buf = '';
+    return piece;
+  };
   let colourIndex = 0;
   for (let s = 0; s < store.streamIds.length; s++) {
     const from = starts[s + 1]!;
@@ -100,11 +108,10 @@ export function* dotChunks(store: GraphStore, options: DotChunkOptions, op = 'Co
     for (let i = from; i < to; i++) {
       buf += draw(bySlot[i]!, '    ', colour);
       written++;
-      if (buf.length >= CHUNK_CHARS) {
-        options.onProgress?.(written, total);
-        yield buf;
+      const piece = takeFull();
+      if (piece !== null) {
+        yield piece;
         check();
-        buf = '';
       }
     }
     buf += '  }\n';
@@ -112,11 +119,10 @@ export function* dotChunks(store: GraphStore, options: DotChunkOptions, op = 'Co
   for (let i = 0; i < starts[1]!; i++) {
     buf += draw(bySlot[i]!, '  ', '#555555');
     written++;
-    if (buf.length >= CHUNK_CHARS) {
-      options.onProgress?.(written, total);
-      yield buf;
+    const piece = takeFull();
+    if (piece !== null) {
+      yield piece;
       check();
-      buf = '';
     }
   }
 
@@ -133,11 +139,10 @@ export function* dotChunks(store: GraphStore, options: DotChunkOptions, op = 'Co
       buf += `  ${edgeLine(a, drawingOf(v), attrs)}\n`;
     }
     written += out.to.length;
-    if (buf.length >= CHUNK_CHARS) {
-      options.onProgress?.(written, total);
-      yield buf;
+    const piece = takeFull();
+    if (piece !== null) {
+      yield piece;
       check();
-      buf = '';
     }
   }
   buf += '}\n';
