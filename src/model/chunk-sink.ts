@@ -5,13 +5,22 @@
  */
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
-import type { Writable } from 'node:stream';
+
+/**
+ * What a writer needs of a Writable (a `stream.Writable`, `process.stdout`, a socket): written
+ * out here, so that the library's typings need no Node typings.
+ */
+export interface TextSink {
+  write(chunk: string): boolean;
+  on(event: 'drain' | 'close' | 'error', listener: (...args: unknown[]) => void): unknown;
+  off(event: 'drain' | 'close' | 'error', listener: (...args: unknown[]) => void): unknown;
+}
 
 /** Where a writer sends its text: a file path (created or replaced) or a Writable (left open). */
-export type TextTarget = string | Writable;
+export type TextTarget = string | TextSink;
 
 /** Resolves when `sink` drains, closes or fails (the caller then checks for the failure), leaving no listener behind. */
-function drained(sink: Writable): Promise<void> {
+function drained(sink: TextSink): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       sink.off('drain', done);
@@ -31,8 +40,9 @@ function drained(sink: Writable): Promise<void> {
  * more may follow (stdout, a socket). Resolves with the number of characters written.
  */
 export async function writeChunks(chunks: Iterable<string>, target: TextTarget): Promise<number> {
-  const own = typeof target === 'string';
-  const sink = own ? createWriteStream(target) : target;
+  const file = typeof target === 'string' ? createWriteStream(target) : null;
+  const own = file !== null;
+  const sink: TextSink = file ?? (target as TextSink);
   let chars = 0;
   // An error of the sink (a full disk, a closed pipe) ends the loop at the next wait.
   let failure: unknown = null;
@@ -47,14 +57,14 @@ export async function writeChunks(chunks: Iterable<string>, target: TextTarget):
       if (!sink.write(piece)) await drained(sink);
     }
     if (failure !== null) throw failure;
-    if (own) {
-      sink.end();
-      await once(sink, 'close');
+    if (file !== null) {
+      file.end();
+      await once(file, 'close');
       if (failure !== null) throw failure;
     }
     return chars;
   } catch (e) {
-    if (own) sink.destroy();
+    file?.destroy();
     throw e;
   } finally {
     sink.off('error', onError);

@@ -7,13 +7,14 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, isU32, requireInt, requireOptions, requireU32 } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
-import { isCut, listText, nameText } from './bounded-text.js';
+import { nameText } from './bounded-text.js';
+import { cycleText } from './cycle-text.js';
 import { GraphStore } from './graph-store.js';
 import { DynamicOrder } from './dynamic-order.js';
 import { ReachabilityIndex } from './reachability.js';
 import { groupLevels, kahnOrder, listSchedule, longestPath, nodeLevels, nodesByOrd, nodeTimes, toIdArray } from './schedule.js';
-import { renderDot, type DotOptions } from './dot.js';
-import { dotChunks, type DotChunkOptions } from './dot-stream.js';
+import type { DotOptions } from './dot.js';
+import { dotChunks, renderDot, type DotChunkOptions } from './dot-stream.js';
 import { documentNode, graphJsonChunks, type JsonChunkOptions } from './graph-json-stream.js';
 import { readGraphJson, type GraphSource, type ReadGraphOptions } from './graph-json-read.js';
 import { writeChunks, type TextTarget } from './chunk-sink.js';
@@ -833,7 +834,9 @@ export class ComputeGraph {
     }
     const o = requireOptions<ReadGraphOptions>(OP, options, ['onProgress']);
     requireCallback(OP, 'onProgress', o.onProgress);
-    return readGraphJson(source, OP, o);
+    const graph = new ComputeGraph();
+    graph.#store = await readGraphJson(source, OP, o);
+    return graph;
   }
 
   /** `ComputeGraph(5 nodes, 4 edges, 2 streams)`. */
@@ -1001,15 +1004,6 @@ function finiteSum(op: string, sum: number, where: string): void {
       `${op}: the costs ${where} add up to more than the largest number (${Number.MAX_VALUE}); use smaller units`,
     );
   }
-}
-
-/**
- * `3 → 4 → 3` for the cycle [3, 4]; a long cycle shows its first and last few nodes and its length
- * (`1,000,000 nodes: 0 → 1 → … → 999,999 → 0`), so the message stays short (bounded-text.ts).
- */
-export function cycleText(cycle: readonly number[]): string {
-  const path = listText(cycle.length + 1, (i) => String(cycle[i % cycle.length]), ' → ');
-  return isCut(cycle.length + 1) ? `${cycle.length.toLocaleString('en-US')} nodes: ${path}` : path;
 }
 
 /**

@@ -149,3 +149,10 @@ export function* dotChunks(store: GraphStore, options: DotChunkOptions, op = 'Co
   options.onProgress?.(total, total);
   yield buf;
 }
+
+/** The DOT text of `store` (options already checked by `ComputeGraph.toDot`): the pieces of `dotChunks`, joined. */
+export function renderDot(store: GraphStore, options: DotOptions): string {
+  let text = '';
+  for (const piece of dotChunks(store, options)) text += piece;
+  return text;
+}

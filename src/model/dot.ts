@@ -9,9 +9,7 @@ import { memcpyDirLabel } from './memcpy-dir.js';
 import { edgeCode, edgeDataOf, edgeDataText, PLAIN_EDGE } from './edge-data.js';
 import { bodyLabel, conditionalText } from './conditional.js';
 import type { ConditionalNodeRecord, GraphNode } from './node.js';
-import type { GraphStore } from './graph-store.js';
 import type { ComputeGraph } from './compute-graph.js';
-import { dotChunks } from './dot-stream.js';
 
 /** Options of `ComputeGraph.toDot`. */
 export interface DotOptions {
@@ -231,11 +229,4 @@ export function edgeLine(a: Drawing, b: Drawing, attrs: string[]): string {
   if (a.cluster !== null) all.push(`ltail=${a.cluster}`);
   if (b.cluster !== null) all.push(`lhead=${b.cluster}`);
   return `${a.exit} -> ${b.entry}${all.length ? ` [${all.join(', ')}]` : ''};`;
-}
-
-/** The DOT text of `store` (options already checked by `ComputeGraph.toDot`): the pieces of `dotChunks`, joined. */
-export function renderDot(store: GraphStore, options: DotOptions): string {
-  let text = '';
-  for (const piece of dotChunks(store, options)) text += piece;
-  return text;
 }

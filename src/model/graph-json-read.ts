@@ -29,7 +29,7 @@ import { appendNodeSpec, type SpecSource } from './node-spec.js';
 import { NODE_KINDS, NODE_KINDS_V1 } from './node.js';
 import { GraphStore } from './graph-store.js';
 import { DynamicOrder } from './dynamic-order.js';
-import { cycleText, graphFromStore, type ComputeGraph } from './compute-graph.js';
+import { cycleText } from './cycle-text.js';
 
 /** What a reader takes: a file path, a Readable, or any (async) iterable of byte or string pieces. */
 export type GraphSource = string | AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>;
@@ -75,11 +75,11 @@ export async function* sourceBytes(source: GraphSource): AsyncGenerator<Uint8Arr
 }
 
 /**
- * Reads the graph document in `source`; `op` names the call in refusals.
+ * Reads the graph document in `source` into a store (`ComputeGraph.readJSON` wraps it); `op` names the call in refusals.
  * @throws GraphError `GRAPH_JSON_INVALID` as `fromJSON` (see the file comment); the source's own
  *   errors (a missing file) as they are.
  */
-export async function readGraphJson(source: GraphSource, op: string, options: ReadGraphOptions = {}): Promise<ComputeGraph> {
+export async function readGraphJson(source: GraphSource, op: string, options: ReadGraphOptions = {}): Promise<GraphStore> {
   const reader = new GraphJsonReader(op);
   let bytes = 0;
   for await (const piece of sourceBytes(source)) {
@@ -143,8 +143,8 @@ export class GraphJsonReader {
     this.#run(false);
   }
 
-  /** Ends the text and returns the graph. @throws GraphError `GRAPH_JSON_INVALID`. */
-  finish(): ComputeGraph {
+  /** Ends the text and returns the graph's store. @throws GraphError `GRAPH_JSON_INVALID`. */
+  finish(): GraphStore {
     this.#run(true);
     if (this.#state !== TRAILING) throw this.#syntax('the text ends inside the document');
     if (!this.#seen.has('format')) throw this.#invalid(`format must be '${GRAPH_JSON_FORMAT}', got undefined`);
@@ -534,8 +534,8 @@ export class GraphJsonReader {
     }
   }
 
-  /** Checks the edges against the nodes and adds them, as `fromJSON` does, and wraps the store as a graph. */
-  #build(): ComputeGraph {
+  /** Checks the edges against the nodes and adds them, as `fromJSON` does. */
+  #build(): GraphStore {
     const store = this.#store;
     const n = store.n;
     const m = this.#edges;
@@ -571,7 +571,7 @@ export class GraphJsonReader {
     }
     // No duplicates, so edge i is edge number i + 1.
     for (const [i, code] of this.#codes) store.setEdgeCode(i + 1, code);
-    return graphFromStore(store);
+    return store;
   }
 }
 
