@@ -1,31 +1,40 @@
 /** Reading and writing graph files for the commands, with one-line errors for the user's mistakes. */
-import { mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ComputeGraph } from '../index.js';
+import { ComputeGraph, GraphError } from '../index.js';
+import type { Output } from './output.js';
+import { ProgressBar } from './progress.js';
 import { UsageError, fileErrorReason } from './usage-error.js';
 
+/** How long work runs before the CLI draws a progress bar for it (on a terminal only). */
+export const PROGRESS_DELAY_MS = 1000;
+
 /**
- * Loads a saved `ComputeGraph` (the JSON that `graph.toJSON()`, `cudagraph demo` write).
+ * Loads a saved `ComputeGraph` (the JSON that `graph.toJSON()`, `writeJSON`, `cudagraph demo`
+ * write) as it is read (`ComputeGraph.readJSON`): the file is never held whole, so any graph that
+ * fits in memory loads, and a load of over a second draws a progress bar on a terminal's stderr.
  * @throws UsageError when the file cannot be read, is not JSON, or is not a valid graph document.
  */
-export function readGraphFile(path: string): ComputeGraph {
-  let text: string;
+export async function readGraphFile(path: string, io?: Output): Promise<ComputeGraph> {
+  let size: number;
   try {
-    text = readFileSync(path, 'utf8');
+    const st = statSync(path);
+    if (st.isDirectory()) throw Object.assign(new Error(`${path} is a folder`), { code: 'EISDIR' });
+    size = st.size;
   } catch (e) {
     throw new UsageError(`cannot read ${path}: ${fileErrorReason(e)}`, { cause: e });
   }
-  let doc: unknown;
+  const bar = io === undefined ? null : new ProgressBar(io, size, 30, PROGRESS_DELAY_MS);
   try {
-    doc = JSON.parse(text);
+    return await ComputeGraph.readJSON(path, bar === null ? {} : { onProgress: (bytes) => bar.update(bytes, `reading ${path}`) });
   } catch (e) {
-    throw new UsageError(`${path} is not JSON: ${(e as Error).message}`, { cause: e });
-  }
-  try {
-    return ComputeGraph.fromJSON(doc);
-  } catch (e) {
-    const why = (e as Error).message.replace(/^ComputeGraph\.fromJSON: /, '');
+    if (!(e instanceof GraphError)) throw new UsageError(`cannot read ${path}: ${fileErrorReason(e)}`, { cause: e });
+    const why = e.message.replace(/^ComputeGraph\.readJSON: /, '');
+    const syntax = /^not JSON text \((.*)\)$/s.exec(why);
+    if (syntax !== null) throw new UsageError(`${path} is not JSON: ${syntax[1]}`, { cause: e });
     throw new UsageError(`${path} is not a cudagraph graph file: ${why}`, { cause: e });
+  } finally {
+    bar?.done();
   }
 }
 

@@ -4,18 +4,21 @@
  */
 import { readGraphFile } from './graph-file.js';
 import type { Output } from './output.js';
-import { crossStreamJoins, formatSummary, streamLabel, summarize } from './summary.js';
+import { crossStreamJoins, formatSummary, streamLabel, summarize, type GraphSummary } from './summary.js';
+import type { ComputeGraph } from '../index.js';
 import { nameForTerminal, terminalText } from './terminal-text.js';
-import { cutNote, textList } from './text-lists.js';
+import { cutNote, textList, withFullLists } from './text-lists.js';
 
 /** Options of `cudagraph inspect`. */
 export interface InspectOptions {
   readonly json: boolean;
+  /** List every source, sink, stream, critical-path node and join in the text too (default: the first 40 and last 10 of each). */
+  readonly full?: boolean;
 }
 
 /** Runs `cudagraph inspect`. @throws UsageError for a file that cannot be read or is not a graph. */
-export function inspect(file: string, options: InspectOptions, io: Output): void {
-  const graph = readGraphFile(file);
+export async function inspect(file: string, options: InspectOptions, io: Output): Promise<void> {
+  const graph = await readGraphFile(file, io);
   const summary = summarize(graph);
   const joins = crossStreamJoins(graph);
   const empty = graph.nodeCount() === 0;
@@ -25,6 +28,15 @@ export function inspect(file: string, options: InspectOptions, io: Output): void
     io.out(JSON.stringify({ file, ...summary, depth: summary.levels, width: summary.widestLevel.width, sources, sinks, joins }, null, 2) + '\n');
     return;
   }
+  if (options.full === true) {
+    withFullLists(() => printText(file, graph, summary, joins, sources, sinks, io));
+    return;
+  }
+  printText(file, graph, summary, joins, sources, sinks, io);
+}
+
+/** The text report. */
+function printText(file: string, graph: ComputeGraph, summary: GraphSummary, joins: ReturnType<typeof crossStreamJoins>, sources: number[], sinks: number[], io: Output): void {
   // Names and the path are the user's text: shown escaped where they hold control characters.
   const name = (id: number): string => nameForTerminal(graph.node(id as never).name);
   const lines = [

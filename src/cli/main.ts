@@ -109,10 +109,11 @@ function program(io: Output, exit: { code: number }): Command {
   cli
     .command('inspect')
     .summary('describe a saved graph: kinds, streams, depth, width, critical path, joins')
-    .description('describe a saved graph: nodes by kind, streams, depth, width, critical path, cross-stream joins')
+    .description('describe a saved graph: nodes by kind, streams, depth, width, critical path, cross-stream joins; long lists show their first 40 and last 10 items unless --full')
     .argument('<graph.json>', 'the graph file')
     .option('--json', 'print the description as JSON', false)
-    .action((file: string, o: { json: boolean }) => inspect(file, o, io));
+    .option('--full', 'list every source, sink, stream, critical-path node and join in the text', false)
+    .action((file: string, o: { json: boolean; full: boolean }) => inspect(file, o, io));
 
   cli
     .command('serve')

@@ -9,12 +9,32 @@ import { isCut, listText, type ListLimits } from '../model/bounded-text.js';
 /** The limits of the CLI's text lists: the first 40 and the last 10 items. */
 export const TEXT_LIST: ListLimits = Object.freeze({ head: 40, tail: 10 });
 
-/** `items` shown with `format`, joined by `separator`, cut as `TEXT_LIST` says. */
-export function textList<T>(items: readonly T[], format: (item: T) => string, separator = ', '): string {
-  return listText(items.length, (i) => format(items[i]!), separator, TEXT_LIST);
+/** The limits of `--full`: none. */
+const FULL_LIST: ListLimits = Object.freeze({ head: Infinity, tail: 0 });
+let limits = TEXT_LIST;
+
+/** Runs `f` with every list shown whole (`inspect --full`). */
+export function withFullLists<T>(f: () => T): T {
+  const before = limits;
+  limits = FULL_LIST;
+  try {
+    return f();
+  } finally {
+    limits = before;
+  }
 }
 
-/** What a cut list adds after it: ` (1,000,000 in all; --json lists every one)`, or nothing. */
+/** `items` shown with `format`, joined by `separator`, cut as `TEXT_LIST` says (whole within `withFullLists`). */
+export function textList<T>(items: readonly T[], format: (item: T) => string, separator = ', '): string {
+  if (limits === FULL_LIST) {
+    let text = '';
+    for (let i = 0; i < items.length; i++) text += (i === 0 ? '' : separator) + format(items[i]!);
+    return text;
+  }
+  return listText(items.length, (i) => format(items[i]!), separator, limits);
+}
+
+/** What a cut list adds after it: ` (1,000,000 in all; --json lists every one)`, or nothing (nothing within `withFullLists`). */
 export function cutNote(count: number): string {
-  return isCut(count, TEXT_LIST) ? ` (${count.toLocaleString('en-US')} in all; --json lists every one)` : '';
+  return limits !== FULL_LIST && isCut(count, limits) ? ` (${count.toLocaleString('en-US')} in all; --json lists every one)` : '';
 }

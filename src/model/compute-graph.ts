@@ -7,12 +7,17 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, isU32, requireInt, requireOptions, requireU32 } from '../util/validate.js';
 import { GraphErrorCode } from './error-codes.js';
-import { isCut, listText, nameText } from './bounded-text.js';
+import { nameText } from './bounded-text.js';
+import { cycleText } from './cycle-text.js';
 import { GraphStore } from './graph-store.js';
 import { DynamicOrder } from './dynamic-order.js';
 import { ReachabilityIndex } from './reachability.js';
 import { groupLevels, kahnOrder, listSchedule, longestPath, nodeLevels, nodesByOrd, nodeTimes, toIdArray } from './schedule.js';
-import { renderDot, type DotOptions } from './dot.js';
+import type { DotOptions } from './dot.js';
+import { dotChunks, renderDot, type DotChunkOptions } from './dot-stream.js';
+import { documentNode, graphJsonChunks, type JsonChunkOptions } from './graph-json-stream.js';
+import { readGraphJson, type GraphSource, type ReadGraphOptions } from './graph-json-read.js';
+import { writeChunks, type TextTarget } from './chunk-sink.js';
 import { appendNodeSpec, FROM_CALL, type SpecSource } from './node-spec.js';
 import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, GRAPH_JSON_VERSIONS, type ComputeGraphJson, type GraphJsonEdge, type GraphJsonNode } from './graph-json.js';
 import { EDGE_DATA_BY_CODE, edgeDataOf, edgeDataText, endpointProblem, PLAIN_EDGE, readEdgeSpec } from './edge-data.js';
@@ -727,16 +732,44 @@ export class ComputeGraph {
    * @throws InvalidArgumentError for bad options; GraphError `NodeNotFound` for an unknown highlighted id.
    */
   toDot(options?: DotOptions): string {
-    const OP = 'ComputeGraph.toDot';
-    const o = requireOptions<DotOptions>(OP, options, ['title', 'highlight']);
+    return renderDot(this.#store, this.#dotOptions('ComputeGraph.toDot', options, ['title', 'highlight']));
+  }
+
+  /**
+   * The text of `toDot(options)` in pieces of about 64 KiB, for graphs whose DOT is longer than a
+   * string can be (V8's limit, 512 MiB, is about 3.5 million nodes). `onProgress(done, total)` is
+   * told the nodes and edges written after each piece. The graph must not change until the last
+   * piece is read (a piece read after a change throws GraphError `GRAPH_BUSY`).
+   * @throws as `toDot`.
+   */
+  toDotChunks(options?: DotChunkOptions): IterableIterator<string> {
+    const OP = 'ComputeGraph.toDotChunks';
+    return dotChunks(this.#store, this.#dotOptions(OP, options, ['title', 'highlight', 'onProgress']), OP);
+  }
+
+  /**
+   * Writes `toDot(options)` to a file path (created or replaced) or a Writable (left open),
+   * waiting for the Writable when it asks to; resolves with the characters written.
+   * @throws as `toDotChunks`; the file's or Writable's own errors.
+   */
+  async writeDot(target: TextTarget, options?: DotChunkOptions): Promise<number> {
+    const OP = 'ComputeGraph.writeDot';
+    requireTarget(OP, target);
+    return writeChunks(dotChunks(this.#store, this.#dotOptions(OP, options, ['title', 'highlight', 'onProgress']), OP), target);
+  }
+
+  /** `toDot`'s options, checked for the call `op`. */
+  #dotOptions(op: string, options: unknown, keys: readonly string[]): DotChunkOptions {
+    const o = requireOptions<DotChunkOptions>(op, options, keys);
     if (o.title !== undefined && typeof o.title !== 'string') {
-      throw new InvalidArgumentError(OP, 'title', `title must be a string, got ${describe(o.title)}`);
+      throw new InvalidArgumentError(op, 'title', `title must be a string, got ${describe(o.title)}`);
     }
     if (o.highlight !== undefined) {
-      if (!Array.isArray(o.highlight)) throw new InvalidArgumentError(OP, 'highlight', `highlight must be an array of node ids, got ${describe(o.highlight)}`);
-      o.highlight.forEach((id, i) => this.#id(OP, `highlight[${i}]`, id));
+      if (!Array.isArray(o.highlight)) throw new InvalidArgumentError(op, 'highlight', `highlight must be an array of node ids, got ${describe(o.highlight)}`);
+      o.highlight.forEach((id, i) => this.#id(op, `highlight[${i}]`, id));
     }
-    return renderDot(this.#store, o);
+    requireCallback(op, 'onProgress', o.onProgress);
+    return o;
   }
 
   /** The graph as a versioned document (see graph-json.ts and docs/model.md); `JSON.stringify(graph)` uses it. */
@@ -749,10 +782,61 @@ export class ComputeGraph {
     });
     // A child graph's graph and a conditional's bodies are written as documents of their own, so
     // the value is plain data that fromJSON, structuredClone and JSON.stringify all take as it is.
-    const nodes: GraphJsonNode[] = this.nodes().map((n) =>
-      n.kind === 'childGraph' ? { ...n, graph: n.graph.toJSON() } : n.kind === 'conditional' ? { ...n, bodies: n.bodies.map((b) => b.toJSON()) } : n,
-    );
+    const nodes: GraphJsonNode[] = this.nodes().map(documentNode);
     return { format: GRAPH_JSON_FORMAT, version: GRAPH_JSON_VERSION, nodes, edges };
+  }
+
+  /**
+   * The text of `JSON.stringify(graph)` — or, with `space`, of `JSON.stringify(graph, null, space)`
+   * — byte for byte, in pieces of about 64 KiB, never held whole: for graphs whose text is longer
+   * than a string can be (about 3.5 million nodes). `onProgress(done, total)` is told the nodes and
+   * edges written after each piece. The graph must not change until the last piece is read (a
+   * piece read after a change throws GraphError `GRAPH_BUSY`).
+   * @throws InvalidArgumentError for bad options.
+   * @example
+   * for (const piece of graph.toJSONChunks()) socket.write(piece);
+   */
+  toJSONChunks(options?: JsonChunkOptions): IterableIterator<string> {
+    const OP = 'ComputeGraph.toJSONChunks';
+    return graphJsonChunks(this.#store, OP, jsonOptions(OP, options));
+  }
+
+  /**
+   * Writes the JSON text (as `toJSONChunks`) to a file path (created or replaced) or a Writable
+   * (left open), waiting for the Writable when it asks to; resolves with the characters written.
+   * `ComputeGraph.readJSON` reads it back.
+   * @throws InvalidArgumentError for bad options or target; the file's or Writable's own errors.
+   * @example
+   * await graph.writeJSON('graph.json');
+   */
+  async writeJSON(target: TextTarget, options?: JsonChunkOptions): Promise<number> {
+    const OP = 'ComputeGraph.writeJSON';
+    requireTarget(OP, target);
+    return writeChunks(graphJsonChunks(this.#store, OP, jsonOptions(OP, options)), target);
+  }
+
+  /**
+   * Reads a graph document from a file path, a Readable or any (async) iterable of byte or string
+   * pieces, as it arrives: memory is the graph plus about one piece, whatever the text's length.
+   * Accepts what `fromJSON` accepts, with its checks and messages (see graph-json-read.ts for the
+   * small differences of a reader that sees the text in order). `onProgress(bytes)` is told the
+   * bytes read after each piece.
+   * @throws GraphError kind `ValidationFailed`, code `GRAPH_JSON_INVALID`, naming the first bad
+   *   field; the source's own errors (a missing file) as they are.
+   * @example
+   * const g = await ComputeGraph.readJSON('graph.json');
+   */
+  static async readJSON(source: GraphSource, options?: ReadGraphOptions): Promise<ComputeGraph> {
+    const OP = 'ComputeGraph.readJSON';
+    const isIterable = typeof source === 'object' && source !== null && (Symbol.asyncIterator in source || Symbol.iterator in source);
+    if (typeof source !== 'string' && !isIterable) {
+      throw new InvalidArgumentError(OP, 'source', `source must be a file path, a Readable or an iterable of byte or string pieces, got ${describe(source)}`);
+    }
+    const o = requireOptions<ReadGraphOptions>(OP, options, ['onProgress']);
+    requireCallback(OP, 'onProgress', o.onProgress);
+    const graph = new ComputeGraph();
+    graph.#store = await readGraphJson(source, OP, o);
+    return graph;
   }
 
   /** `ComputeGraph(5 nodes, 4 edges, 2 streams)`. */
@@ -883,6 +967,29 @@ function forEachEdge(s: GraphStore, visit: (u: number, v: number, code: number) 
   }
 }
 
+/** The options of the JSON writers, checked for the call `op`. */
+function jsonOptions(op: string, options: unknown): JsonChunkOptions {
+  const o = requireOptions<JsonChunkOptions>(op, options, ['space', 'onProgress']);
+  if (o.space !== undefined && typeof o.space !== 'number' && typeof o.space !== 'string') {
+    throw new InvalidArgumentError(op, 'space', `space must be a number of spaces or a string, as JSON.stringify takes it, got ${describe(o.space)}`);
+  }
+  requireCallback(op, 'onProgress', o.onProgress);
+  return o;
+}
+
+/** Refuses an `onProgress` (or other optional callback) that is given but not a function. */
+function requireCallback(op: string, name: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'function') throw new InvalidArgumentError(op, name, `${name} must be a function, got ${describe(value)}`);
+}
+
+/** Refuses a write target that is neither a path nor a Writable (an object with `write`). */
+function requireTarget(op: string, target: unknown): void {
+  const writable = typeof target === 'object' && target !== null && typeof (target as { write?: unknown }).write === 'function';
+  if ((typeof target !== 'string' || target === '') && !writable) {
+    throw new InvalidArgumentError(op, 'target', `target must be a file path or a Writable, got ${describe(target)}`);
+  }
+}
+
 /** A `GRAPH_JSON_INVALID` GraphError of the call `op`. */
 function jsonInvalid(op: string, message: string, cause?: unknown): GraphError {
   return new GraphError('ValidationFailed', GraphErrorCode.JsonInvalid, `${op}: ${message}`, cause === undefined ? undefined : { cause });
@@ -897,15 +1004,6 @@ function finiteSum(op: string, sum: number, where: string): void {
       `${op}: the costs ${where} add up to more than the largest number (${Number.MAX_VALUE}); use smaller units`,
     );
   }
-}
-
-/**
- * `3 → 4 → 3` for the cycle [3, 4]; a long cycle shows its first and last few nodes and its length
- * (`1,000,000 nodes: 0 → 1 → … → 999,999 → 0`), so the message stays short (bounded-text.ts).
- */
-function cycleText(cycle: readonly number[]): string {
-  const path = listText(cycle.length + 1, (i) => String(cycle[i % cycle.length]), ' → ');
-  return isCut(cycle.length + 1) ? `${cycle.length.toLocaleString('en-US')} nodes: ${path}` : path;
 }
 
 /**

@@ -9,7 +9,6 @@ import { memcpyDirLabel } from './memcpy-dir.js';
 import { edgeCode, edgeDataOf, edgeDataText, PLAIN_EDGE } from './edge-data.js';
 import { bodyLabel, conditionalText } from './conditional.js';
 import type { ConditionalNodeRecord, GraphNode } from './node.js';
-import type { GraphStore } from './graph-store.js';
 import type { ComputeGraph } from './compute-graph.js';
 
 /** Options of `ComputeGraph.toDot`. */
@@ -127,7 +126,7 @@ export function describeWork(node: GraphNode): string {
 }
 
 /** An edge's attributes: dashed across streams, and what shows its data (nothing for a plain edge). */
-function edgeDataAttrs(code: number, crossStream = false): string[] {
+export function edgeDataAttrs(code: number, crossStream = false): string[] {
   if (code === PLAIN_EDGE) return crossStream ? ['style=dashed'] : [];
   const d = edgeDataOf(code);
   const styles = [...(crossStream ? ['dashed'] : []), ...(d.kind === 'programmatic' ? ['bold'] : [])];
@@ -139,7 +138,7 @@ function edgeDataAttrs(code: number, crossStream = false): string[] {
 }
 
 /** How one node is drawn: its lines, and where edges into and out of it attach. */
-interface Drawing {
+export interface Drawing {
   readonly lines: string[];
   /** The DOT node an incoming edge points at. */
   readonly entry: string;
@@ -154,7 +153,7 @@ interface Drawing {
  * `n3_1`, …; a nested child goes on, `n3_1_0`); edges into it point at one of its sources and are
  * clipped to the cluster (`lhead`), edges out of it leave one of its sinks (`ltail`).
  */
-function drawNode(node: GraphNode, id: string, indent: string, colour: string, extra: readonly string[]): Drawing {
+export function drawNode(node: GraphNode, id: string, indent: string, colour: string, extra: readonly string[]): Drawing {
   const label = dotString(`${node.name}\n${describeWork(node)}`);
   if (node.kind === 'conditional') return drawConditional(node, id, label, indent, colour, extra);
   if (node.kind !== 'childGraph' || node.graph.nodeCount() === 0) {
@@ -225,73 +224,9 @@ function drawConditional(node: ConditionalNodeRecord, id: string, label: string,
 }
 
 /** `a -> b [...]`, clipped to the clusters of child graphs at its ends. */
-function edgeLine(a: Drawing, b: Drawing, attrs: string[]): string {
+export function edgeLine(a: Drawing, b: Drawing, attrs: string[]): string {
   const all = [...attrs];
   if (a.cluster !== null) all.push(`ltail=${a.cluster}`);
   if (b.cluster !== null) all.push(`lhead=${b.cluster}`);
   return `${a.exit} -> ${b.entry}${all.length ? ` [${all.join(', ')}]` : ''};`;
-}
-
-/** The DOT text of `store` (options already checked by `ComputeGraph.toDot`). */
-export function renderDot(store: GraphStore, options: DotOptions): string {
-  const lines: string[] = ['digraph ComputeGraph {'];
-  // newrank: Graphviz ranks each cluster on its own by default, so with a cluster per stream an
-  // edge between streams can point upwards; ranking the whole graph at once keeps every edge
-  // pointing down the page. compound: edges clipped to a child graph's or conditional's cluster (lhead, ltail).
-  const compound = store.children.size > 0 || store.conditionals.size > 0 ? ', compound=true' : '';
-  lines.push(`  graph [rankdir=TB, newrank=true${compound}, fontname="Helvetica", fontsize=12];`);
-  lines.push('  node [fontname="Helvetica", fontsize=10, style=filled, penwidth=1.2];');
-  lines.push('  edge [color="#555555", arrowsize=0.7];');
-  if (options.title !== undefined) lines.push(`  label=${dotString(options.title)}; labelloc=t;`);
-
-  const highlighted = new Set(options.highlight ?? []);
-  const hlEdges = new Set<string>();
-  const h = options.highlight ?? [];
-  for (let i = 1; i < h.length; i++) hlEdges.add(`${h[i - 1]}>${h[i]}`);
-
-  const drawings: Drawing[] = new Array(store.n);
-  const draw = (v: number, indent: string, colour: string): string[] => {
-    const hl = highlighted.has(v);
-    const d = drawNode(store.readNode(v), `n${v}`, indent, hl ? HIGHLIGHT : colour, hl ? ['penwidth=3'] : []);
-    drawings[v] = d;
-    return d.lines;
-  };
-
-  // Streams in order of first use, each a cluster; nodes without a stream at top level.
-  const bySlot: number[][] = store.streamIds.map(() => []);
-  const loose: number[] = [];
-  for (let v = 0; v < store.n; v++) {
-    const s = store.slot[v]!;
-    if (s < 0) loose.push(v);
-    else bySlot[s]!.push(v);
-  }
-  let colourIndex = 0;
-  for (let s = 0; s < bySlot.length; s++) {
-    const members = bySlot[s]!;
-    if (members.length === 0) continue;
-    const colour = STREAM_COLOURS[colourIndex++ % STREAM_COLOURS.length]!;
-    const id = store.streamIds[s]!;
-    lines.push(`  subgraph cluster_s${id} {`);
-    lines.push(`    label=${dotString(`stream ${id}`)}; labeljust=l; style="rounded,dashed"; color="${colour}"; fontcolor="${colour}";`);
-    for (const v of members) for (const line of draw(v, '    ', colour)) lines.push(line);
-    lines.push('  }');
-  }
-  for (const v of loose) for (const line of draw(v, '  ', '#555555')) lines.push(line);
-
-  const numbers = new Map<number, number>();
-  for (let u = 0; u < store.n; u++) {
-    // Edge data by edge number (only for graphs that have any): target → edge number of u's out-list.
-    if (store.edgeCodes.size > 0) {
-      numbers.clear();
-      for (let e = store.firstOut[u]!; e !== 0; e = store.nextOut[e]!) numbers.set(store.to[e]!, e);
-    }
-    for (const v of store.successors(u)) {
-      const code = store.edgeCodes.size > 0 ? store.edgeCodeOf(numbers.get(v)!) : PLAIN_EDGE;
-      const attrs = edgeDataAttrs(code, store.slot[u] !== store.slot[v]);
-      if (hlEdges.has(`${u}>${v}`)) attrs.push(`color="${HIGHLIGHT}"`, 'penwidth=2.5');
-      lines.push(`  ${edgeLine(drawings[u]!, drawings[v]!, attrs)}`);
-    }
-  }
-  lines.push('}');
-  return lines.join('\n') + '\n';
 }

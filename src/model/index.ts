@@ -60,6 +60,10 @@ export {
   type BodyRecorder,
 } from './stream-capture.js';
 export type { DotOptions } from './dot.js';
+export type { DotChunkOptions } from './dot-stream.js';
+export type { JsonChunkOptions } from './graph-json-stream.js';
+export type { GraphSource, ReadGraphOptions } from './graph-json-read.js';
+export type { TextSink, TextTarget } from './chunk-sink.js';
 export { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, GRAPH_JSON_VERSIONS, type ComputeGraphJson, type GraphJsonEdge } from './graph-json.js';
 export {
   ExecGraph,

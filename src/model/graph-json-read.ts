@@ -1,0 +1,579 @@
+/**
+ * Reading a graph document (graph-json.ts) from pieces of text as they arrive: a file, a Readable,
+ * any iterable of byte or string pieces. Memory is the graph being built plus about one piece:
+ * the text is never held whole (V8 refuses strings past 512 MiB, which a document reaches at about
+ * 3.5 million nodes), nor is the parsed document.
+ *
+ * Why a parser of our own, for this one schema, and no dependency: the document is an object of
+ * four fields whose two large ones are arrays of small items. The parser walks the bytes only to
+ * find where items end (structural characters are ASCII, so UTF-8 needs no decoding for that; a
+ * string is skipped with `indexOf` of its closing quote), then hands a run of whole nodes to
+ * `JSON.parse` at once, and reads `[from, to]` pairs itself. Each node is then checked by the same
+ * code as `addNode` and `fromJSON` (node-spec.ts), so a streamed document is accepted exactly when
+ * `fromJSON` accepts it, and refused with the same `GRAPH_JSON_INVALID` messages naming the field.
+ *
+ * Differences from `fromJSON`, which sees the whole document before it checks anything: the
+ * first problem met in the order of the text is the one reported (a document with two problems
+ * may be refused for the other one), a field given twice is refused (`JSON.parse` keeps the last),
+ * and a byte order mark before the document is skipped.
+ */
+import { createReadStream } from 'node:fs';
+import { InvalidArgumentError } from '../errors/base.js';
+import { GraphError } from '../errors/graph-error.js';
+import { describe, isU32, requireOneOf, requireU32 } from '../util/validate.js';
+import { GraphErrorCode } from './error-codes.js';
+import { nameText } from './bounded-text.js';
+import { endpointProblem, readEdgeSpec, PLAIN_EDGE } from './edge-data.js';
+import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSIONS } from './graph-json.js';
+import { appendNodeSpec, type SpecSource } from './node-spec.js';
+import { NODE_KINDS, NODE_KINDS_V1 } from './node.js';
+import { GraphStore } from './graph-store.js';
+import { DynamicOrder } from './dynamic-order.js';
+import { cycleText } from './cycle-text.js';
+
+/** What a reader takes: a file path, a Readable, or any (async) iterable of byte or string pieces. */
+export type GraphSource = string | AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>;
+
+/** Options of `ComputeGraph.readJSON`. */
+export interface ReadGraphOptions {
+  /** Called after each piece with the bytes read so far (a progress bar's input). */
+  readonly onProgress?: (bytes: number) => void;
+}
+
+const KNOWN_FIELDS = ['format', 'version', 'nodes', 'edges'];
+const WS_SPACE = 0x20;
+const QUOTE = 0x22;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+
+const isWs = (c: number): boolean => c === WS_SPACE || c === 0x0a || c === 0x0d || c === 0x09;
+
+// Where the parser is in the document.
+const BEGIN = 0;
+const KEY = 1;
+const VALUE = 2;
+const AFTER_VALUE = 3;
+const NODES_OPEN = 4;
+const NODES = 5;
+const EDGES_OPEN = 6;
+const EDGES = 7;
+const TRAILING = 8;
+
+/** Pieces of `source` as bytes: a path is read through a file stream, strings are encoded as UTF-8. */
+export async function* sourceBytes(source: GraphSource): AsyncGenerator<Uint8Array> {
+  const pieces = typeof source === 'string' ? createReadStream(source, { highWaterMark: 1 << 20 }) : source;
+  for await (const piece of pieces as AsyncIterable<Uint8Array | string>) {
+    yield typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece;
+  }
+}
+
+/**
+ * Reads the graph document in `source` into a store (`ComputeGraph.readJSON` wraps it); `op` names the call in refusals.
+ * @throws GraphError `GRAPH_JSON_INVALID` as `fromJSON` (see the file comment); the source's own
+ *   errors (a missing file) as they are.
+ */
+export async function readGraphJson(source: GraphSource, op: string, options: ReadGraphOptions = {}): Promise<GraphStore> {
+  const reader = new GraphJsonReader(op);
+  let bytes = 0;
+  for await (const piece of sourceBytes(source)) {
+    reader.feed(piece);
+    bytes += piece.length;
+    options.onProgress?.(bytes);
+  }
+  return reader.finish();
+}
+
+/** A push parser of one graph document: `feed` it pieces of UTF-8, then `finish`. */
+export class GraphJsonReader {
+  readonly #op: string;
+  readonly #store = new GraphStore();
+  readonly #decoder = new TextDecoder();
+  #buf: Uint8Array = new Uint8Array(0);
+  #pos = 0;
+  /** Bytes dropped from the front of the buffer: `#base + #pos` is the offset in the whole text. */
+  #base = 0;
+  #state = BEGIN;
+  #firstKey = true;
+  #key = '';
+  readonly #seen = new Set<string>();
+  #version: number | null = null;
+  /** The first node (index, kind) or triple edge that a version 1 document may not hold, while the version is not known yet. */
+  #v2Kind: { index: number; kind: string } | null = null;
+  #v2Triple: { index: number; edge: unknown } | null = null;
+  #nodes = 0;
+  // Scanning a run of nodes resumes where the last piece ended, so a large node costs O(its size).
+  #scanFrom = 0;
+  #scanDepth = 0;
+  #afterComma = false;
+  #expectEdge = true;
+  #edges = 0;
+  #from = new Uint32Array(1024);
+  #to = new Uint32Array(1024);
+  /** Edge index → data code, for the edges given as triples. */
+  readonly #codes = new Map<number, number>();
+
+  constructor(op: string) {
+    this.#op = op;
+  }
+
+  /** Parses what `piece` completes. @throws GraphError `GRAPH_JSON_INVALID` at the first problem. */
+  feed(piece: Uint8Array): void {
+    // The scan of a run of nodes resumes at an offset into the buffer, which moves with it.
+    if (this.#pos >= this.#buf.length) {
+      this.#scanFrom -= this.#buf.length;
+      this.#base += this.#buf.length;
+      this.#buf = piece;
+    } else {
+      const rest = this.#buf.subarray(this.#pos);
+      const joined = new Uint8Array(rest.length + piece.length);
+      joined.set(rest);
+      joined.set(piece, rest.length);
+      this.#scanFrom -= this.#pos;
+      this.#base += this.#pos;
+      this.#buf = joined;
+    }
+    this.#pos = 0;
+    this.#run(false);
+  }
+
+  /** Ends the text and returns the graph's store. @throws GraphError `GRAPH_JSON_INVALID`. */
+  finish(): GraphStore {
+    this.#run(true);
+    if (this.#state !== TRAILING) throw this.#syntax('the text ends inside the document');
+    if (!this.#seen.has('format')) throw this.#invalid(`format must be '${GRAPH_JSON_FORMAT}', got undefined`);
+    if (!this.#seen.has('version')) throw this.#invalid(`version must be ${GRAPH_JSON_VERSIONS.join(' or ')} (the versions this build reads), got undefined`);
+    if (!this.#seen.has('nodes')) throw this.#invalid('nodes must be an array, got undefined');
+    if (!this.#seen.has('edges')) throw this.#invalid('edges must be an array, got undefined');
+    return this.#build();
+  }
+
+  #invalid(message: string, cause?: unknown): GraphError {
+    return new GraphError('ValidationFailed', GraphErrorCode.JsonInvalid, `${this.#op}: ${message}`, cause === undefined ? undefined : { cause });
+  }
+
+  #syntax(what: string, cause?: unknown): GraphError {
+    return this.#invalid(`not JSON text (${what}, at byte ${this.#base + this.#pos})`, cause);
+  }
+
+  /** A refusal of a checker (InvalidArgumentError naming `op`) as the document's refusal. */
+  #rethrow(e: unknown): never {
+    if (e instanceof InvalidArgumentError) throw this.#invalid(e.message.slice(this.#op.length + 2), e);
+    throw e;
+  }
+
+  #skipWs(final: boolean): boolean {
+    const b = this.#buf;
+    while (this.#pos < b.length && isWs(b[this.#pos]!)) this.#pos++;
+    if (this.#pos < b.length) return true;
+    return final;
+  }
+
+  /** The index just after the string starting at `at` (a quote), or −1 when the buffer ends first. */
+  #stringEnd(at: number): number {
+    const b = this.#buf;
+    let q = at;
+    for (;;) {
+      q = b.indexOf(QUOTE, q + 1);
+      if (q < 0) return -1;
+      let slashes = 0;
+      while (b[q - 1 - slashes] === BACKSLASH) slashes++;
+      if (slashes % 2 === 0) return q + 1;
+    }
+  }
+
+  /** The index just after the JSON value starting at `at`, or −1 when the buffer ends first (unless `final`). */
+  #valueEnd(at: number, final: boolean): number {
+    const b = this.#buf;
+    const c = b[at]!;
+    if (c === QUOTE) return this.#stringEnd(at);
+    if (c !== OPEN_ARRAY && c !== OPEN_OBJECT) {
+      let i = at;
+      while (i < b.length && !isWs(b[i]!) && b[i] !== COMMA && b[i] !== CLOSE_ARRAY && b[i] !== CLOSE_OBJECT) i++;
+      return i < b.length || final ? i : -1;
+    }
+    let depth = 0;
+    for (let i = at; i < b.length; i++) {
+      const x = b[i]!;
+      if (x === QUOTE) {
+        const e = this.#stringEnd(i);
+        if (e < 0) return -1;
+        i = e - 1;
+      } else if (x === OPEN_ARRAY || x === OPEN_OBJECT) depth++;
+      else if (x === CLOSE_ARRAY || x === CLOSE_OBJECT) {
+        if (--depth === 0) return i + 1;
+      }
+    }
+    return -1;
+  }
+
+  #parse(a: number, b: number): unknown {
+    try {
+      return JSON.parse(this.#decoder.decode(this.#buf.subarray(a, b)));
+    } catch (e) {
+      this.#pos = a;
+      throw this.#syntax((e as Error).message, e);
+    }
+  }
+
+  /** Reads one whole value at the cursor, or returns `undefined` (and leaves the cursor) when it is not all here yet. */
+  #value(final: boolean): { value: unknown } | undefined {
+    const end = this.#valueEnd(this.#pos, final);
+    if (end < 0) {
+      if (final) throw this.#syntax('the text ends inside a value');
+      return undefined;
+    }
+    const value = this.#parse(this.#pos, end);
+    this.#pos = end;
+    return { value };
+  }
+
+  #run(final: boolean): void {
+    for (;;) {
+      if (!this.#skipWs(final)) return;
+      const b = this.#buf;
+      if (this.#pos >= b.length && this.#state !== TRAILING) return;
+      switch (this.#state) {
+        case BEGIN: {
+          // A byte order mark: readFileSync keeps it (and JSON.parse refuses it); a file that has one is still meant as text.
+          if (this.#base === 0 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf && this.#pos === 0) {
+            this.#pos = 3;
+            continue;
+          }
+          if (b[this.#pos] === OPEN_OBJECT) {
+            this.#pos++;
+            this.#state = KEY;
+            continue;
+          }
+          const v = this.#value(final);
+          if (v === undefined) return;
+          throw this.#invalid(`the document must be an object, got ${describe(v.value)}`);
+        }
+        case KEY: {
+          const c = b[this.#pos];
+          if (c === CLOSE_OBJECT && this.#firstKey) {
+            this.#pos++;
+            this.#state = TRAILING;
+            continue;
+          }
+          if (c !== QUOTE) throw this.#syntax(`expected a field name, got '${String.fromCharCode(c!)}'`);
+          const end = this.#stringEnd(this.#pos);
+          let colon = end;
+          while (colon >= 0 && colon < b.length && isWs(b[colon]!)) colon++;
+          if (end < 0 || colon >= b.length) {
+            if (final) throw this.#syntax('the text ends inside a field name');
+            return;
+          }
+          const key = this.#parse(this.#pos, end) as string;
+          if (b[colon] !== COLON) throw this.#syntax(`expected ':' after the field name ${JSON.stringify(nameText(key))}`);
+          if (!KNOWN_FIELDS.includes(key)) throw this.#invalid(`unknown field '${nameText(key)}' (known: ${KNOWN_FIELDS.join(', ')})`);
+          if (this.#seen.has(key)) throw this.#invalid(`the document gives the field '${key}' twice`);
+          this.#seen.add(key);
+          this.#firstKey = false;
+          this.#key = key;
+          this.#pos = colon + 1;
+          this.#state = key === 'nodes' ? NODES_OPEN : key === 'edges' ? EDGES_OPEN : VALUE;
+          continue;
+        }
+        case VALUE: {
+          const v = this.#value(final);
+          if (v === undefined) return;
+          if (this.#key === 'format') this.#checkFormat(v.value);
+          else this.#checkVersion(v.value);
+          this.#state = AFTER_VALUE;
+          continue;
+        }
+        case AFTER_VALUE: {
+          const c = b[this.#pos];
+          this.#pos++;
+          if (c === COMMA) this.#state = KEY;
+          else if (c === CLOSE_OBJECT) this.#state = TRAILING;
+          else {
+            this.#pos--;
+            throw this.#syntax(`expected ',' or '}' after the field '${this.#key}', got '${String.fromCharCode(c!)}'`);
+          }
+          continue;
+        }
+        case NODES_OPEN:
+        case EDGES_OPEN: {
+          const field = this.#state === NODES_OPEN ? 'nodes' : 'edges';
+          if (b[this.#pos] === OPEN_ARRAY) {
+            this.#pos++;
+            this.#state = field === 'nodes' ? NODES : EDGES;
+            this.#afterComma = false;
+            this.#expectEdge = true;
+            this.#scanFrom = this.#pos;
+            this.#scanDepth = 0;
+            continue;
+          }
+          const v = this.#value(final);
+          if (v === undefined) return;
+          throw this.#invalid(`${field} must be an array, got ${describe(v.value)}`);
+        }
+        case NODES:
+          if (!this.#nodeRun(final)) return;
+          continue;
+        case EDGES:
+          if (!this.#edgeRun(final)) return;
+          continue;
+        case TRAILING:
+          if (this.#pos < b.length) throw this.#syntax('unexpected text after the document');
+          return;
+      }
+    }
+  }
+
+  #checkFormat(value: unknown): void {
+    if (value !== GRAPH_JSON_FORMAT) throw this.#invalid(`format must be '${GRAPH_JSON_FORMAT}', got ${describe(value)}`);
+  }
+
+  #checkVersion(value: unknown): void {
+    if (!(GRAPH_JSON_VERSIONS as readonly unknown[]).includes(value)) {
+      throw this.#invalid(`version must be ${GRAPH_JSON_VERSIONS.join(' or ')} (the versions this build reads), got ${describe(value)}`);
+    }
+    this.#version = value as number;
+    if (value !== 1) return;
+    // The nodes and edges came before the version: refuse what version 1 does not hold, as if it had come first.
+    if (this.#v2Kind !== null) {
+      try {
+        requireOneOf(this.#op, 'kind', this.#v2Kind.kind, NODE_KINDS_V1);
+      } catch (e) {
+        if (e instanceof InvalidArgumentError) throw this.#invalid(`nodes[${this.#v2Kind.index}].${e.message.slice(this.#op.length + 2)}`, e);
+        throw e;
+      }
+    }
+    if (this.#v2Triple !== null) throw this.#invalid(`edges[${this.#v2Triple.index}] must be a pair [from, to], got ${describe(this.#v2Triple.edge)}`);
+  }
+
+  /**
+   * Reads the whole nodes that have arrived: finds the last separator at depth 0 (a comma between
+   * nodes, or the array's end), parses the nodes before it at once, checks and appends each.
+   * Returns false when it needs more text.
+   */
+  #nodeRun(final: boolean): boolean {
+    const b = this.#buf;
+    let i = this.#scanFrom;
+    let depth = this.#scanDepth;
+    let last = -1;
+    let closed = false;
+    while (i < b.length) {
+      const c = b[i]!;
+      if (c === QUOTE) {
+        const e = this.#stringEnd(i);
+        if (e < 0) break;
+        i = e;
+        continue;
+      }
+      if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
+      else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+        if (depth === 0) {
+          last = i;
+          closed = true;
+          break;
+        }
+        depth--;
+      } else if (c === COMMA && depth === 0) last = i;
+      i++;
+    }
+    if (last < 0) {
+      // Resume at the string or byte where the buffer ended.
+      this.#scanFrom = i;
+      this.#scanDepth = depth;
+      if (final) throw this.#syntax('the text ends inside the nodes');
+      return false;
+    }
+    const text = this.#decoder.decode(b.subarray(this.#pos, last));
+    if (text.trim() === '') {
+      if (!(closed && this.#nodes === 0 && !this.#afterComma)) throw this.#syntax('expected a node');
+    } else {
+      let nodes: unknown[];
+      try {
+        nodes = JSON.parse(`[${text}]`) as unknown[];
+      } catch (e) {
+        throw this.#syntax(`${(e as Error).message}; in the nodes from nodes[${this.#nodes}] on`, e);
+      }
+      for (const node of nodes) this.#appendNode(node);
+    }
+    this.#pos = last + 1;
+    this.#scanFrom = this.#pos;
+    this.#scanDepth = 0;
+    this.#afterComma = !closed;
+    if (closed) this.#state = AFTER_VALUE;
+    return true;
+  }
+
+  #appendNode(node: unknown): void {
+    const i = this.#nodes;
+    if (typeof node === 'object' && node !== null && (node as { id?: unknown }).id !== i) {
+      throw this.#invalid(`nodes[${i}].id must be ${i} (ids are the node's index), got ${describe((node as { id?: unknown }).id)}`);
+    }
+    const v1 = this.#version === 1;
+    const source: SpecSource = v1 ? V1_SOURCE : V2_SOURCE;
+    try {
+      appendNodeSpec(this.#store, this.#op, `nodes[${i}].`, node, source);
+    } catch (e) {
+      this.#rethrow(e);
+    }
+    if (this.#version === null && this.#v2Kind === null) {
+      const kind = (node as { kind: string }).kind;
+      if (!(NODE_KINDS_V1 as readonly string[]).includes(kind)) this.#v2Kind = { index: i, kind };
+    }
+    this.#nodes++;
+  }
+
+  /**
+   * Reads the edges that have arrived: `[from, to]` pairs by hand, anything else (a triple, odd
+   * spacing, a bad item) as one JSON value checked as `fromJSON` checks it. Returns false when it
+   * needs more text.
+   */
+  #edgeRun(final: boolean): boolean {
+    const b = this.#buf;
+    const len = b.length;
+    for (;;) {
+      let p = this.#pos;
+      while (p < len && isWs(b[p]!)) p++;
+      if (p >= len) {
+        this.#pos = p;
+        if (final) throw this.#syntax('the text ends inside the edges');
+        return false;
+      }
+      this.#pos = p;
+      const c = b[p]!;
+      if (!this.#expectEdge) {
+        // After an edge: a comma or the end of the array.
+        this.#pos = p + 1;
+        if (c === COMMA) {
+          this.#expectEdge = true;
+          this.#afterComma = true;
+          continue;
+        }
+        if (c === CLOSE_ARRAY) {
+          this.#state = AFTER_VALUE;
+          return true;
+        }
+        this.#pos = p;
+        throw this.#syntax(`expected ',' or ']' after edges[${this.#edges - 1}]`);
+      }
+      if (c === CLOSE_ARRAY && !this.#afterComma) {
+        this.#pos = p + 1;
+        this.#state = AFTER_VALUE;
+        return true;
+      }
+      // The common item, `[from,to]` without spaces, read digit by digit.
+      if (c === OPEN_ARRAY) {
+        let q = p + 1;
+        let u = 0;
+        const u0 = q;
+        while (q < len && b[q]! >= DIGIT_0 && b[q]! <= DIGIT_9) u = u * 10 + (b[q++]! - DIGIT_0);
+        const uDigits = q - u0;
+        if (q < len && b[q] === COMMA && uDigits > 0 && uDigits <= 10 && !(uDigits > 1 && b[u0] === DIGIT_0)) {
+          q++;
+          let v = 0;
+          const v0 = q;
+          while (q < len && b[q]! >= DIGIT_0 && b[q]! <= DIGIT_9) v = v * 10 + (b[q++]! - DIGIT_0);
+          const vDigits = q - v0;
+          if (q < len && b[q] === CLOSE_ARRAY && vDigits > 0 && vDigits <= 10 && !(vDigits > 1 && b[v0] === DIGIT_0) && u <= 0xffff_ffff && v <= 0xffff_ffff) {
+            this.#pushEdge(u, v);
+            this.#pos = q + 1;
+            this.#expectEdge = false;
+            this.#afterComma = false;
+            continue;
+          }
+        }
+        if (q >= len && !final) return false;
+      }
+      const item = this.#value(final);
+      if (item === undefined) return false;
+      this.#edgeItem(item.value);
+      this.#expectEdge = false;
+      this.#afterComma = false;
+    }
+  }
+
+  #pushEdge(u: number, v: number): void {
+    const k = this.#edges;
+    if (k >= this.#from.length) {
+      const from = new Uint32Array(this.#from.length * 2);
+      from.set(this.#from);
+      this.#from = from;
+      const to = new Uint32Array(this.#to.length * 2);
+      to.set(this.#to);
+      this.#to = to;
+    }
+    this.#from[k] = u;
+    this.#to[k] = v;
+    this.#edges = k + 1;
+  }
+
+  /** One edge item that is not a plain `[from,to]`: checked with `fromJSON`'s rules and messages. */
+  #edgeItem(edge: unknown): void {
+    const i = this.#edges;
+    const name = `edges[${i}]`;
+    const v1 = this.#version === 1;
+    const triple = !v1 && Array.isArray(edge) && edge.length === 3;
+    if (!Array.isArray(edge) || (edge.length !== 2 && !triple)) {
+      throw this.#invalid(`${name} must be ${v1 ? 'a pair [from, to]' : 'a pair [from, to] or a triple [from, to, { kind, port }]'}, got ${describe(edge)}`);
+    }
+    try {
+      const u = isU32(edge[0]) ? edge[0] : requireU32(this.#op, `${name}[0]`, edge[0]);
+      const v = isU32(edge[1]) ? edge[1] : requireU32(this.#op, `${name}[1]`, edge[1]);
+      if (triple) {
+        const code = readEdgeSpec(this.#op, `${name}[2]`, edge[2]);
+        if (code !== PLAIN_EDGE) this.#codes.set(i, code);
+        if (this.#version === null) this.#v2Triple ??= { index: i, edge };
+      }
+      this.#pushEdge(u, v);
+    } catch (e) {
+      this.#rethrow(e);
+    }
+  }
+
+  /** Checks the edges against the nodes and adds them, as `fromJSON` does. */
+  #build(): GraphStore {
+    const store = this.#store;
+    const n = store.n;
+    const m = this.#edges;
+    const from = this.#from;
+    const to = this.#to;
+    let forward = true;
+    for (let i = 0; i < m; i++) {
+      const u = from[i]!;
+      const v = to[i]!;
+      if (u >= n || v >= n) throw this.#invalid(`edges[${i}] [${u}, ${v}] names node ${u >= n ? u : v}, but the document has ${n} node(s)`);
+      if (u >= v) forward = false;
+      const code = this.#codes.get(i);
+      if (code !== undefined) {
+        const problem = endpointProblem(code, u, NODE_KINDS[store.kind[u]!]!, v, NODE_KINDS[store.kind[v]!]!);
+        if (problem !== null) throw this.#invalid(`edges[${i}] [${u}, ${v}]: ${problem}`);
+      }
+    }
+    if (forward) {
+      // Every edge goes from a smaller id to a larger one, as toJSON writes them: no cycle is
+      // possible, so each edge is appended at once (the ids are the store's numbering).
+      for (let i = 0; i < m; i++) {
+        if (store.hasEdge(from[i]!, to[i]!)) throw this.#invalid(`edges[${i}] [${from[i]}, ${to[i]}] repeats an earlier edge`);
+        store.appendEdge(from[i]!, to[i]!);
+      }
+    } else {
+      // Any other order: one batch through the order's Kahn pass, with fromJSON's refusals.
+      const f = Array.from(from.subarray(0, m));
+      const t = Array.from(to.subarray(0, m));
+      const r = new DynamicOrder().addEdges(store, f, t);
+      if (!r.ok) throw this.#invalid(`edges[${r.index}] [${f[r.index]}, ${t[r.index]}] closes a cycle (${cycleText(r.cycle)})`);
+      const dup = r.added.indexOf(false);
+      if (dup >= 0) throw this.#invalid(`edges[${dup}] [${f[dup]}, ${t[dup]}] repeats an earlier edge`);
+    }
+    // No duplicates, so edge i is edge number i + 1.
+    for (const [i, code] of this.#codes) store.setEdgeCode(i + 1, code);
+    return store;
+  }
+}
+
+const V2_SOURCE: SpecSource = { kinds: NODE_KINDS, extraKey: 'id', documentDepth: 1 };
+const V1_SOURCE: SpecSource = { kinds: NODE_KINDS_V1, extraKey: 'id', documentDepth: 1 };

@@ -1,0 +1,336 @@
+/**
+ * The streaming JSON writer and reader (graph-json-stream.ts, graph-json-read.ts) against the
+ * in-memory ones: the pieces are `JSON.stringify`'s text byte for byte, compact and indented, and
+ * reading them back — split anywhere — gives the graph `fromJSON` gives, with the same refusals.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import fc from 'fast-check';
+import { ComputeGraph, GraphError, InvalidArgumentError, MemcpyDir, NodeId, type EdgeSpec, type NodeSpec } from '../../src/index.js';
+
+/** A small child graph and a conditional body, shared by the generated graphs. */
+function bodies(): { child: ComputeGraph; body: ComputeGraph } {
+  const body = new ComputeGraph();
+  const a = body.addNode({ kind: 'kernel', functionName: 'b0', grid: [2, 3, 1], block: 64, name: 'body "a"' });
+  const b = body.addNode({ kind: 'memset', sizeBytes: 16, value: 0xffff, elementSize: 2 });
+  body.addEdge(a, b, { port: 'launchOrder' });
+  const child = body.clone();
+  child.addNode({ kind: 'childGraph', graph: body.clone(), name: 'nested' });
+  return { child, body };
+}
+
+const NAMES = ['gemm', 'a "quoted" name', 'back\\slash', 'line\nbreak', 'tab\there', 'ünïcödé ✓', '\u2028sep\u2029', 'emoji 🚀', '\u0001ctl', '\ud800lone'];
+const KINDS = ['kernel', 'kernel3d', 'memcpy', 'p2p', 'memset', 'host', 'empty', 'eventRecord', 'eventWait', 'childGraph', 'memAlloc', 'memFree', 'conditional'] as const;
+
+interface Program {
+  nodes: { kind: (typeof KINDS)[number]; name: number | null; stream: number | null; cost: number | null; x: number }[];
+  edges: [number, number, 'plain' | 'programmatic' | 'launchOrder'][];
+}
+
+const program: fc.Arbitrary<Program> = fc.record({
+  nodes: fc.array(
+    fc.record({
+      kind: fc.constantFrom(...KINDS),
+      name: fc.option(fc.nat(NAMES.length - 1)),
+      stream: fc.option(fc.oneof(fc.nat(3), fc.constantFrom(255, 256, 70000, 2 ** 32 - 1))),
+      cost: fc.option(fc.oneof(fc.constantFrom(0, 0.5, 1e-7, 1e21, 123.456), fc.double({ min: 0, max: 1e6, noNaN: true }))),
+      x: fc.nat(1000),
+    }),
+    { maxLength: 30 },
+  ),
+  edges: fc.array(fc.tuple(fc.nat(29), fc.nat(29), fc.constantFrom('plain' as const, 'programmatic' as const, 'launchOrder' as const)), { maxLength: 80 }),
+});
+
+/** Builds the graph a program describes: every node kind, odd names, streams, costs and edge data. */
+function build(p: Program): ComputeGraph {
+  const { child, body } = bodies();
+  const g = new ComputeGraph();
+  const open: number[] = [];
+  for (const [i, n] of p.nodes.entries()) {
+    const common = {
+      ...(n.name === null ? {} : { name: NAMES[n.name]! }),
+      ...(n.stream === null ? {} : { stream: n.stream as never }),
+      ...(n.cost === null ? {} : { cost: n.cost }),
+    };
+    let spec: NodeSpec;
+    switch (n.kind) {
+      case 'kernel':
+        spec = { kind: 'kernel', functionName: NAMES[n.x % NAMES.length]!, grid: n.x + 1, block: 32, sharedMem: n.x, ...common };
+        break;
+      case 'kernel3d':
+        spec = { kind: 'kernel', functionName: 'k3', grid: [2, n.x + 1, 3], block: [8, 4, 2], ...common };
+        break;
+      case 'memcpy':
+        spec = { kind: 'memcpy', dir: (['HostToDevice', 'DeviceToHost', 'DeviceToDevice'] as const)[n.x % 3]!, sizeBytes: 2 ** 40 + n.x, ...common };
+        break;
+      case 'p2p':
+        spec = { kind: 'memcpy', dir: MemcpyDir.PeerToPeer(n.x % 4, 3), sizeBytes: n.x, ...common };
+        break;
+      case 'memset':
+        spec = { kind: 'memset', sizeBytes: 4 * n.x, value: n.x, elementSize: 4, ...common };
+        break;
+      case 'host':
+        spec = { kind: 'hostCallback', label: NAMES[n.x % NAMES.length]!, ...common };
+        break;
+      case 'eventRecord':
+      case 'eventWait':
+        spec = { kind: n.kind, event: n.x, ...common };
+        break;
+      case 'childGraph':
+        spec = { kind: 'childGraph', graph: child, ...common };
+        break;
+      case 'memAlloc':
+        spec = { kind: 'memAlloc', sizeBytes: n.x + 1, device: n.x % 2, ...common };
+        break;
+      case 'memFree': {
+        const alloc = open.shift();
+        spec = { kind: 'memFree', alloc: alloc === undefined ? null : NodeId(alloc), ...common };
+        break;
+      }
+      case 'conditional':
+        spec = { kind: 'conditional', type: (['if', 'while', 'switch'] as const)[n.x % 3]!, bodies: n.x % 3 === 1 ? [body] : [body, body], ...common };
+        break;
+      default:
+        spec = { kind: 'empty', ...common };
+    }
+    const id = g.addNode(spec);
+    if (n.kind === 'memAlloc') open.push(id);
+    void i;
+  }
+  const count = g.nodeCount();
+  for (const [a, b, want] of p.edges) {
+    if (count < 2) break;
+    // Both directions, so that some graphs' edges disagree with the id order.
+    const u = a % count;
+    const v = b % count;
+    if (u === v || g.edgeData(NodeId(u), NodeId(v)) !== null || g.isReachable(NodeId(v), NodeId(u))) continue;
+    const kernels = g.node(NodeId(u)).kind === 'kernel' && g.node(NodeId(v)).kind === 'kernel';
+    const data: EdgeSpec | undefined =
+      want === 'programmatic' && kernels ? { kind: 'programmatic' } : want === 'launchOrder' && g.node(NodeId(u)).kind === 'kernel' ? { port: 'launchOrder' } : undefined;
+    g.addEdge(NodeId(u), NodeId(v), data);
+  }
+  return g;
+}
+
+/** The bytes of `text` cut at the given fractions of its length (anywhere, also inside a character). */
+function cut(text: string, cuts: number[]): Buffer[] {
+  const bytes = Buffer.from(text, 'utf8');
+  const at = [...new Set(cuts.map((c) => Math.floor(c * bytes.length)))].sort((a, b) => a - b);
+  const out: Buffer[] = [];
+  let from = 0;
+  for (const x of at) {
+    out.push(bytes.subarray(from, x));
+    from = x;
+  }
+  out.push(bytes.subarray(from));
+  return out;
+}
+
+const join2 = (pieces: Iterable<string>): string => [...pieces].join('');
+
+test('property: the pieces are JSON.stringify(graph) byte for byte, compact and indented', () => {
+  fc.assert(
+    fc.property(program, fc.constantFrom<number | string | undefined>(undefined, 0, 1, 2, 4, 20, '\t', '--', ''), (p, space) => {
+      const g = build(p);
+      const pieces = g.toJSONChunks(space === undefined ? undefined : { space });
+      assert.equal(join2(pieces), JSON.stringify(g, null, space));
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('property: readJSON of the pieces, cut anywhere, is the graph fromJSON reads: nodes, names, streams, costs, edge data', async () => {
+  await fc.assert(
+    fc.asyncProperty(program, fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 12 }), fc.constantFrom<number | undefined>(undefined, 1), async (p, cuts, space) => {
+      const g = build(p);
+      const text = JSON.stringify(g, null, space);
+      const back = await ComputeGraph.readJSON(cut(text, cuts));
+      const ref = ComputeGraph.fromJSON(text);
+      assert.equal(JSON.stringify(back), JSON.stringify(g));
+      assert.deepEqual(JSON.parse(JSON.stringify(back.nodes())), JSON.parse(JSON.stringify(ref.nodes())));
+      assert.deepEqual(back.edgeRecords(), g.edgeRecords());
+      assert.deepEqual(back.streams(), g.streams());
+      if (g.nodeCount() > 0) assert.deepEqual(back.topologicalOrder(), ref.topologicalOrder());
+      // String pieces too, as toJSONChunks yields them.
+      assert.equal(JSON.stringify(await ComputeGraph.readJSON(g.toJSONChunks())), JSON.stringify(g));
+    }),
+    { numRuns: 200 },
+  );
+});
+
+test('readJSON refuses every document fromJSON refuses, with the same message', async () => {
+  const g = build({
+    nodes: [
+      { kind: 'memcpy', name: 0, stream: 0, cost: null, x: 1 },
+      { kind: 'kernel', name: null, stream: 1, cost: 2, x: 3 },
+      { kind: 'memset', name: null, stream: 1, cost: null, x: 4 },
+      { kind: 'p2p', name: null, stream: 2, cost: null, x: 5 },
+      { kind: 'childGraph', name: null, stream: null, cost: null, x: 0 },
+      { kind: 'memAlloc', name: null, stream: null, cost: null, x: 0 },
+      { kind: 'memFree', name: null, stream: null, cost: null, x: 0 },
+    ],
+    edges: [
+      [0, 1, 'plain'],
+      [1, 2, 'launchOrder'],
+      [2, 3, 'plain'],
+      [3, 4, 'plain'],
+      [5, 6, 'plain'],
+    ],
+  });
+  const good = JSON.stringify(g);
+  const mutate = (f: (d: Record<string, any>) => void): string => {
+    const d = JSON.parse(good);
+    f(d);
+    return JSON.stringify(d);
+  };
+  const texts = [
+    'null',
+    '[]',
+    '"x"',
+    mutate((d) => (d.format = 'other')),
+    mutate((d) => delete d.format),
+    mutate((d) => delete d.version),
+    mutate((d) => delete d.nodes),
+    mutate((d) => delete d.edges),
+    mutate((d) => (d.version = 3)),
+    mutate((d) => (d.extra = 1)),
+    mutate((d) => (d.nodes = {})),
+    mutate((d) => (d.edges = 'x')),
+    mutate((d) => (d.nodes[2] = 5)),
+    mutate((d) => (d.nodes[2].id = 7)),
+    mutate((d) => delete d.nodes[2].id),
+    mutate((d) => (d.nodes[1].kind = 'conv')),
+    mutate((d) => (d.nodes[1].grid = [1, 0, 1])),
+    mutate((d) => (d.nodes[1].functionName = '')),
+    mutate((d) => (d.nodes[0].dir = 'Up')),
+    mutate((d) => (d.nodes[3].dir = { kind: 'PeerToPeer', srcDevice: 'a', dstDevice: 1 })),
+    mutate((d) => (d.nodes[2].value = 2 ** 40)),
+    mutate((d) => (d.nodes[2].colour = 'red')),
+    mutate((d) => (d.nodes[4].graph.nodes[0].grid = [0, 1, 1])),
+    mutate((d) => (d.nodes[4].graph.version = 9)),
+    mutate((d) => (d.nodes[6].alloc = 1)),
+    mutate((d) => d.edges.push([0])),
+    mutate((d) => d.edges.push([0, 99])),
+    mutate((d) => d.edges.push([0, -1])),
+    mutate((d) => d.edges.push([0, 1.5])),
+    mutate((d) => d.edges.push([0, 2 ** 32])),
+    mutate((d) => d.edges.push([0, 1])),
+    mutate((d) => d.edges.push([4, 0])),
+    mutate((d) => d.edges.push([2, 2])),
+    mutate((d) => d.edges.unshift([3, 0])),
+    mutate((d) => d.edges.push([0, 5, { kind: 'programmatic' }])),
+    mutate((d) => d.edges.push([0, 5, { kind: 'plain', extra: 1 }])),
+    mutate((d) => d.edges.push([0, 5, 3, 4])),
+    mutate((d) => d.edges.push({ from: 0 })),
+    mutate((d) => ((d.version = 1), (d.nodes = [{ id: 0, kind: 'eventRecord', event: 1 }]), (d.edges = []))),
+    mutate((d) => ((d.version = 1), d.edges.push([0, 5, { kind: 'plain' }]))),
+  ];
+  for (const text of texts) {
+    let want = '';
+    assert.throws(() => ComputeGraph.fromJSON(text), (e: unknown) => {
+      want = (e as Error).message.replace(/^ComputeGraph\.fromJSON: /, '');
+      return true;
+    });
+    await assert.rejects(ComputeGraph.readJSON([text]), (e: unknown) => {
+      assert.ok(e instanceof GraphError, String(e));
+      assert.equal(e.code, 'GRAPH_JSON_INVALID');
+      assert.equal(e.message, `ComputeGraph.readJSON: ${want}`, text.slice(0, 200));
+      return true;
+    });
+  }
+});
+
+test('readJSON: any order of the fields, spacing, a version 1 document; syntax errors name the byte', async () => {
+  const g = build({ nodes: [{ kind: 'kernel', name: 1, stream: 0, cost: null, x: 1 }, { kind: 'empty', name: null, stream: null, cost: null, x: 0 }], edges: [[0, 1, 'plain']] });
+  const doc = g.toJSON();
+  // Keys sorted, as Python's json.dumps(sort_keys=True) writes them: the nodes and edges come before the version.
+  const sorted = JSON.stringify({ edges: doc.edges, format: doc.format, nodes: doc.nodes, version: doc.version }, null, 3);
+  assert.equal(JSON.stringify(await ComputeGraph.readJSON([sorted])), JSON.stringify(g));
+  const v1Late = JSON.stringify({ nodes: [{ id: 0, kind: 'eventRecord', event: 1 }], edges: [], format: doc.format, version: 1 });
+  await assert.rejects(ComputeGraph.readJSON([v1Late]), /nodes\[0\]\.kind must be one of 'kernel', 'memcpy', 'memset', 'hostCallback', 'empty'/);
+  const v1 = JSON.stringify({ ...doc, version: 1 });
+  assert.equal(JSON.stringify(await ComputeGraph.readJSON([v1])), JSON.stringify(g));
+  const spaced = `\ufeff \n{ "format" : "cudagraph.ComputeGraph" , "version" : 2 , "nodes" : [ ${JSON.stringify(doc.nodes[0])} , ${JSON.stringify(doc.nodes[1])} ] , "edges" : [ [ 0 , 1 ] ] }\n`;
+  assert.equal(JSON.stringify(await ComputeGraph.readJSON([spaced])), JSON.stringify(g));
+  for (const [text, re] of [
+    ['{ not json', /not JSON text \(expected a field name, got 'n', at byte 2\)/],
+    ['{"format":"cudagraph.ComputeGraph","version":2,"nodes":[],"edges":[]', /not JSON text \(the text ends inside the document/],
+    ['{"format":"cudagraph.ComputeGraph","version":2,"nodes":[],"edges":[]} x', /unexpected text after the document, at byte 70/],
+    ['{"format":"cudagraph.ComputeGraph","version":2,"nodes":[,],"edges":[]}', /not JSON text \(.*in the nodes from nodes\[0\] on/],
+    [`{"format":"cudagraph.ComputeGraph","version":2,"nodes":[${JSON.stringify(doc.nodes[1]).replace('"id":1', '"id":0')},],"edges":[]}`, /not JSON text/],
+    ['{"format":"cudagraph.ComputeGraph","version":2,"nodes":[],"edges":[[0,1],]}', /not JSON text/],
+    ['{"format":"cudagraph.ComputeGraph","format":"x","version":2,"nodes":[],"edges":[]}', /gives the field 'format' twice/],
+  ] as const) {
+    await assert.rejects(ComputeGraph.readJSON([text]), (e: unknown) => e instanceof GraphError && e.code === 'GRAPH_JSON_INVALID' && re.test(e.message), text);
+  }
+});
+
+test('writeJSON and readJSON through files and Readables; a Writable that asks to wait is waited for', async () => {
+  const g = build({
+    nodes: Array.from({ length: 3000 }, (_, i) => ({ kind: KINDS[i % 9]!, name: i % NAMES.length, stream: i % 5, cost: i % 7 === 0 ? 2.5 : null, x: i })),
+    edges: Array.from({ length: 2000 }, (_, i) => [i % 30, (i * 7) % 30, 'plain'] as [number, number, 'plain']),
+  });
+  for (let i = 1; i < 3000; i++) if (i % 3 !== 0) g.addEdge(NodeId(i - 1), NodeId(i));
+  const dir = mkdtempSync(join(tmpdir(), 'cudagraph-json-'));
+  try {
+    const path = join(dir, 'g.json');
+    const chars = await g.writeJSON(path);
+    const text = readFileSync(path, 'utf8');
+    assert.equal(text, JSON.stringify(g));
+    assert.equal(chars, text.length);
+    assert.equal(JSON.stringify(await ComputeGraph.readJSON(path)), text);
+    const progress: number[] = [];
+    await ComputeGraph.readJSON(Readable.from([Buffer.from(text)]), { onProgress: (b) => progress.push(b) });
+    assert.equal(progress.at(-1), Buffer.byteLength(text));
+    // A sink with a tiny buffer: every write but the first asks to wait.
+    const sink = new PassThrough({ highWaterMark: 16 });
+    const received: Buffer[] = [];
+    const reading = (async () => {
+      for await (const piece of sink) {
+        received.push(piece as Buffer);
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    await g.writeJSON(sink, { space: 1 });
+    sink.end();
+    await reading;
+    assert.equal(Buffer.concat(received).toString('utf8'), JSON.stringify(g, null, 1));
+    await assert.rejects(ComputeGraph.readJSON(join(dir, 'missing.json')), /ENOENT/);
+    writeFileSync(join(dir, 'bad.json'), '{"format":"x"');
+    await assert.rejects(ComputeGraph.readJSON(join(dir, 'bad.json')), /format must be 'cudagraph.ComputeGraph', got "x"/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the pieces refuse a graph that changed while they were read (GRAPH_BUSY); bad arguments are refused', async () => {
+  const g = new ComputeGraph();
+  for (let i = 0; i < 5000; i++) g.addNode({ kind: 'kernel', functionName: `k${i}`, grid: 1, block: 1 });
+  for (const pieces of [g.toJSONChunks(), g.toDotChunks()]) {
+    const first = pieces.next();
+    assert.equal(first.done, false);
+    g.addNode({ kind: 'empty' });
+    assert.throws(() => pieces.next(), (e: unknown) => e instanceof GraphError && e.code === 'GRAPH_BUSY');
+  }
+  assert.throws(() => g.toJSONChunks({ space: {} as never }), InvalidArgumentError);
+  assert.throws(() => g.toJSONChunks({ bogus: 1 } as never), InvalidArgumentError);
+  assert.throws(() => g.toDotChunks({ highlight: [99999] }), GraphError);
+  await assert.rejects(g.writeJSON(42 as never), InvalidArgumentError);
+  await assert.rejects(ComputeGraph.readJSON(42 as never), InvalidArgumentError);
+  await assert.rejects(ComputeGraph.readJSON([], { onProgress: 1 as never }), InvalidArgumentError);
+});
+
+test('property: the DOT pieces are toDot() exactly, highlight and title included', () => {
+  fc.assert(
+    fc.property(program, fc.boolean(), (p, title) => {
+      const g = build(p);
+      const options = { ...(title ? { title: 'a "title"' } : {}), highlight: g.nodeCount() > 0 ? g.criticalPath().nodes : [] };
+      assert.equal(join2(g.toDotChunks(options)), g.toDot(options));
+    }),
+    { numRuns: 200 },
+  );
+});
