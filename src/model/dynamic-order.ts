@@ -143,18 +143,12 @@ export class DynamicOrder {
       const low = doneF.filter((x) => label[x]! < lb).sort(byLabel);
       for (const x of low) moved.push(x);
       for (const x of moved) list.unlink(x);
-      let at = b;
-      for (const x of moved) {
-        list.insertAfter(x, at);
-        at = x;
-      }
+      list.insertRunAfter(moved, moved.length, b);
     } else {
       // The backward search found every ancestor of u after v: p is just before v, and only they move.
       doneB.sort(byLabel);
-      for (const x of doneB) {
-        list.unlink(x);
-        list.insertBefore(x, v);
-      }
+      for (const x of doneB) list.unlink(x);
+      list.insertRunAfter(doneB, doneB.length, list.prev[v]!);
     }
     store.appendEdge(u, v);
     return 'added';

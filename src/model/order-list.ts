@@ -41,6 +41,7 @@ export class OrderList {
   moves = 0;
   /** Labels written by relabellings (a test and benchmark figure). */
   relabelled = 0;
+  private readonly one = new Int32Array(1);
 
   /** A list of the nodes `order[0], order[1], …` in that order; `capacity` ≥ their count. */
   constructor(order: ArrayLike<number>, count: number, capacity: number) {
@@ -117,12 +118,28 @@ export class OrderList {
 
   /** Links node x (unlinked) right after node a (−1: at the front). */
   insertAfter(x: number, a: number): void {
-    this.link(x, a);
+    this.one[0] = x;
+    this.insertRunAfter(this.one, 1, a);
+  }
+
+  /**
+   * Links the nodes `xs[0..k)` (unlinked), in that order, right after node a (−1: at the front).
+   * The run is labelled at once, evenly over the gap, so moving a block of nodes costs at most one
+   * relabelling, where inserting them one by one would halve the same gap k times.
+   */
+  insertRunAfter(xs: ArrayLike<number>, k: number, a: number): void {
+    if (k === 0) return;
+    let at = a;
+    for (let i = 0; i < k; i++) {
+      this.link(xs[i]!, at);
+      at = xs[i]!;
+    }
     const lo = a === NONE ? 0 : this.label[a]!;
-    const q = this.next[x]!;
+    const q = this.next[at]!;
     const hi = q === NONE ? UNIVERSE : this.label[q]!;
-    if (hi - lo >= 2) this.label[x] = Math.floor(lo + (hi - lo) / 2);
-    else this.relabel(x);
+    const gap = Math.floor((hi - lo) / (k + 1));
+    if (gap >= 1) for (let i = 0; i < k; i++) this.label[xs[i]!] = lo + (i + 1) * gap;
+    else this.relabel(xs[0]!, at, k);
   }
 
   /** Links node x (unlinked) right before node b. */
@@ -142,16 +159,16 @@ export class OrderList {
   }
 
   /**
-   * Spreads out the labels of the smallest aligned range around node x (linked, not yet labelled)
-   * that is sparse enough, giving x a label between its neighbours'.
+   * Spreads out the labels of the smallest aligned range around the run `first..last` of k nodes
+   * (linked, not yet labelled) that is sparse enough, labelling the run between its neighbours.
    */
-  private relabel(x: number): void {
+  private relabel(first: number, last: number, k: number): void {
     const { label, prev, next } = this;
-    // The range is grown around x's left neighbour's label (or 0 at the front).
-    const at = prev[x] === NONE ? 0 : label[prev[x]!]!;
-    let lo = x; // first node of the range
-    let hi = x; // last node of the range
-    let count = 1;
+    // The range is grown around the run's left neighbour's label (or 0 at the front).
+    const at = prev[first] === NONE ? 0 : label[prev[first]!]!;
+    let lo = first; // first node of the range
+    let hi = last; // last node of the range
+    let count = k;
     for (let size = 2, allowed = DENSITY; ; size *= 2, allowed *= DENSITY) {
       const base = size >= UNIVERSE ? 0 : Math.floor(at / size) * size;
       const end = size >= UNIVERSE ? UNIVERSE : base + size;
@@ -165,12 +182,12 @@ export class OrderList {
       }
       if (count <= allowed || size >= UNIVERSE) {
         // Labels base+gap, base+2·gap, …: strictly inside [base, end), never 0.
-        const first = Math.max(base, 1);
-        const gap = Math.floor((end - first) / (count + 1));
+        const start = Math.max(base, 1);
+        const gap = Math.floor((end - start) / (count + 1));
         if (gap < 1) throw new RangeError('OrderList: more nodes than labels');
         let v = lo;
         for (let i = 1; i <= count; i++) {
-          label[v] = first + i * gap;
+          label[v] = start + i * gap;
           v = next[v]!;
         }
         this.relabelled += count;
