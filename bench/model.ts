@@ -251,6 +251,4 @@ console.log('');
 console.log(`reachability beyond the chain index: ${REACH_QUERIES.toLocaleString('en-US')} random and ${REACH_QUERIES.toLocaleString('en-US')} reachable pairs (b by a random walk of 1–100 steps from a) per graph; naive BFS on ${REACH_SAMPLED} of each`);
 console.log('');
 console.log(reachTable(reachRows(REACH_QUERIES, REACH_SAMPLED)));
-
-console.log('');
-console.log(edgeTables());
+console.log(`\n${edgeTables()}`);

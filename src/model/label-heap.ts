@@ -1,36 +1,24 @@
 /**
  * A binary heap of node ids ordered by their labels in an `OrderList` (internal: the two searches
  * of dynamic-order.ts). Each search takes its nodes in order — the forward one smallest label first,
- * the backward one largest first — which is what lets them stop where they meet. Typed storage that
- * grows by doubling, so a search allocates nothing per push.
+ * the backward one largest first — which is what lets them stop where they meet. The storage of
+ * `UintHeap` (ids are uint32), ordered by label instead of by value.
  */
-export class LabelHeap {
-  private a = new Int32Array(64);
-  /** Number of ids held. */
-  size = 0;
+import { UintHeap } from './uint-heap.js';
+
+/** A heap of ids by label (see the file comment); `top`, `clear` and `size` as `UintHeap`'s. */
+export class LabelHeap extends UintHeap {
   /** Labels of the ids; set before each search (the list may have grown). */
   label: Float64Array = new Float64Array(0);
 
   /** `sign` 1: smallest label on top; −1: largest. */
-  constructor(private readonly sign: 1 | -1) {}
-
-  /** Empties the heap (keeps its storage). */
-  clear(): void {
-    this.size = 0;
-  }
-
-  /** The id on top; only when `size > 0`. */
-  top(): number {
-    return this.a[0]!;
+  constructor(private readonly sign: 1 | -1) {
+    super();
   }
 
   /** Adds id `x`. */
-  push(x: number): void {
-    if (this.size === this.a.length) {
-      const b = new Int32Array(this.a.length * 2);
-      b.set(this.a);
-      this.a = b;
-    }
+  override push(x: number): void {
+    this.room();
     const { a, label, sign } = this;
     const kx = sign * label[x]!;
     let i = this.size++;
@@ -45,7 +33,7 @@ export class LabelHeap {
   }
 
   /** Removes and returns the id on top; only when `size > 0`. */
-  pop(): number {
+  override pop(): number {
     const { a, label, sign } = this;
     const top = a[0]!;
     const n = --this.size;
