@@ -25,6 +25,7 @@ import { mulberry32 } from '../src/cli/random.js';
 import { reachRows, REACH_QUERIES, REACH_SAMPLED } from './reach.js';
 import { reachTable } from './reach-rows.js';
 import { printIoRows } from './model-io.js';
+import { edgeTables } from './model-edges.js';
 
 const N = 1_000_000;
 const STREAMS = 8;
@@ -251,5 +252,6 @@ console.log('');
 console.log(`reachability beyond the chain index: ${REACH_QUERIES.toLocaleString('en-US')} random and ${REACH_QUERIES.toLocaleString('en-US')} reachable pairs (b by a random walk of 1–100 steps from a) per graph; naive BFS on ${REACH_SAMPLED} of each`);
 console.log('');
 console.log(reachTable(reachRows(REACH_QUERIES, REACH_SAMPLED)));
+console.log(`\n${edgeTables()}`);
 
 printIoRows(process.argv);

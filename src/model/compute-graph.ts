@@ -461,7 +461,8 @@ export class ComputeGraph {
   /**
    * Adds the edge `from → to` (`to` runs after `from`). Returns true if it was added, false if it
    * already existed with the same data (duplicates are ignored). O(1) for an edge from an older
-   * node to a newer one; to add many edges in another order, use `addEdges`.
+   * node to a newer one; an edge against the current order costs two searches that stop where they
+   * meet (see docs/model.md, "Cycle checks"), so edges may come in any order.
    *
    * `data` makes a programmatic edge (programmatic dependent launch: `to` may start before `from`
    * has finished, and waits for it inside the kernel) or picks the port: see `EdgeData` for CUDA's
@@ -520,9 +521,9 @@ export class ComputeGraph {
   }
 
   /**
-   * Adds many edges at once, in any order: O(n + m) in all, where adding them one by one in a
-   * random order can cost far more (each `addEdge` that disagrees with the current order searches
-   * the nodes between its ends). Duplicates are ignored. Returns how many edges were new. An edge
+   * Adds many edges at once, in any order: O(k) for k edges that agree with the current order,
+   * else O(n + m) for one topological sort, which beats k single `addEdge` calls for a large batch
+   * against the order. Duplicates are ignored. Returns how many edges were new. An edge
    * may carry its data as a third element, as `addEdge` takes it.
    * @throws GraphError kind `CycleDetected` (code `GRAPH_CYCLE`) naming an edge of the batch that
    *   closes a cycle, and the cycle; nothing is added. GraphError `NodeNotFound` for an unknown id

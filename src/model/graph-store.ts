@@ -14,10 +14,14 @@
  * Lists prepend; readers that promise ascending ids sort (`sortSmall` is O(k) on the reversed
  * lists a capture makes).
  *
- * `ord` is a topological numbering kept valid on every edge (see dynamic-order.ts): edges always go
- * from a lower `ord` to a higher one. A capture only adds edges into its newest node, so its ids
- * already are such a numbering: `ord` stays null (meaning ord[i] = i) until an edge added by hand
- * goes from a newer node to an older one.
+ * `order` is a topological order kept valid on every edge (see dynamic-order.ts): edges always go
+ * from a node earlier in it to a later one. A capture only adds edges into its newest node, so its
+ * ids already are such an order: `order` stays null (meaning id order) until an edge added by hand
+ * goes from a newer node to an older one. Readers get it as `ord`, a dense numbering built from
+ * the list when they ask after it moved.
+ *
+ * Finding an edge (`findEdge`) walks two lists until walking has cost about as much as hashing
+ * every edge would; then an edge set (edge-set.ts) answers in O(1) from there on.
  */
 import {
   KIND_CHILD,
@@ -36,6 +40,8 @@ import {
 } from './node.js';
 import { decodeMemcpyDir, DIR_P2P, type MemcpyDir } from './memcpy-dir.js';
 import { PLAIN_EDGE } from './edge-data.js';
+import { OrderList } from './order-list.js';
+import { EdgeSet } from './edge-set.js';
 import type { CaptureEvent, NodeId, StreamId } from './ids.js';
 import type { ComputeGraph } from './compute-graph.js';
 import type { ConditionalHandleRecord, ConditionalType } from './conditional.js';
@@ -73,6 +79,8 @@ const TEXT = 3;
 const INITIAL_NODES = 64;
 const INITIAL_EDGES = 64;
 const TWO_32 = 2 ** 32;
+/** Steps `findEdge` may walk on any graph before it builds the edge set (small graphs never do). */
+const EDGE_SET_MIN_STEPS = 4096;
 
 function grown<T extends Uint8Array | Int32Array | Uint32Array | Float64Array>(a: T, length: number): T {
   const b = new (a.constructor as new (n: number) => T)(length);
@@ -121,8 +129,15 @@ export class GraphStore {
   firstOut = new Uint32Array(INITIAL_NODES);
   /** First edge of the in-list, 0 if none. */
   firstIn = new Uint32Array(INITIAL_NODES);
-  /** Topological numbering (every edge goes from a lower ord to a higher one); null means ord[i] = i. */
-  ord: Uint32Array | null = null;
+  /** Topological order (every edge goes from an earlier node to a later one); null means id order. */
+  order: OrderList | null = null;
+  // The dense numbering `ord` last built from `order`, and the list's move count it was built at.
+  private dense: Uint32Array | null = null;
+  private denseAt = -1;
+  /** The edges by (from, to), once walking lists has cost as much as building it (`findEdge`). */
+  private edgeSet: EdgeSet | null = null;
+  /** List steps `findEdge` has walked since the edge set was last dropped. */
+  private walked = 0;
 
   // Edge columns, indexed by edge number 1..m (slot 0 unused).
   from = new Uint32Array(INITIAL_EDGES);
@@ -183,7 +198,7 @@ export class GraphStore {
     if (this.cost) this.cost = grown(this.cost, cap).fill(1, this.n);
     this.firstOut = grown(this.firstOut, cap);
     this.firstIn = grown(this.firstIn, cap);
-    if (this.ord) this.ord = grown(this.ord, cap);
+    if (this.order) this.order.grow(cap);
   }
 
   private growEdges(): void {
@@ -204,7 +219,8 @@ export class GraphStore {
     this.kind[id] = kind;
     this.slot[id] = slot;
     this.name[id] = nameIndex;
-    if (this.ord) this.ord[id] = id;
+    // A new node has no edges: any place in the order is valid, and the end keeps ids in order.
+    if (this.order) this.order.append(id);
     if (slot >= 0) this.slotCount[slot]!++;
     this.n = id + 1;
     this.version++;
@@ -310,19 +326,44 @@ export class GraphStore {
     return this.param[p + 1]! * TWO_32 + this.param[p]!;
   }
 
-  /** The topological number of node `v`. */
-  ordOf(v: number): number {
-    return this.ord === null ? v : this.ord[v]!;
+  /**
+   * The topological numbering: node v is the ord[v]-th of the order (every edge goes from a lower
+   * ord to a higher one), or null for id order. A fresh array whenever the order has moved since
+   * the last call (O(n)); callers may keep it, and must not change it.
+   */
+  get ord(): Uint32Array | null {
+    const list = this.order;
+    if (list === null) return null;
+    if (this.dense === null || this.denseAt !== list.moves || this.dense.length < this.n) {
+      const ord = new Uint32Array(this.n);
+      let i = 0;
+      for (let v = list.head; v >= 0; v = list.next[v]!) ord[v] = i++;
+      this.dense = ord;
+      this.denseAt = list.moves;
+    }
+    return this.dense;
   }
 
-  /** Turns the implicit numbering (ord[i] = i) into an array that can be changed. */
-  materializeOrd(): Uint32Array {
-    if (this.ord === null) {
-      const ord = new Uint32Array(this.kind.length);
-      for (let i = 0; i < this.n; i++) ord[i] = i;
-      this.ord = ord;
+  /** True if node u comes before node v in the topological order. */
+  before(u: number, v: number): boolean {
+    return this.order === null ? u < v : this.order.before(u, v);
+  }
+
+  /** The order as a list that can change (id order until now, if there was none). */
+  orderList(): OrderList {
+    if (this.order === null) {
+      const ids = new Uint32Array(this.n);
+      for (let i = 0; i < this.n; i++) ids[i] = i;
+      this.order = new OrderList(ids, this.n, this.kind.length);
     }
-    return this.ord;
+    return this.order;
+  }
+
+  /** Makes `byOrd[0..n)` (every node once, edges going forward) the topological order. */
+  setOrder(byOrd: Uint32Array): void {
+    if (this.order === null) this.order = new OrderList(byOrd, this.n, this.kind.length);
+    else this.order.assign(byOrd, this.n);
+    this.version++;
   }
 
   /**
@@ -339,6 +380,7 @@ export class GraphStore {
     this.nextIn[e] = this.firstIn[v]!;
     this.firstIn[v] = e;
     this.m = e;
+    this.edgeSet?.add(this.from, this.to, e);
     this.version++;
   }
 
@@ -352,28 +394,54 @@ export class GraphStore {
     this.firstOut[this.from[e]!] = this.nextOut[e]!;
     this.firstIn[this.to[e]!] = this.nextIn[e]!;
     this.m = e - 1;
+    this.dropEdgeSet();
     this.version++;
   }
 
-  /**
-   * True if the edge u → v exists. Walks u's out-list and v's in-list in step and stops when
-   * either ends, so the cost is the smaller degree without keeping degree counts.
-   */
+  /** True if the edge u → v exists (see `findEdge`). */
   hasEdge(u: number, v: number): boolean {
     return this.findEdge(u, v) !== 0;
   }
 
-  /** The number of the edge u → v, or 0 if there is none (cost: the smaller degree, as `hasEdge`). */
+  /**
+   * The number of the edge u → v, or 0 if there is none. Walks u's out-list and v's in-list in
+   * step and stops when either ends (the smaller degree, without keeping degree counts) until the
+   * steps walked reach twice the edge count; then builds the edge set, O(m) once, and answers in
+   * O(1). So lookups cost O(1) amortised on any graph, and graphs of small degrees (captures) keep
+   * walking their short lists and never spend memory on the set.
+   */
   findEdge(u: number, v: number): number {
+    if (this.edgeSet !== null) return this.edgeSet.find(this.from, this.to, u, v);
     let a = this.firstOut[u]!;
     let b = this.firstIn[v]!;
+    let steps = 0;
+    let found = 0;
     while (a !== 0 && b !== 0) {
-      if (this.to[a] === v) return a;
-      if (this.from[b] === u) return b;
+      if (this.to[a] === v) {
+        found = a;
+        break;
+      }
+      if (this.from[b] === u) {
+        found = b;
+        break;
+      }
       a = this.nextOut[a]!;
       b = this.nextIn[b]!;
+      steps++;
     }
-    return 0;
+    this.walked += steps;
+    if (this.walked > 2 * this.m + EDGE_SET_MIN_STEPS) this.edgeSet = new EdgeSet(this.from, this.to, this.m);
+    return found;
+  }
+
+  /** Bytes the edge set holds (0 while there is none). */
+  edgeSetBytes(): number {
+    return this.edgeSet === null ? 0 : this.edgeSet.bytes;
+  }
+
+  private dropEdgeSet(): void {
+    this.edgeSet = null;
+    this.walked = 0;
   }
 
   /** The data code of edge number `e` (edge-data.ts). */
@@ -489,7 +557,7 @@ export class GraphStore {
     c.cost = this.cost === null ? null : this.cost.slice();
     c.firstOut = this.firstOut.slice();
     c.firstIn = this.firstIn.slice();
-    c.ord = this.ord === null ? null : this.ord.slice();
+    c.order = this.order === null ? null : this.order.clone();
     c.from = this.from.slice();
     c.to = this.to.slice();
     c.nextOut = this.nextOut.slice();
@@ -519,7 +587,7 @@ export class GraphStore {
       if (this.cost) this.cost = this.cost.slice(0, n);
       this.firstOut = this.firstOut.slice(0, n);
       this.firstIn = this.firstIn.slice(0, n);
-      if (this.ord) this.ord = this.ord.slice(0, n);
+      if (this.order) this.order.grow(n);
     }
     if (this.from.length - e > this.from.length / 8) {
       this.from = this.from.slice(0, e);

@@ -6,7 +6,7 @@
 
 /** Min-heap of uint32 values (see the file comment). Reuse it with `clear`. */
 export class UintHeap {
-  private a: Uint32Array = new Uint32Array(64);
+  protected a: Uint32Array = new Uint32Array(64);
   /** Number of values held. */
   size = 0;
 
@@ -20,13 +20,18 @@ export class UintHeap {
     return this.a[0]!;
   }
 
-  /** Adds `x`. */
-  push(x: number): void {
+  /** Makes room for one more value (doubling the storage when full). */
+  protected room(): void {
     if (this.size === this.a.length) {
       const b = new Uint32Array(this.a.length * 2);
       b.set(this.a);
       this.a = b;
     }
+  }
+
+  /** Adds `x`. */
+  push(x: number): void {
+    this.room();
     const a = this.a;
     let i = this.size++;
     while (i > 0) {
