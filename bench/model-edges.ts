@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { ComputeGraph, StreamCapture, MemcpyDir, StreamId, CaptureEvent, NodeId } from '../src/index.js';
-import { mulberry32 } from '../src/cli/random.js';
+import { mulberry32 } from '../src/util/random.js';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;

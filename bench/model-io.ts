@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CaptureEvent, ComputeGraph, MemcpyDir, StreamCapture, StreamId } from '../src/index.js';
-import { mulberry32 } from '../src/cli/random.js';
+import { mulberry32 } from '../src/util/random.js';
 
 /** An 8-stream capture of `n` ops: 80 % kernels, 10 % copies, 5 % fills, 5 % host callbacks, 5 % joins. */
 function capture(n: number): ComputeGraph {

@@ -21,7 +21,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import os from 'node:os';
 import { StreamCapture, ComputeGraph, MemcpyDir, StreamId, CaptureEvent, type NodeId } from '../src/index.js';
-import { mulberry32 } from '../src/cli/random.js';
+import { mulberry32 } from '../src/util/random.js';
 import { reachRows, REACH_QUERIES, REACH_SAMPLED } from './reach.js';
 import { reachTable } from './reach-rows.js';
 import { printIoRows } from './model-io.js';

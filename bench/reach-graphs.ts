@@ -4,7 +4,7 @@
  * layers). Each is generated from a fixed seed, so every run and every machine sees the same graph.
  */
 import { ComputeGraph, StreamCapture, StreamId, CaptureEvent, NodeId } from '../src/index.js';
-import { mulberry32 } from '../src/cli/random.js';
+import { mulberry32 } from '../src/util/random.js';
 
 /** A capture of `n` kernels over `streams` streams, where 5 % of ops first join another stream's work. */
 export function captureGraph(n: number, streams: number, seed: number): ComputeGraph {

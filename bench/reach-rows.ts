@@ -11,7 +11,7 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { ComputeGraph, NodeId } from '../src/index.js';
-import { mulberry32 } from '../src/cli/random.js';
+import { mulberry32 } from '../src/util/random.js';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;

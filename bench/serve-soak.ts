@@ -15,6 +15,7 @@
 import { pathToFileURL } from 'node:url';
 import { readSse, SSE_DONE } from '../src/serve/sse.js';
 import { flag, intFlag } from './args.js';
+import { mulberry32 } from '../src/util/random.js';
 
 /** What `soak` runs. */
 export interface SoakOptions {
@@ -57,18 +58,6 @@ export interface SoakReport {
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
-/** mulberry32: a small seeded stream, so a run's mix is the same every time. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Kind = 'stream' | 'plain' | 'drop' | 'refuse';
 
@@ -146,7 +135,7 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
   const requests = int('requests', o.requests, 1, 100_000);
   const concurrency = int('concurrency', o.concurrency, 1, 256);
   const every = int('sampleEvery', o.sampleEvery ?? Math.max(1, Math.floor(requests / 10)), 1, requests);
-  const rnd = random(o.seed ?? 1);
+  const rnd = mulberry32(o.seed ?? 1);
   // The mix: 70 % streamed, 18 % not, 10 % dropped after the first chunk, 2 % refused; prompts of 1–48 bytes, 1–32 tokens.
   const plan = Array.from({ length: requests }, () => {
     const r = rnd();

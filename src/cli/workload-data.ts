@@ -3,7 +3,7 @@
  * same MLP forward pass in float64, written straight from the maths, not from the program's steps,
  * so it checks the GPU's results independently.
  */
-import { mulberry32 } from './random.js';
+import { mulberry32 } from '../util/random.js';
 import { MLP, PIXEL_SCALE, PIXEL_SHIFT, type Program } from './workload.js';
 
 /** Host arrays by buffer name: the inputs and the weights. */

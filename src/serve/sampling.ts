@@ -9,6 +9,7 @@
  * logits, in index order, so the same logits and seed give the same token on every machine.
  */
 import { InvalidArgumentError } from '../errors/base.js';
+import { mulberry32 } from '../util/random.js';
 import { describe } from '../util/validate.js';
 
 /** How a request picks its tokens. */
@@ -63,7 +64,7 @@ export class Sampler {
   readonly #temperature: number;
   readonly #topP: number;
   readonly #topK: number;
-  #state: number;
+  readonly #uniform: () => number;
   // Scratch reused across draws (one per request, sized to the vocabulary on first use).
   #order: Int32Array = new Int32Array(0);
   #prob: Float64Array = new Float64Array(0);
@@ -73,16 +74,7 @@ export class Sampler {
     this.#topP = p.topP;
     this.#topK = p.topK;
     // Fold the seed's high bits in: seeds that differ only above bit 32 still differ.
-    this.#state = (p.seed ^ Math.floor(p.seed / 2 ** 32)) >>> 0;
-  }
-
-  /** A uniform draw in [0, 1): mulberry32. */
-  #uniform(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let t = this.#state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    this.#uniform = mulberry32((p.seed ^ Math.floor(p.seed / 2 ** 32)) >>> 0);
   }
 
   /** The next token from `logits[offset .. offset + vocab)`. */

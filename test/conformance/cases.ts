@@ -5,7 +5,7 @@
  * size, host callbacks in their label), so recordings can be matched node by node.
  */
 import { op, KERNEL_NAMES, type Op, type Script, type ScriptDir } from './script.js';
-import { mulberry32 } from '../../src/cli/random.js';
+import { mulberry32 } from '../../src/util/random.js';
 
 /** A named case: a script, what it shows, and checks written by hand besides the reference. */
 export interface ConformanceCase {
