@@ -4,14 +4,15 @@
  *
  *   POST /v1/completions  { prompt: string, max_tokens?: int, stream?: boolean,
  *                           stream_options?: { include_usage?: boolean }, model?: string,
- *                           temperature?: number, top_p?: number, top_k?: int, seed?: int }
+ *                           temperature?: number, top_p?: number, top_k?: int, seed?: int,
+ *                           stop?: string | string[] }
  *   GET  /health          { status: "ok", engine, model, running, queued } (503 while shutting down)
  *   GET  /metrics         Prometheus text: the scheduler's figures, HTTP responses, the event loop's
  *                         delay, the engine's stats()
  *
  * Refusals are JSON `{ error: { message, type, param, code } }`: 400 for a bad request (bad JSON,
  * a missing or non-string prompt, a max_tokens that is not an integer from 1 to the limit, a
- * temperature, top_p, top_k or seed out of its range, a field
+ * temperature, top_p, top_k or seed out of its range, a bad stop, a field
  * this server does not implement, a prompt + max_tokens beyond the context), 413 for a body over
  * the limit, 404 for an unknown path, 405 for a wrong method (with `Allow`), 429 when the queue is
  * full, 503 while shutting down, 500 when a decode step failed. A client that goes away cancels its
@@ -28,6 +29,7 @@ import { PROMETHEUS_CONTENT_TYPE, PrometheusText } from './prometheus.js';
 import type { FinishReason, Generation, GenerationResult, Scheduler } from './scheduler.js';
 import { SSE_DONE, sseEvent } from './sse.js';
 import { checkSampling, type SamplingParams } from './sampling.js';
+import { StopMatcher, stopProblem } from './stop-strings.js';
 
 /** Options of `new CompletionServer(options)`. */
 export interface CompletionServerOptions {
@@ -57,7 +59,7 @@ export interface ServerAddress {
 }
 
 /** The fields a completion request may have; anything else is refused. */
-export const COMPLETION_FIELDS = Object.freeze(['prompt', 'max_tokens', 'stream', 'stream_options', 'model', 'temperature', 'top_p', 'top_k', 'seed'] as const);
+export const COMPLETION_FIELDS = Object.freeze(['prompt', 'max_tokens', 'stream', 'stream_options', 'model', 'temperature', 'top_p', 'top_k', 'seed', 'stop'] as const);
 
 /** How often the event-loop delay is sampled, in milliseconds. */
 export const EVENT_LOOP_RESOLUTION_MS = 10;
@@ -79,6 +81,8 @@ interface CompletionParams {
   readonly includeUsage: boolean;
   /** temperature, top_p, top_k, seed as given (absent: greedy). */
   readonly sampling: SamplingParams | undefined;
+  /** Stop strings (none: an empty list). */
+  readonly stop: readonly string[];
 }
 
 const OP = 'new CompletionServer';
@@ -331,8 +335,17 @@ export class CompletionServer {
     // A shutdown that began while the body came in: the scheduler refuses it (503) below.
     const params = this.#parse(body);
     if ('status' in params) return this.#sendError(res, params);
-    let generation: Generation;
+    let generation: Generation | null = null;
     const decoder = new TokenDecoder();
+    // With stop strings the text is watched as it comes: the first one found ends the generation
+    // (cancelled at the next step boundary), and nothing from it on is sent.
+    const stopper = params.stop.length > 0 ? new StopMatcher(params.stop) : null;
+    let collected = '';
+    const deliver = (piece: string): void => {
+      if (piece === '') return;
+      if (!params.stream) collected += piece;
+      else if (writable(res)) res.write(sseEvent(chunk(piece, null)));
+    };
     const id = `cmpl-${randomBytes(12).toString('hex')}`;
     const created = Math.floor(Date.now() / 1000);
     const chunk = (text: string, finishReason: FinishReason | null): object => ({
@@ -349,21 +362,20 @@ export class CompletionServer {
         prompt: encode(params.prompt),
         maxTokens: params.maxTokens,
         ...(params.sampling !== undefined ? { sampling: params.sampling } : {}),
-        ...(params.stream
-          ? {
-              onToken: (t: number) => {
-                const text = decoder.push([t]);
-                if (text !== '' && writable(res)) res.write(sseEvent(chunk(text, null)));
-              },
-            }
-          : {}),
+        onToken: (t: number) => {
+          if (stopper?.hasStopped()) return;
+          const text = decoder.push([t]);
+          deliver(stopper === null ? text : stopper.push(text));
+          if (stopper?.hasStopped()) generation?.cancel();
+        },
       });
     } catch (e) {
       return this.#sendError(res, refusal(e));
     }
+    const gen = generation;
     // A client that goes away cancels its request; the slot is free at the next step boundary.
-    res.on('close', () => generation.cancel());
-    if (res.destroyed) generation.cancel();
+    res.on('close', () => gen.cancel());
+    if (res.destroyed) gen.cancel();
     if (params.stream) {
       if (this.#closing) res.setHeader('Connection', 'close');
       res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
@@ -371,7 +383,7 @@ export class CompletionServer {
     }
     let result: GenerationResult;
     try {
-      result = await generation.result;
+      result = await gen.result;
     } catch (e) {
       const error = refusal(e);
       if (!params.stream) return this.#sendError(res, error);
@@ -379,21 +391,27 @@ export class CompletionServer {
       return;
     }
     if (!writable(res)) return;
-    if (result.finishReason === 'cancelled') {
+    const byStop = stopper !== null && stopper.hasStopped();
+    if (result.finishReason === 'cancelled' && !byStop) {
       // Not the client (it is gone, and nothing is written): the grace period of a shutdown ran out.
       const error = shuttingDown();
       if (!params.stream) return this.#sendError(res, error);
       res.end(sseEvent({ error: errorBody(error) }));
       return;
     }
+    // The decoder's last bytes (an incomplete character), then what the stop matcher held back.
+    if (!byStop) {
+      const tail = decoder.end();
+      deliver(stopper === null ? tail : stopper.push(tail) + stopper.flush());
+    }
+    const finish: FinishReason = stopper !== null && stopper.hasStopped() ? 'stop' : result.finishReason;
     if (params.stream) {
-      res.write(sseEvent(chunk(decoder.end(), result.finishReason)));
+      res.write(sseEvent(chunk('', finish)));
       if (params.includeUsage) res.write(sseEvent({ ...chunk('', null), choices: [], usage: usage(result) }));
       res.end(sseEvent(SSE_DONE));
       return;
     }
-    const text = decoder.push(result.tokens) + decoder.end();
-    this.#sendJson(res, 200, { ...chunk(text, result.finishReason), usage: usage(result) });
+    this.#sendJson(res, 200, { ...chunk(collected, finish), usage: usage(result) });
   }
 
   /** The request's parameters, or the 400 that refuses it. */
@@ -442,7 +460,12 @@ export class CompletionServer {
       if (!(e instanceof InvalidArgumentError)) throw e;
       return bad(e.message.replace(/^: /, ''), 'invalid_sampling', e.parameter);
     }
-    return { prompt: o.prompt, maxTokens: mt, stream, includeUsage, sampling };
+    const stop = o.stop ?? [];
+    if (!(Array.isArray(stop) && stop.length === 0)) {
+      const problem = stopProblem(stop);
+      if (problem !== null) return bad(`${problem}, got ${describe(stop)}`, 'invalid_stop', 'stop');
+    }
+    return { prompt: o.prompt, maxTokens: mt, stream, includeUsage, sampling, stop: typeof stop === 'string' ? [stop] : (stop as string[]) };
   }
 
   #sendJson(res: ServerResponse, status: number, body: unknown): void {

@@ -1,0 +1,93 @@
+/**
+ * Stop strings: the matcher against a plain reference on text cut into random pieces, the field's
+ * refusals, and the server ending a generation at a stop string (streamed and not) with the text
+ * before it, finish reason "stop", and no more steps than it needed.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { StopMatcher, stopProblem } from '../../src/serve/stop-strings.js';
+import { complete, expectedText, withServer } from './helpers.js';
+
+/** The reference: the text up to the first place any stop string starts. */
+function reference(text: string, stops: readonly string[]): { text: string; stopped: boolean } {
+  let cut = -1;
+  for (const s of stops) {
+    const at = text.indexOf(s);
+    if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+  }
+  return cut < 0 ? { text, stopped: false } : { text: text.slice(0, cut), stopped: true };
+}
+
+test('property: what the matcher emits, piece by piece, then flushes, is the reference cut; emitted text is never taken back', () => {
+  const alphabet = fc.constantFrom('a', 'b', 'c', 'é', '😀');
+  const str = (max: number) => fc.array(alphabet, { minLength: 1, maxLength: max }).map((a) => a.join(''));
+  fc.assert(
+    fc.property(str(40), fc.array(str(4), { minLength: 1, maxLength: 4 }), fc.array(fc.integer({ min: 1, max: 5 }), { maxLength: 40 }), (text, stops, cuts) => {
+      const m = new StopMatcher(stops);
+      let out = '';
+      let at = 0;
+      const chars = [...text];
+      for (const n of [...cuts, chars.length]) {
+        if (at >= chars.length) break;
+        out += m.push(chars.slice(at, at + n).join(''));
+        at += n;
+        // Never more than the reference allows, at any point.
+        assert.ok(reference(text, stops).text.startsWith(out), `${JSON.stringify(out)} is a beginning of the answer`);
+      }
+      out += m.flush();
+      const want = reference(text, stops);
+      assert.equal(out, want.text);
+      assert.equal(m.hasStopped(), want.stopped);
+    }),
+    { numRuns: 500 },
+  );
+});
+
+test('stopProblem: a string or 1 to 4 non-empty, well-formed strings of at most 256', () => {
+  assert.equal(stopProblem('\n'), null);
+  assert.equal(stopProblem(['a', 'bb', 'c', 'd']), null);
+  assert.match(stopProblem([])!, /a list of 1 to 4 strings/);
+  assert.match(stopProblem(['a', 'b', 'c', 'd', 'e'])!, /a list of 1 to 4 strings/);
+  assert.match(stopProblem(5)!, /a list of 1 to 4 strings/);
+  assert.match(stopProblem([''])!, /^stop\[0\] must be a non-empty string/);
+  assert.match(stopProblem(['a', 3])!, /^stop\[1\]/);
+  assert.match(stopProblem(['x'.repeat(257)])!, /at most 256/);
+  assert.match(stopProblem(['\uD800'])!, /lone surrogates/);
+});
+
+test('HTTP: a stop string ends the generation with the text before it, finish "stop", streamed or not; fewer steps', { timeout: 30_000 }, async () => {
+  await withServer({ engine: { slots: 2 } }, async ({ url, engine }) => {
+    const full = expectedText('Hello there', 40).text;
+    // A stop string taken from the middle of what the model would say.
+    const stop = full.slice(12, 15);
+    const want = full.slice(0, full.indexOf(stop));
+    assert.ok(want.length < full.length - 3);
+    const before = engine.stepCount;
+    const plain = (await (await complete(url, { prompt: 'Hello there', max_tokens: 40, stop: [stop, 'never appears'] })).json()) as { choices: { text: string; finish_reason: string }[] };
+    assert.equal(plain.choices[0]!.text, want);
+    assert.equal(plain.choices[0]!.finish_reason, 'stop');
+    assert.ok(engine.stepCount - before < 'Hello there'.length + 1 + 40, 'the generation ended early');
+    const res = await complete(url, { prompt: 'Hello there', max_tokens: 40, stream: true, stop });
+    let text = '';
+    let finish: string | null = null;
+    for (const line of (await res.text()).split('\n')) {
+      if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+      const c = JSON.parse(line.slice(6)) as { choices: { text: string; finish_reason: string | null }[] };
+      text += c.choices[0]?.text ?? '';
+      finish = c.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(text, want);
+    assert.equal(finish, 'stop');
+    // A stop string that never comes: the whole text, finish "length".
+    const none = (await (await complete(url, { prompt: 'Hello there', max_tokens: 40, stop: 'zzzz' })).json()) as { choices: { text: string; finish_reason: string }[] };
+    assert.equal(none.choices[0]!.text, full);
+    assert.equal(none.choices[0]!.finish_reason, 'length');
+    const bad = await complete(url, { prompt: 'x', stop: ['', 'a'] });
+    assert.equal(bad.status, 400);
+    const { error } = (await bad.json()) as { error: { code: string; param: string; message: string } };
+    assert.equal(error.code, 'invalid_stop');
+    assert.equal(error.param, 'stop');
+    assert.match(error.message, /^stop\[0\] must be a non-empty string/);
+  });
+});
