@@ -6,6 +6,7 @@
  *                           stream_options?: { include_usage?: boolean }, model?: string,
  *                           temperature?: number, top_p?: number, top_k?: int, seed?: int,
  *                           stop?: string | string[] }
+ *   GET  /v1/models       { object: "list", data: [{ id: model, object: "model", created, owned_by }] }
  *   GET  /health          { status: "ok", engine, model, running, queued } (503 while shutting down)
  *   GET  /metrics         Prometheus text: the scheduler's figures, HTTP responses, the event loop's
  *                         delay, the engine's stats()
@@ -103,6 +104,8 @@ const OP = 'new CompletionServer';
 export class CompletionServer {
   readonly #scheduler: Scheduler;
   readonly #model: string;
+  /** When the server was made, in seconds since the epoch (the model's `created`). */
+  readonly #started = Math.floor(Date.now() / 1000);
   readonly #maxTokensLimit: number;
   readonly #defaultMaxTokens: number;
   readonly #maxBodyBytes: number;
@@ -302,6 +305,10 @@ export class CompletionServer {
       case '/health':
         if (allow('GET, HEAD')) this.#health(res);
         return;
+      case '/v1/models':
+        // OpenAI's clients list the models first: the one this server serves.
+        if (allow('GET, HEAD')) this.#sendJson(res, 200, { object: 'list', data: [{ id: this.#model, object: 'model', created: this.#started, owned_by: 'cudagraph' }] });
+        return;
       case '/metrics':
         if (allow('GET, HEAD')) {
           res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
@@ -309,7 +316,7 @@ export class CompletionServer {
         }
         return;
       default:
-        this.#sendError(res, { status: 404, code: 'not_found', message: `no such path: ${JSON.stringify((path ?? '').slice(0, 200))} (POST /v1/completions, GET /health, GET /metrics)` });
+        this.#sendError(res, { status: 404, code: 'not_found', message: `no such path: ${JSON.stringify((path ?? '').slice(0, 200))} (POST /v1/completions, GET /v1/models, GET /health, GET /metrics)` });
     }
   }
 

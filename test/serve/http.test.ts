@@ -187,6 +187,21 @@ test('404 for unknown paths, 405 with Allow for wrong methods', T, async () => {
   });
 });
 
+test('GET /v1/models lists the one model served, as OpenAI clients expect; other methods 405', T, async () => {
+  await withServer({ server: { model: 'tiny-llama' } }, async ({ port }) => {
+    const r = await raw(port, { method: 'GET', path: '/v1/models' });
+    assert.equal(r.status, 200);
+    const body = JSON.parse(r.text) as { object: string; data: { id: string; object: string; created: number; owned_by: string }[] };
+    assert.equal(body.object, 'list');
+    assert.equal(body.data.length, 1);
+    assert.deepEqual({ ...body.data[0]!, created: 0 }, { id: 'tiny-llama', object: 'model', created: 0, owned_by: 'cudagraph' });
+    assert.ok(Math.abs(body.data[0]!.created - Date.now() / 1000) < 60);
+    const post = await raw(port, { method: 'POST', path: '/v1/models' });
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.allow, 'GET, HEAD');
+  });
+});
+
 test('429 when the queue is full, with Retry-After; the slot\'s request still completes', T, async () => {
   await withServer({ engine: { slots: 1, delayMs: 2 }, scheduler: { queueLimit: 0 } }, async ({ url }) => {
     const first = complete(url, { prompt: 'a', max_tokens: 30, stream: true });
