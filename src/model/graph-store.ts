@@ -99,9 +99,10 @@ export class GraphStore {
   /**
    * The factor the columns grow by when full. A capture's store grows by 4 until `shrinkToFit`:
    * growing copies the columns into fresh memory, and first touching fresh pages is most of what
-   * growing costs (a third of a 10M-op capture's time, doubling). A larger step makes fewer copies
-   * (the untouched end of a fresh array costs no pages), and `shrinkToFit` cuts the excess at the
-   * end; a graph built by hand has no such end, so it doubles.
+   * growing costs (doubling, about a third of a 10M-op capture's CPU time was the kernel's, mostly
+   * page faults). A larger step makes fewer copies (the untouched end of a fresh array costs no
+   * pages), and `shrinkToFit` cuts the excess at the end; a graph built by hand has no such end, so
+   * it doubles.
    */
   growth = 2;
 
@@ -198,42 +199,32 @@ export class GraphStore {
   }
 
   private growNodes(): void {
-    const grow = (cap: number): void => {
-      // Every column is made before any is replaced, so a refused allocation changes nothing.
-      const kind = grown(this.kind, cap);
-      const slot = grown(this.slot, cap);
-      const name = grown(this.name, cap);
-      const param = grown(this.param, cap * PARAM_STRIDE);
-      const cost = this.cost && grown(this.cost, cap).fill(1, this.n);
-      const firstOut = grown(this.firstOut, cap);
-      const firstIn = grown(this.firstIn, cap);
+    this.grownBy(this.kind.length, (cap) => {
+      this.kind = grown(this.kind, cap);
+      this.slot = grown(this.slot, cap);
+      this.name = grown(this.name, cap);
+      this.param = grown(this.param, cap * PARAM_STRIDE);
+      if (this.cost) this.cost = grown(this.cost, cap).fill(1, this.n);
+      this.firstOut = grown(this.firstOut, cap);
+      this.firstIn = grown(this.firstIn, cap);
       if (this.order) this.order.grow(cap);
-      this.kind = kind;
-      this.slot = slot;
-      this.name = name;
-      this.param = param;
-      this.cost = cost;
-      this.firstOut = firstOut;
-      this.firstIn = firstIn;
-    };
-    this.grownBy(this.kind.length, grow);
+    });
   }
 
   private growEdges(): void {
     this.grownBy(this.from.length, (cap) => {
-      const from = grown(this.from, cap);
-      const to = grown(this.to, cap);
-      const nextOut = grown(this.nextOut, cap);
+      this.from = grown(this.from, cap);
+      this.to = grown(this.to, cap);
+      this.nextOut = grown(this.nextOut, cap);
       this.nextIn = grown(this.nextIn, cap);
-      this.from = from;
-      this.to = to;
-      this.nextOut = nextOut;
     });
   }
 
   /**
    * Calls `grow` with `length × growth`; when that is refused for memory and `growth` is above 2,
-   * with `length × 2`, so the larger step of a capture never fails where doubling would not.
+   * with `length × 2`, so the larger step of a capture never fails where doubling would not. The
+   * retry also cuts back the columns the refused step had grown (`grown` copies what fits, and
+   * nothing past `n` is in use), so every column of the group ends the same length.
    */
   private grownBy(length: number, grow: (cap: number) => void): void {
     if (this.growth <= 2) return grow(length * 2);
