@@ -56,6 +56,13 @@ const EXTERNAL = 'external';
 /** The capture rules a `StreamCapture` follows. */
 export type CaptureSemantics = 'per-stream' | 'cuda';
 
+/** A store for a capture to record into: it grows by larger steps until `endCapture` fits it (graph-store.ts). */
+function recordingStore(): GraphStore {
+  const store = new GraphStore();
+  store.growth = 4;
+  return store;
+}
+
 /** Options of `new StreamCapture`. */
 export interface StreamCaptureOptions {
   /**
@@ -137,7 +144,7 @@ export type BodyRecorder = (capture: StreamCapture, stream: StreamId) => void;
  * graph.isReachable(up, k) && graph.isReachable(k, dn); // true
  */
 export class StreamCapture {
-  #store = new GraphStore();
+  #store = recordingStore();
   #ended = false;
   /** The first stream invalidated in this capture, or null: once set, endCapture fails. */
   #poisonedBy: number | null = null;
