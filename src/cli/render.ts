@@ -143,7 +143,8 @@ async function renderSummary(
       io.out(`wrote ${terminalText(options.output)} (PNG, ${png.width}×${png.height} px, ${what}; font ${terminalText(png.font)})\n`);
     }
   }
-  io.err(`cudagraph: note: ${terminalText(options.output)} is a summary${why}, each node a group of ops ${how}; ${full}\n`);
+  const each = summary.by === 'segment' ? "one stream's ops between its joins" : "one stream's ops in a band of levels (or several streams' where they wait on each other in turn)";
+  io.err(`cudagraph: note: ${terminalText(options.output)} is a summary${why}, each node ${each}; ${full}\n`);
 }
 
 /**
