@@ -96,11 +96,13 @@ export const SUMMARY_MAX_LAYOUT_SIZE = 3_000;
  * S ≠ T on one stream has S before T in that stream's order, so every op of S precedes every op of
  * T; across streams, u is the last op of S and v the first of T (a cross-stream edge ends and
  * starts segments), so again max pos(S) < min pos(T). So max pos rises along every summary edge.
- * @throws RangeError when `maxNodes` is not a positive integer.
+ * @throws RangeError when `maxNodes` is not a positive integer or `maxLayoutSize` is below 1.
  */
 export function summarizeGraph(graph: ComputeGraph, options: SummaryOptions = {}): SummaryGraph {
   const maxNodes = options.maxNodes ?? SUMMARY_MAX_NODES;
   if (!Number.isInteger(maxNodes) || maxNodes < 1) throw new RangeError(`maxNodes must be a positive integer, got ${maxNodes}`);
+  const maxSize = options.maxLayoutSize ?? SUMMARY_MAX_LAYOUT_SIZE;
+  if (!(maxSize >= 1)) throw new RangeError(`maxLayoutSize must be at least 1, got ${maxSize}`);
   const n = graph.nodeCount();
   if (n === 0) return { by: 'segment', nodes: [], edges: [], groupOf: new Uint32Array(0), criticalPath: [], streamOrder: [] };
   const nodes = graph.nodes();
@@ -129,7 +131,6 @@ export function summarizeGraph(graph: ComputeGraph, options: SummaryOptions = {}
   const lanes = streamOrder.length + (unstreamed ? 1 : 0);
   for (let v = 0; v < n; v++) if (lane[v] === -1) lane[v] = streamOrder.length;
 
-  const maxSize = options.maxLayoutSize ?? SUMMARY_MAX_LAYOUT_SIZE;
   const seg = unstreamed ? null : segments(n, edges, order, lane, lanes, maxNodes);
   if (seg !== null) {
     const groupOf = mergeCycles(seg.groupOf, seg.count, edges, order);

@@ -149,14 +149,31 @@ test('summarizeGraph on random captures: partition, counts, costs, edges and a D
   assert.deepEqual([...seen].sort(), ['band', 'merged', 'segment']);
 });
 
-test('summarizeGraph on hand-built DAGs without streams and with some: level bands, cycles merged', () => {
+/** The summary's layout size the long way: groups plus, per edge, the levels it skips (longest-path levels). */
+function layoutSize(s: SummaryGraph): number {
+  const level = new Array<number>(s.nodes.length).fill(0);
+  // Relaxing every edge as often as there are groups reaches the longest-path levels of a DAG.
+  for (let i = 0; i < s.nodes.length; i++) for (const e of s.edges) level[e.to] = Math.max(level[e.to]!, level[e.from]! + 1);
+  return s.edges.reduce((size, e) => size + level[e.to]! - level[e.from]! - 1, s.nodes.length);
+}
+
+test('summarizeGraph on hand-built DAGs without streams and with some: level bands, cycles merged, the layout size kept', () => {
   fc.assert(
-    fc.property(fc.integer({ min: 1, max: 200 }), fc.array(fc.nat(1000), { minLength: 1, maxLength: 60 }), fc.nat(4), fc.integer({ min: 1, max: 40 }), (n, picks, streams, maxNodes) => {
-      const g = handBuilt(n, picks, streams);
-      const s = summarizeGraph(g, { maxNodes });
-      if (streams === 0 || g.nodes().some((x) => x.stream === null)) assert.equal(s.by, 'band');
-      checkSummary(g, s, maxNodes);
-    }),
+    fc.property(
+      fc.integer({ min: 1, max: 200 }),
+      fc.array(fc.nat(1000), { minLength: 1, maxLength: 60 }),
+      fc.nat(4),
+      fc.integer({ min: 1, max: 40 }),
+      fc.integer({ min: 1, max: 80 }),
+      (n, picks, streams, maxNodes, maxLayoutSize) => {
+        const g = handBuilt(n, picks, streams);
+        const s = summarizeGraph(g, { maxNodes, maxLayoutSize });
+        if (streams === 0 || g.nodes().some((x) => x.stream === null)) assert.equal(s.by, 'band');
+        checkSummary(g, s, maxNodes);
+        // Without streams one band is one group, so fewer bands can always bring the layout within the limit.
+        if (streams === 0) assert.ok(layoutSize(s) <= maxLayoutSize, `layout size ${layoutSize(s)}, at most ${maxLayoutSize}`);
+      },
+    ),
     { numRuns: 300 },
   );
 });
@@ -196,8 +213,9 @@ test('a capture with few joins is summarised by segment: one group per run of a 
   assert.deepEqual(s.streamOrder, [0, 1]);
 });
 
-test('summarizeGraph: an empty graph has an empty summary; maxNodes must be a positive integer', () => {
+test('summarizeGraph: an empty graph has an empty summary; maxNodes must be a positive integer, maxLayoutSize at least 1', () => {
   assert.deepEqual(summarizeGraph(new ComputeGraph()).nodes, []);
   assert.throws(() => summarizeGraph(new ComputeGraph(), { maxNodes: 0 }), RangeError);
   assert.throws(() => summarizeGraph(new ComputeGraph(), { maxNodes: 1.5 }), RangeError);
+  assert.throws(() => summarizeGraph(new ComputeGraph(), { maxLayoutSize: 0 }), RangeError);
 });
