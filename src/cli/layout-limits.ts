@@ -64,26 +64,35 @@ export function layoutSize(graph: ComputeGraph): number {
 }
 
 /**
- * Refuses to lay out a graph beyond `LAYOUT_MAX_NODES` or `LAYOUT_MAX_SIZE`, in one line that says
- * what to write instead. Cheap next to the layout: O(n + m).
- * @throws UsageError naming the format, the graph's size and the limit.
+ * Why a graph is beyond \`LAYOUT_MAX_NODES\` or \`LAYOUT_MAX_SIZE\`, in one line that says what to
+ * write instead; null when it can be laid out. Cheap next to the layout: O(n + m).
  */
-export function refuseLargeLayout(graph: ComputeGraph, format: 'svg' | 'png'): void {
+export function layoutRefusal(graph: ComputeGraph, format: 'svg' | 'png'): string | null {
   const n = graph.nodeCount();
   const what = format.toUpperCase();
   if (n > LAYOUT_MAX_NODES) {
-    throw new UsageError(
+    return (
       `${n.toLocaleString('en-US')} nodes are too many to lay out as ${what} here (at most ${LAYOUT_MAX_NODES.toLocaleString('en-US')}: ` +
-        `the WebAssembly Graphviz runs out of stack from about 11,000); ${INSTEAD}`,
+      `the WebAssembly Graphviz runs out of stack from about 11,000); ${INSTEAD}`
     );
   }
   const size = layoutSize(graph);
   if (size > LAYOUT_MAX_SIZE) {
-    throw new UsageError(
+    return (
       `this graph is too large to lay out as ${what} here: its ${n.toLocaleString('en-US')} nodes and the ${(size - n).toLocaleString('en-US')} bends ` +
-        `of its long edges make ${size.toLocaleString('en-US')} (at most ${LAYOUT_MAX_SIZE.toLocaleString('en-US')}, a layout of under half a minute); ${INSTEAD}`,
+      `of its long edges make ${size.toLocaleString('en-US')} (at most ${LAYOUT_MAX_SIZE.toLocaleString('en-US')}, a layout of under half a minute); ${INSTEAD}`
     );
   }
+  return null;
+}
+
+/**
+ * Refuses to lay out a graph beyond \`LAYOUT_MAX_NODES\` or \`LAYOUT_MAX_SIZE\` (\`layoutRefusal\`).
+ * @throws UsageError naming the format, the graph's size and the limit.
+ */
+export function refuseLargeLayout(graph: ComputeGraph, format: 'svg' | 'png'): void {
+  const refusal = layoutRefusal(graph, format);
+  if (refusal !== null) throw new UsageError(refusal);
 }
 
 /** The one-line error for a layout that ran out of stack although the limits let it through. */

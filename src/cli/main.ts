@@ -17,6 +17,7 @@ import { demoSolver } from './demo-solver.js';
 import { doctor } from './doctor.js';
 import { ENGINE_KINDS, MODEL_CONFIGS } from './engine-factory.js';
 import { inspect } from './inspect.js';
+import { LAYOUT_MAX_NODES } from './layout-limits.js';
 import { intOption } from './options.js';
 import { processOutput, type Output } from './output.js';
 import { render } from './render.js';
@@ -104,7 +105,9 @@ function program(io: Output, exit: { code: number }): Command {
     .option('--no-critical-path', 'do not highlight the critical path')
     .option('--font <file>', 'PNG: a .ttf/.otf font for the text (default: a sans-serif font found on the system, or $CUDAGRAPH_FONT)')
     .option('--scale <n>', 'PNG: pixels per point (default 1.5)')
-    .action((file: string, o: { output: string; title?: string; criticalPath: boolean; font?: string; scale?: string }) => render(file, o, io));
+    .option('--summary', 'draw one node per group of ops (stream segment, or stream and level band) instead of every node; SVG, PNG and DOT', false)
+    .option('--full', `SVG, PNG: lay out every node, refusing a graph beyond ${LAYOUT_MAX_NODES.toLocaleString('en-US')} nodes (default: draw a summary of such a graph)`, false)
+    .action((file: string, o: { output: string; title?: string; criticalPath: boolean; font?: string; scale?: string; summary: boolean; full: boolean }) => render(file, o, io));
 
   cli
     .command('inspect')

@@ -1,7 +1,8 @@
 /**
  * render's limits on SVG and PNG (measured in src/cli/layout-limits.ts): a graph too large for the
- * WebAssembly layout is refused in one line that says which format works, instead of ending in
- * `internal error: Maximum call stack size exceeded`; DOT and Mermaid have no limit.
+ * WebAssembly layout is drawn as a summary, with a note on stderr saying so; with `--full` it is
+ * refused in one line that says which format works, instead of ending in `internal error: Maximum
+ * call stack size exceeded`; DOT and Mermaid have no limit.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,16 +20,16 @@ function chainJson(n: number): string {
   return JSON.stringify({ format: 'cudagraph.ComputeGraph', version: 1, nodes, edges });
 }
 
-test('a 300,000-node graph: SVG and PNG are refused in one line naming the formats that work; DOT and Mermaid are written', () => {
+test('a 300,000-node graph: with --full, SVG and PNG are refused in one line naming the limit and the formats that work; DOT and Mermaid are written', () => {
   inTempDir((dir) => {
     const file = join(dir, 'big.json');
     writeFileSync(file, chainJson(300_000));
     for (const out of ['big.svg', 'big.png']) {
       const started = Date.now();
-      const r = cudagraph(['render', file, '-o', join(dir, out)]);
+      const r = cudagraph(['render', file, '--full', '-o', join(dir, out)]);
       assertUserError(
         r,
-        /^cudagraph: 300,000 nodes are too many to lay out as (SVG|PNG) here \(at most 5,000: the WebAssembly Graphviz runs out of stack from about 11,000\); write DOT instead \(-o <name>\.dot; .*\) or Mermaid \(-o <name>\.mmd\), or see its shape with cudagraph inspect\n$/,
+        /^cudagraph: 300,000 nodes are too many to lay out as (SVG|PNG) here \(at most 5,000: the WebAssembly Graphviz runs out of stack from about 11,000\); write DOT instead \(-o <name>\.dot; .*\) or Mermaid \(-o <name>\.mmd\), or see its shape with cudagraph inspect, or leave out --full to draw a summary\n$/,
         out,
       );
       assert.ok(Date.now() - started < 60_000, 'refused before any layout');
@@ -42,7 +43,7 @@ test('a 300,000-node graph: SVG and PNG are refused in one line naming the forma
   });
 });
 
-test('a small graph with many long edges (a long layout) is refused; a 5,000-node chain, at the limit, is drawn', () => {
+test('with --full, a small graph with many long edges (a long layout) is refused; a 5,000-node chain, at the limit, is drawn', () => {
   inTempDir((dir) => {
     // 300 nodes, each after 10 random earlier ones: 2,800 edges bending through ~35,000 virtual nodes (a 95 s layout).
     const g = new ComputeGraph();
@@ -58,7 +59,7 @@ test('a small graph with many long edges (a long layout) is refused; a 5,000-nod
     const dense = join(dir, 'dense.json');
     writeFileSync(dense, JSON.stringify(g));
     assertUserError(
-      cudagraph(['render', dense, '-o', join(dir, 'dense.svg')]),
+      cudagraph(['render', dense, '--full', '-o', join(dir, 'dense.svg')]),
       /^cudagraph: this graph is too large to lay out as SVG here: its 300 nodes and the [\d,]+ bends of its long edges make [\d,]+ \(at most 12,000, .*\); write DOT instead/,
       'dense',
     );
