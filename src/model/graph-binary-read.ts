@@ -13,7 +13,7 @@
  * and checked by the JSON path itself (`appendNodeSpec` into a side store, whose handle and
  * nested-size bookkeeping then carries over), so their rules live in one place.
  */
-import { CudagraphError, InvalidArgumentError } from '../errors/base.js';
+import { CudagraphError } from '../errors/base.js';
 import { describe } from '../util/validate.js';
 import { edgeDataText, endpointProblem, EDGE_DATA_BY_CODE, PLAIN_EDGE, readEdgeSpec } from './edge-data.js';
 import { addEdgeColumns } from './edge-columns.js';
@@ -281,7 +281,7 @@ function readNested(store: GraphStore, bytes: Uint8Array, kind: Uint8Array, n: n
       j = appendNodeSpec(side, op, `nodes[${id}].`, spec, NEST_SOURCE);
     } catch (e) {
       if (e instanceof CudagraphError) {
-        const message = e instanceof InvalidArgumentError ? e.message.slice(op.length + 2) : e.message;
+        const message = e.message.startsWith(`${op}: `) ? e.message.slice(op.length + 2) : e.message;
         throw new BinaryRefusal(`section 'NEST': node ${id}: ${message}`, { cause: e });
       }
       throw e;
@@ -342,8 +342,8 @@ export function partsOfBytes(bytes: Uint8Array): BinaryParts {
   while (!step.done) {
     const req: ByteRequest = step.value;
     if (at + req.bytes > bytes.length) throw new BinaryRefusal(`the file ends inside ${req.what} (at byte ${bytes.length})`);
-    // A fresh copy: aligned for typed views, and the store owns it.
-    const piece = bytes.slice(at, at + req.bytes);
+    // A fresh copy (a Buffer's slice would be a view): aligned for typed views, and the store owns it.
+    const piece = new Uint8Array(bytes.subarray(at, at + req.bytes));
     at += req.bytes;
     step = framing.next(piece);
   }
