@@ -22,25 +22,8 @@ import { BinaryRefusal, LITTLE_ENDIAN, readFraming, swapBytes, type BinaryParts,
 import { GraphStore } from './graph-store.js';
 import { appendNodeSpec, type SpecSource } from './node-spec.js';
 import { DIR_P2P } from './memcpy-dir.js';
-import {
-  BLOCK_THREADS_MAX,
-  BLOCK_XY_MAX,
-  BLOCK_Z_MAX,
-  GRID_X_MAX,
-  GRID_YZ_MAX,
-  KIND_CHILD,
-  KIND_CONDITIONAL,
-  KIND_EMPTY,
-  KIND_EVENT_RECORD,
-  KIND_EVENT_WAIT,
-  KIND_HOST,
-  KIND_KERNEL,
-  KIND_MEM_ALLOC,
-  KIND_MEM_FREE,
-  KIND_MEMCPY,
-  KIND_MEMSET,
-  NODE_KINDS,
-} from './node.js';
+// The kinds' codes and CUDA's launch limits, as node-spec.ts checks them.
+import * as limits from './node.js';
 
 /** Where a binary reader takes its bytes from: a file path, a Readable or any (async) iterable of byte pieces, or the bytes themselves. */
 export type BinarySource = string | Uint8Array | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
@@ -48,7 +31,7 @@ export type BinarySource = string | Uint8Array | AsyncIterable<Uint8Array> | Ite
 const TWO_32 = 2 ** 32;
 /** The largest size a node holds (`requireSize`: a safe integer): its high word. */
 const SIZE_HI_MAX = Math.floor(Number.MAX_SAFE_INTEGER / TWO_32);
-const NEST_SOURCE: SpecSource = { kinds: NODE_KINDS, extraKey: null, documentDepth: 1 };
+const NEST_SOURCE: SpecSource = { kinds: limits.NODE_KINDS, extraKey: null, documentDepth: 1 };
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Whether each data code is edge data an edge other than a plain one may carry (`readEdgeSpec` accepts it). */
 const VALID_CODES = EDGE_DATA_BY_CODE.map((data, code) => {
@@ -68,7 +51,7 @@ function view<T>(b: Uint8Array, C: { new (buffer: ArrayBufferLike, offset: numbe
 }
 
 /** A node's kind name with its article, for messages. */
-const kindText = (k: number): string => `a '${NODE_KINDS[k]}' node`;
+const kindText = (k: number): string => `a '${limits.NODE_KINDS[k]}' node`;
 
 /**
  * Builds the store the checked sections describe. @throws BinaryRefusal naming the section and
@@ -128,17 +111,17 @@ export function buildStore(parts: BinaryParts, op: string): GraphStore {
   // Side tables, read into maps first: the node pass checks each against its node.
   for (let i = 0; i < dims.length; i += 5) {
     const id = dims[i]!;
-    if (id >= n || kind[id] !== KIND_KERNEL) refuse('DIMS', `entry ${i / 5} names node ${id}, which is not a kernel node of the ${n}`);
+    if (id >= n || kind[id] !== limits.KIND_KERNEL) refuse('DIMS', `entry ${i / 5} names node ${id}, which is not a kernel node of the ${n}`);
     if (i > 0 && id <= dims[i - 5]!) refuse('DIMS', `entry ${i / 5} (node ${id}) is not after the one before it`);
     const [gy, gz, by, bz] = [dims[i + 1]!, dims[i + 2]!, dims[i + 3]!, dims[i + 4]!];
-    if (gy < 1 || gy > GRID_YZ_MAX || gz < 1 || gz > GRID_YZ_MAX) refuse('DIMS', `node ${id}'s grid y, z (${gy}, ${gz}) must be 1..${GRID_YZ_MAX}`);
-    if (by < 1 || by > BLOCK_XY_MAX || bz < 1 || bz > BLOCK_Z_MAX) refuse('DIMS', `node ${id}'s block y, z (${by}, ${bz}) must be 1..${BLOCK_XY_MAX}, 1..${BLOCK_Z_MAX}`);
+    if (gy < 1 || gy > limits.GRID_YZ_MAX || gz < 1 || gz > limits.GRID_YZ_MAX) refuse('DIMS', `node ${id}'s grid y, z (${gy}, ${gz}) must be 1..${limits.GRID_YZ_MAX}`);
+    if (by < 1 || by > limits.BLOCK_XY_MAX || bz < 1 || bz > limits.BLOCK_Z_MAX) refuse('DIMS', `node ${id}'s block y, z (${by}, ${bz}) must be 1..${limits.BLOCK_XY_MAX}, 1..${limits.BLOCK_Z_MAX}`);
     if (gy === 1 && gz === 1 && by === 1 && bz === 1) refuse('DIMS', `node ${id}'s entry is all 1s (a one-dimensional kernel has none)`);
     store.dims.set(id, [gy, gz, by, bz]);
   }
   for (let i = 0; i < peers.length; i += 3) {
     const id = peers[i]!;
-    if (id >= n || kind[id] !== KIND_MEMCPY || param[4 * id] !== DIR_P2P) refuse('PEER', `entry ${i / 3} names node ${id}, which is not a peer-to-peer copy of the ${n} nodes`);
+    if (id >= n || kind[id] !== limits.KIND_MEMCPY || param[4 * id] !== DIR_P2P) refuse('PEER', `entry ${i / 3} names node ${id}, which is not a peer-to-peer copy of the ${n} nodes`);
     if (i > 0 && id <= peers[i - 3]!) refuse('PEER', `entry ${i / 3} (node ${id}) is not after the one before it`);
     store.peers.set(id, [peers[i + 1]!, peers[i + 2]!]);
   }
@@ -148,7 +131,7 @@ export function buildStore(parts: BinaryParts, op: string): GraphStore {
   let nested = 0;
   for (let v = 0; v < n; v++) {
     const k = kind[v]!;
-    if (k > KIND_CONDITIONAL) refuse('KIND', `node ${v} has kind ${k}; kinds are 0..${KIND_CONDITIONAL}`);
+    if (k > limits.KIND_CONDITIONAL) refuse('KIND', `node ${v} has kind ${k}; kinds are 0..${limits.KIND_CONDITIONAL}`);
     const s = slot[v]!;
     if (s >= streams.length || s < -1) refuse('SLOT', `node ${v} has stream slot ${s}; the graph has ${streams.length} stream(s)`);
     if (s >= 0) slotCount[s]!++;
@@ -166,23 +149,23 @@ export function buildStore(parts: BinaryParts, op: string): GraphStore {
     const d = param[p + 3]!;
     const bad = (what: string): never => refuse('PARM', `node ${v} (${kindText(k)}) ${what}`);
     switch (k) {
-      case KIND_KERNEL:
-        if (a < 1 || a > GRID_X_MAX) bad(`has grid x ${a}; it must be 1..${GRID_X_MAX}`);
-        if (b < 1 || b > BLOCK_XY_MAX) bad(`has block x ${b}; it must be 1..${BLOCK_XY_MAX}`);
+      case limits.KIND_KERNEL:
+        if (a < 1 || a > limits.GRID_X_MAX) bad(`has grid x ${a}; it must be 1..${limits.GRID_X_MAX}`);
+        if (b < 1 || b > limits.BLOCK_XY_MAX) bad(`has block x ${b}; it must be 1..${limits.BLOCK_XY_MAX}`);
         if (d >= strings.length) bad(`names function string ${d}; the graph has ${strings.length}`);
         used[d] = 1;
         {
           const e = store.dims.get(v);
-          if (e !== undefined && b * e[2]! * e[3]! > BLOCK_THREADS_MAX) bad(`has ${b}·${e[2]}·${e[3]} threads a block; CUDA allows at most ${BLOCK_THREADS_MAX}`);
+          if (e !== undefined && b * e[2]! * e[3]! > limits.BLOCK_THREADS_MAX) bad(`has ${b}·${e[2]}·${e[3]} threads a block; CUDA allows at most ${limits.BLOCK_THREADS_MAX}`);
         }
         break;
-      case KIND_MEMCPY:
+      case limits.KIND_MEMCPY:
         if (a > DIR_P2P) bad(`has direction code ${a}; codes are 0..${DIR_P2P}`);
         if (c > SIZE_HI_MAX) bad('has a size past 2^53 − 1');
         if (d !== 0) bad('has a nonzero unused parameter');
         if (a === DIR_P2P && !store.peers.has(v)) refuse('PEER', `node ${v} is a peer-to-peer copy without an entry`);
         break;
-      case KIND_MEMSET: {
+      case limits.KIND_MEMSET: {
         if (c > SIZE_HI_MAX) bad('has a size past 2^53 − 1');
         if (d !== 1 && d !== 2 && d !== 4) bad(`has element size ${d}; it must be 1, 2 or 4`);
         const size = c * TWO_32 + b;
@@ -190,38 +173,38 @@ export function buildStore(parts: BinaryParts, op: string): GraphStore {
         if (d < 4 && a >= 2 ** (8 * d)) bad(`has value ${a}, too large for ${d}-byte elements`);
         break;
       }
-      case KIND_HOST:
+      case limits.KIND_HOST:
         if (a !== 0 || b !== 0 || c !== 0) bad('has a nonzero unused parameter');
         if (d >= strings.length) bad(`names label string ${d}; the graph has ${strings.length}`);
         used[d] = 1;
         break;
-      case KIND_EVENT_RECORD:
-      case KIND_EVENT_WAIT:
+      case limits.KIND_EVENT_RECORD:
+      case limits.KIND_EVENT_WAIT:
         if (b !== 0 || c !== 0 || d !== 0) bad('has a nonzero unused parameter');
         break;
-      case KIND_MEM_ALLOC:
+      case limits.KIND_MEM_ALLOC:
         if (c > SIZE_HI_MAX) bad('has a size past 2^53 − 1');
         if (b === 0 && c === 0) bad('has size 0 (CUDA allocates no empty graph memory)');
         if (d !== 0) bad('has a nonzero unused parameter');
         break;
-      case KIND_MEM_FREE:
+      case limits.KIND_MEM_FREE:
         if (b !== 0 || c !== 0 || d !== 0) bad('has a nonzero unused parameter');
         if (a !== 0) {
           const alloc = a - 1;
           if (alloc >= v) bad(`frees node ${alloc}; an allocation node comes before its free node`);
-          if (kind[alloc] !== KIND_MEM_ALLOC) bad(`frees node ${alloc}, which is ${kindText(kind[alloc]!)}`);
+          if (kind[alloc] !== limits.KIND_MEM_ALLOC) bad(`frees node ${alloc}, which is ${kindText(kind[alloc]!)}`);
           const other = store.freedBy.get(alloc);
           if (other !== undefined) bad(`frees node ${alloc}, which node ${other} frees already`);
           store.freedBy.set(alloc, v);
         }
         break;
-      case KIND_CHILD:
-      case KIND_CONDITIONAL:
+      case limits.KIND_CHILD:
+      case limits.KIND_CONDITIONAL:
         // Their parameters live in `NEST`.
         nested++;
         if (a !== 0 || b !== 0 || c !== 0 || d !== 0) bad('has a nonzero unused parameter');
         break;
-      case KIND_EMPTY:
+      case limits.KIND_EMPTY:
         if (a !== 0 || b !== 0 || c !== 0 || d !== 0) bad('has a nonzero unused parameter');
         break;
     }
@@ -263,7 +246,7 @@ function readNested(store: GraphStore, bytes: Uint8Array, kind: Uint8Array, n: n
     const len = dv.getUint32(at + 4, true);
     at += 8;
     if (at + len > bytes.length) refuse(`record ${i} runs past the end of the section`);
-    if (id >= n || (kind[id] !== KIND_CHILD && kind[id] !== KIND_CONDITIONAL) || id <= last) {
+    if (id >= n || (kind[id] !== limits.KIND_CHILD && kind[id] !== limits.KIND_CONDITIONAL) || id <= last) {
       refuse(`record ${i} names node ${id}, which is not the next child graph or conditional node`);
     }
     last = id;
@@ -275,7 +258,7 @@ function readNested(store: GraphStore, bytes: Uint8Array, kind: Uint8Array, n: n
     }
     at += len;
     const k = (spec as { kind?: unknown } | null)?.kind;
-    if (k !== NODE_KINDS[kind[id]!]) refuse(`node ${id}'s record is of kind ${describe(k)}; the node is ${kindText(kind[id]!)}`);
+    if (k !== limits.NODE_KINDS[kind[id]!]) refuse(`node ${id}'s record is of kind ${describe(k)}; the node is ${kindText(kind[id]!)}`);
     let j: number;
     try {
       j = appendNodeSpec(side, op, `nodes[${id}].`, spec, NEST_SOURCE);
@@ -318,7 +301,7 @@ function readEdges(store: GraphStore, from: Uint32Array, to: Uint32Array, codes:
     if (VALID_CODES[code] !== true) refuse('ECOD', `edge ${e} has data code ${code}, which is no valid edge data other than plain`);
     const u = from[e]!;
     const v = to[e]!;
-    const problem = endpointProblem(code, u, NODE_KINDS[store.kind[u]!]!, v, NODE_KINDS[store.kind[v]!]!);
+    const problem = endpointProblem(code, u, limits.NODE_KINDS[store.kind[u]!]!, v, limits.NODE_KINDS[store.kind[v]!]!);
     if (problem !== null) refuse('ECOD', `edge ${e} [${u}, ${v}] (${edgeDataText(code)}): ${problem}`);
   }
   // Room for every edge at once: appending then never grows the arrays.

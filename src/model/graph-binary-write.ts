@@ -146,12 +146,8 @@ export function* graphBinaryChunks(store: GraphStore, op: string): Generator<Uin
 
 /** The whole binary form of `store` in one array. */
 export function graphBinaryBytes(store: GraphStore, op: string): Uint8Array {
-  const pieces = [...graphBinaryChunks(store, op)];
-  const out = new Uint8Array(pieces.reduce((sum, p) => sum + p.length, 0));
-  let at = 0;
-  for (const p of pieces) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  const bytes = Buffer.concat([...graphBinaryChunks(store, op)]);
+  // A plain Uint8Array of its own memory, not a Buffer (whose `slice` shares memory, and which a
+  // small concat takes from a shared pool).
+  return bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length ? new Uint8Array(bytes.buffer) : new Uint8Array(bytes);
 }

@@ -5,17 +5,21 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { assertUserError, cudagraph, graph50, tempDir } from './helpers.js';
+import { assertUserError, cudagraph, graph50, inTempDir } from './helpers.js';
+
+/** A 50-node graph saved as JSON in `dir`, and converted to binary beside it: the two paths and the command's run. */
+function saved(dir: string): { json: string; bin: string; run: ReturnType<typeof cudagraph> } {
+  const json = join(dir, 'g.json');
+  writeFileSync(json, JSON.stringify(graph50()));
+  const bin = join(dir, 'g.cgraph');
+  return { json, bin, run: cudagraph(['convert', json, '-o', bin]) };
+}
 
 test('convert: JSON → binary → JSON is the same text, and inspect and render read the binary file', () => {
-  const dir = tempDir();
-  try {
-    const json = join(dir, 'g.json');
-    writeFileSync(json, JSON.stringify(graph50()));
-    const bin = join(dir, 'g.cgraph');
-    const r = cudagraph(['convert', json, '-o', bin]);
+  inTempDir((dir) => {
+    const { json, bin, run: r } = saved(dir);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^wrote .*g\.cgraph \(binary, 50 nodes, \d+ edges, \d+ bytes\)/);
     assert.equal(readFileSync(bin).subarray(0, 6).toString('latin1'), 'CGRAPH');
@@ -29,18 +33,13 @@ test('convert: JSON → binary → JSON is the same text, and inspect and render
     const svg = join(dir, 'g.svg');
     assert.equal(cudagraph(['render', bin, '-o', svg]).status, 0);
     assert.match(readFileSync(svg, 'utf8'), /<svg/);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('convert and inspect refuse a damaged binary file, an unknown extension and the input as output', () => {
-  const dir = tempDir();
-  try {
-    const json = join(dir, 'g.json');
-    writeFileSync(json, JSON.stringify(graph50()));
-    const bin = join(dir, 'g.cgraph');
-    assert.equal(cudagraph(['convert', json, '-o', bin]).status, 0);
+  inTempDir((dir) => {
+    const { json, bin, run } = saved(dir);
+    assert.equal(run.status, 0, run.stderr);
     const bytes = readFileSync(bin);
     const cut = join(dir, 'cut.cgraph');
     writeFileSync(cut, bytes.subarray(0, bytes.length - 3));
@@ -52,7 +51,5 @@ test('convert and inspect refuse a damaged binary file, an unknown extension and
     assertUserError(cudagraph(['inspect', flipped]), /flip\.cgraph is not a valid binary graph file: section 'KIND' fails its checksum/, 'a flipped bit');
     assertUserError(cudagraph(['convert', json, '-o', join(dir, 'g.bin')]), /the output must end in \.cgraph \(binary\) or \.json/, 'an unknown extension');
     assertUserError(cudagraph(['convert', json, '-o', json]), /is the input file/, 'the input as output');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
