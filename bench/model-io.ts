@@ -1,7 +1,7 @@
 /**
  * The I/O rows of `npm run bench:model`: saving and loading a graph as JSON, streamed
  * (`writeJSON`, `ComputeGraph.readJSON`) beside the in-memory path (`JSON.stringify(graph)` +
- * `writeFileSync`, `readFileSync` + `fromJSON`), and its DOT (`writeDot` beside `toDot()` +
+ * `writeFileSync`, `readFileSync` + `fromJSON`), in the binary form (`writeBinary`, `readBinary`), and its DOT (`writeDot` beside `toDot()` +
  * `writeFileSync`), at 1M nodes; with `--io-10m` also at 10M nodes (several minutes on 2 cores;
  * the in-memory path is not run there: its text is past V8's 512 MiB string limit from about
  * 3.5M nodes, and `JSON.stringify` throws RangeError).
@@ -75,6 +75,11 @@ const STEPS: Record<string, (n: number, file: string) => Promise<number>> = {
     const g = capture(n);
     return measure(async () => writeFileSync(file, JSON.stringify(g)), g.nodeCount());
   },
+  'save-binary': async (n, file) => {
+    const g = capture(n);
+    return measure(async () => void (await g.writeBinary(file)), g.nodeCount());
+  },
+  'load-binary': async (n, file) => measure(async () => void (await ComputeGraph.readBinary(file)), n),
   'load-stream': async (n, file) => measure(async () => void (await ComputeGraph.readJSON(file)), n),
   'load-memory': async (n, file) => measure(async () => void ComputeGraph.fromJSON(readFileSync(file, 'utf8')), n),
   'dot-stream': async (n, file) => {
@@ -132,11 +137,14 @@ export function ioTable(big: boolean): string {
     for (const n of big ? [1_000_000, 10_000_000] : [1_000_000]) {
       const json = join(dir, `g${n}.json`);
       const dot = join(dir, `g${n}.dot`);
+      const bin = join(dir, `g${n}.cgraph`);
       const plan: [string, string, string][] = [
         ['save JSON, streamed (writeJSON)', 'save-stream', json],
         ['save JSON, in memory (JSON.stringify + writeFileSync)', 'save-memory', json],
         ['load JSON, streamed (readJSON)', 'load-stream', json],
         ['load JSON, in memory (readFileSync + fromJSON)', 'load-memory', json],
+        ['save binary, streamed (writeBinary)', 'save-binary', bin],
+        ['load binary, streamed (readBinary)', 'load-binary', bin],
         ['DOT with the critical path, streamed (writeDot)', 'dot-stream', dot],
         ['DOT with the critical path, in memory (toDot + writeFileSync)', 'dot-memory', dot],
       ];
@@ -159,6 +167,7 @@ export function ioTable(big: boolean): string {
       }
       rmSync(json, { force: true });
       rmSync(dot, { force: true });
+      rmSync(bin, { force: true });
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
 /** Reading and writing graph files for the commands, with one-line errors for the user's mistakes. */
-import { mkdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ComputeGraph, GraphError } from '../index.js';
+import { ComputeGraph, FileFormatError, GraphError } from '../index.js';
 import type { Output } from './output.js';
 import { ProgressBar } from './progress.js';
 import { UsageError, fileErrorReason } from './usage-error.js';
@@ -9,11 +9,26 @@ import { UsageError, fileErrorReason } from './usage-error.js';
 /** How long work runs before the CLI draws a progress bar for it (on a terminal only). */
 export const PROGRESS_DELAY_MS = 1000;
 
+/** The bytes a binary graph file starts with (`CGRAPH`, graph-binary-format.ts). */
+const BINARY_MAGIC = 'CGRAPH';
+
+/** True when the file starts with the binary form's magic bytes (any other file is read as JSON). */
+function isBinaryFile(path: string): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    const head = Buffer.alloc(BINARY_MAGIC.length);
+    return readSync(fd, head, 0, head.length, 0) === head.length && head.toString('latin1') === BINARY_MAGIC;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
- * Loads a saved `ComputeGraph` (the JSON that `graph.toJSON()`, `writeJSON`, `cudagraph demo`
- * write) as it is read (`ComputeGraph.readJSON`): the file is never held whole, so any graph that
- * fits in memory loads, and a load of over a second draws a progress bar on a terminal's stderr.
- * @throws UsageError when the file cannot be read, is not JSON, or is not a valid graph document.
+ * Loads a saved `ComputeGraph`: the binary form (`writeBinary`, `cudagraph convert … -o g.cgraph`),
+ * known by its first bytes, or else the JSON that `graph.toJSON()`, `writeJSON`, `cudagraph demo`
+ * write. Either is read as it arrives (`readBinary`, `readJSON`): the file is never held whole as
+ * text, and a load of over a second draws a progress bar on a terminal's stderr.
+ * @throws UsageError when the file cannot be read, is not JSON, or is not a valid graph file.
  */
 export async function readGraphFile(path: string, io?: Output): Promise<ComputeGraph> {
   let size: number;
@@ -25,9 +40,12 @@ export async function readGraphFile(path: string, io?: Output): Promise<ComputeG
     throw new UsageError(`cannot read ${path}: ${fileErrorReason(e)}`, { cause: e });
   }
   const bar = io === undefined ? null : new ProgressBar(io, size, 30, PROGRESS_DELAY_MS);
+  const options = bar === null ? {} : { onProgress: (bytes: number) => bar.update(bytes, `reading ${path}`) };
   try {
-    return await ComputeGraph.readJSON(path, bar === null ? {} : { onProgress: (bytes) => bar.update(bytes, `reading ${path}`) });
+    if (isBinaryFile(path)) return await ComputeGraph.readBinary(path, options);
+    return await ComputeGraph.readJSON(path, options);
   } catch (e) {
+    if (e instanceof FileFormatError) throw new UsageError(`${path} is not a valid binary graph file: ${e.message.slice(`${e.operation}: ${e.file}: `.length)}`, { cause: e });
     if (!(e instanceof GraphError)) throw new UsageError(`cannot read ${path}: ${fileErrorReason(e)}`, { cause: e });
     const why = e.message.replace(/^ComputeGraph\.readJSON: /, '');
     const syntax = /^not JSON text \((.*)\)$/s.exec(why);
@@ -35,6 +53,20 @@ export async function readGraphFile(path: string, io?: Output): Promise<ComputeG
     throw new UsageError(`${path} is not a cudagraph graph file: ${why}`, { cause: e });
   } finally {
     bar?.done();
+  }
+}
+
+/**
+ * Writes `graph` to `path` (its folder created) in the form its extension names: `.cgraph` the
+ * binary form, anything else JSON, both streamed.
+ * @throws UsageError when it cannot.
+ */
+export async function writeGraphFile(path: string, graph: ComputeGraph): Promise<number> {
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    return path.endsWith('.cgraph') ? await graph.writeBinary(path) : await graph.writeJSON(path);
+  } catch (e) {
+    throw new UsageError(`cannot write ${path}: ${fileErrorReason(e)}`, { cause: e });
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * The `cudagraph` command (bin/cudagraph.js calls `run`). Commands: `demo`, `doctor`, `bench`,
- * `render`, `inspect`, `serve`.
+ * `render`, `inspect`, `convert`, `serve`.
  *
  * Conventions: `--help` on every command; `--json` where the output is data; results on stdout,
  * errors on stderr; a user's mistake (unknown command or option, a bad path, a malformed graph
@@ -17,6 +17,7 @@ import { demoSolver } from './demo-solver.js';
 import { doctor } from './doctor.js';
 import { ENGINE_KINDS, MODEL_CONFIGS } from './engine-factory.js';
 import { inspect } from './inspect.js';
+import { convert } from './convert.js';
 import { LAYOUT_MAX_NODES } from './layout-limits.js';
 import { intOption } from './options.js';
 import { processOutput, type Output } from './output.js';
@@ -99,7 +100,7 @@ function program(io: Output, exit: { code: number }): Command {
     .command('render')
     .summary('draw a saved graph as .svg, .png, .dot or .mmd')
     .description('draw a saved graph (JSON from graph.toJSON() or `cudagraph demo`): one lane and colour per stream, a shape per kind, the critical path thick and red; the format follows the extension of -o: .svg, .png, .dot or .mmd (Mermaid)')
-    .argument('<graph.json>', 'the graph file')
+    .argument('<graph>', 'the graph file (.json or .cgraph)')
     .requiredOption('-o, --output <file>', 'the picture to write: .svg, .png, .dot or .mmd')
     .option('--title <text>', "the picture's title (default: the file name and counts; '' for none)")
     .option('--no-critical-path', 'do not highlight the critical path')
@@ -113,10 +114,18 @@ function program(io: Output, exit: { code: number }): Command {
     .command('inspect')
     .summary('describe a saved graph: kinds, streams, depth, width, critical path, joins')
     .description('describe a saved graph: nodes by kind, streams, depth, width, critical path, cross-stream joins; long lists show their first 40 and last 10 items unless --full')
-    .argument('<graph.json>', 'the graph file')
+    .argument('<graph>', 'the graph file (.json or .cgraph)')
     .option('--json', 'print the description as JSON', false)
     .option('--full', 'list every source, sink, stream, critical-path node and join in the text', false)
     .action((file: string, o: { json: boolean; full: boolean }) => inspect(file, o, io));
+
+  cli
+    .command('convert')
+    .summary('write a saved graph as binary (.cgraph) or JSON (.json)')
+    .description('read a saved graph (JSON or the binary form, known by its first bytes) and write it in the form the extension of -o names: .cgraph the binary form (a few times smaller, loads many times faster), .json the JSON document')
+    .argument('<graph>', 'the graph file (.json or .cgraph)')
+    .requiredOption('-o, --output <file>', 'the file to write: .cgraph or .json')
+    .action((file: string, o: { output: string }) => convert(file, o, io));
 
   cli
     .command('serve')

@@ -19,8 +19,18 @@ export interface TextSink {
 /** Where a writer sends its text: a file path (created or replaced) or a Writable (left open). */
 export type TextTarget = string | TextSink;
 
+/** What a writer of bytes (the binary graph form) needs of a Writable: a `TextSink` that takes bytes. */
+export interface ByteSink {
+  write(chunk: Uint8Array): boolean;
+  on(event: 'drain' | 'close' | 'error', listener: (...args: unknown[]) => void): unknown;
+  off(event: 'drain' | 'close' | 'error', listener: (...args: unknown[]) => void): unknown;
+}
+
+/** Where a writer sends bytes: a file path (created or replaced) or a Writable (left open). */
+export type ByteTarget = string | ByteSink;
+
 /** Resolves when `sink` drains, closes or fails (the caller then checks for the failure), leaving no listener behind. */
-function drained(sink: TextSink): Promise<void> {
+function drained(sink: TextSink | ByteSink): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
       sink.off('drain', done);
@@ -37,12 +47,13 @@ function drained(sink: TextSink): Promise<void> {
 /**
  * Writes every piece of `chunks` to `target`. A path is written through a file stream that is
  * closed at the end (and destroyed on an error, which is passed on); a Writable is not ended, so
- * more may follow (stdout, a socket). Resolves with the number of characters written.
+ * more may follow (stdout, a socket). Resolves with the number of characters (or bytes) written.
  */
-export async function writeChunks(chunks: Iterable<string>, target: TextTarget): Promise<number> {
+export async function writeChunks(chunks: Iterable<string>, target: TextTarget): Promise<number>;
+export async function writeChunks(chunks: Iterable<Uint8Array>, target: ByteTarget): Promise<number>;
+export async function writeChunks(chunks: Iterable<string | Uint8Array>, target: TextTarget | ByteTarget): Promise<number> {
   const file = typeof target === 'string' ? createWriteStream(target) : null;
-  const own = file !== null;
-  const sink: TextSink = file ?? (target as TextSink);
+  const sink = (file ?? target) as { write(chunk: string | Uint8Array): boolean } & TextSink;
   let chars = 0;
   // An error of the sink (a full disk, a closed pipe) ends the loop at the next wait.
   let failure: unknown = null;

@@ -17,7 +17,9 @@ import type { DotOptions } from './dot.js';
 import { dotChunks, renderDot, type DotChunkOptions } from './dot-stream.js';
 import { documentNode, graphJsonChunks, type JsonChunkOptions } from './graph-json-stream.js';
 import { readGraphJson, type GraphSource, type ReadGraphOptions } from './graph-json-read.js';
-import { writeChunks, type TextTarget } from './chunk-sink.js';
+import { writeChunks, type ByteTarget, type TextTarget } from './chunk-sink.js';
+import { graphBinaryBytes, graphBinaryChunks } from './graph-binary-write.js';
+import { readGraphBinary, readGraphBinaryBytes, type BinarySource } from './graph-binary-load.js';
 import { appendNodeSpec, FROM_CALL, type SpecSource } from './node-spec.js';
 import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSION, GRAPH_JSON_VERSIONS, type ComputeGraphJson, type GraphJsonEdge, type GraphJsonNode } from './graph-json.js';
 import { EDGE_DATA_BY_CODE, edgeDataOf, edgeDataText, endpointProblem, PLAIN_EDGE, readEdgeSpec } from './edge-data.js';
@@ -838,6 +840,66 @@ export class ComputeGraph {
     const graph = new ComputeGraph();
     graph.#store = await readGraphJson(source, OP, o);
     return graph;
+  }
+
+  /**
+   * The graph in the binary form (graph-binary-format.ts): the store's columns with a header and a
+   * checksum per section, a few times smaller than the JSON and read many times faster.
+   * `ComputeGraph.fromBinary` reads it back; the JSON stays the interchange format.
+   * @example
+   * const copy = ComputeGraph.fromBinary(graph.toBinary());
+   */
+  toBinary(): Uint8Array {
+    return graphBinaryBytes(this.#store, 'ComputeGraph.toBinary');
+  }
+
+  /**
+   * Writes the binary form (as `toBinary`) to a file path (created or replaced) or a Writable (left
+   * open), a piece at a time and waiting for the Writable when it asks to: most pieces are views of
+   * the graph's own columns, so memory does not grow with the graph. Resolves with the bytes
+   * written. The graph must not change until it resolves (GraphError `GRAPH_BUSY`).
+   * @throws InvalidArgumentError for a bad target; the file's or Writable's own errors.
+   * @example
+   * await graph.writeBinary('graph.cgraph');
+   */
+  async writeBinary(target: ByteTarget): Promise<number> {
+    const OP = 'ComputeGraph.writeBinary';
+    requireTarget(OP, target);
+    return writeChunks(graphBinaryChunks(this.#store, OP), target);
+  }
+
+  /**
+   * Reads the binary form from bytes in memory. Accepts exactly the graphs `addNode` and
+   * `addEdges` could build (every kind, parameter, stream, name, cost and edge checked, column by
+   * column), so a corrupt or truncated file is refused, never loaded as another graph.
+   * @throws FileFormatError (`ERR_FILE_FORMAT`) naming the section and what is wrong in it.
+   * @example
+   * const g = ComputeGraph.fromBinary(readFileSync('graph.cgraph'));
+   */
+  static fromBinary(bytes: Uint8Array): ComputeGraph {
+    const OP = 'ComputeGraph.fromBinary';
+    if (!(bytes instanceof Uint8Array)) throw new InvalidArgumentError(OP, 'bytes', `bytes must be a Uint8Array, got ${describe(bytes)}`);
+    return graphFromStore(readGraphBinaryBytes(bytes, OP));
+  }
+
+  /**
+   * Reads the binary form from a file path, a Readable or any (async) iterable of byte pieces, or
+   * bytes; checks as `fromBinary`. Memory is the graph plus one section as it arrives.
+   * `onProgress(bytes)` is told the bytes read after each piece.
+   * @throws FileFormatError (`ERR_FILE_FORMAT`) naming the file (or `<stream>`, `<bytes>`) and the
+   *   section; the source's own errors (a missing file) as they are.
+   * @example
+   * const g = await ComputeGraph.readBinary('graph.cgraph');
+   */
+  static async readBinary(source: BinarySource, options?: ReadGraphOptions): Promise<ComputeGraph> {
+    const OP = 'ComputeGraph.readBinary';
+    const isIterable = typeof source === 'object' && source !== null && (Symbol.asyncIterator in source || Symbol.iterator in source);
+    if ((typeof source !== 'string' || source === '') && !isIterable) {
+      throw new InvalidArgumentError(OP, 'source', `source must be a file path, a Readable, an iterable of byte pieces or a Uint8Array, got ${describe(source)}`);
+    }
+    const o = requireOptions<ReadGraphOptions>(OP, options, ['onProgress']);
+    requireCallback(OP, 'onProgress', o.onProgress);
+    return graphFromStore(await readGraphBinary(source, OP, o.onProgress));
   }
 
   /** `ComputeGraph(5 nodes, 4 edges, 2 streams)`. */

@@ -28,7 +28,7 @@ import { GRAPH_JSON_FORMAT, GRAPH_JSON_VERSIONS } from './graph-json.js';
 import { appendNodeSpec, type SpecSource } from './node-spec.js';
 import { NODE_KINDS, NODE_KINDS_V1 } from './node.js';
 import { GraphStore } from './graph-store.js';
-import { DynamicOrder } from './dynamic-order.js';
+import { addEdgeColumns } from './edge-columns.js';
 import { cycleText } from './cycle-text.js';
 
 /** What a reader takes: a file path, a Readable, or any (async) iterable of byte or string pieces. */
@@ -541,33 +541,20 @@ export class GraphJsonReader {
     const m = this.#edges;
     const from = this.#from;
     const to = this.#to;
-    let forward = true;
     for (let i = 0; i < m; i++) {
       const u = from[i]!;
       const v = to[i]!;
       if (u >= n || v >= n) throw this.#invalid(`edges[${i}] [${u}, ${v}] names node ${u >= n ? u : v}, but the document has ${n} node(s)`);
-      if (u >= v) forward = false;
       const code = this.#codes.get(i);
       if (code !== undefined) {
         const problem = endpointProblem(code, u, NODE_KINDS[store.kind[u]!]!, v, NODE_KINDS[store.kind[v]!]!);
         if (problem !== null) throw this.#invalid(`edges[${i}] [${u}, ${v}]: ${problem}`);
       }
     }
-    if (forward) {
-      // Every edge goes from a smaller id to a larger one, as toJSON writes them: no cycle is
-      // possible, so each edge is appended at once (the ids are the store's numbering).
-      for (let i = 0; i < m; i++) {
-        if (store.hasEdge(from[i]!, to[i]!)) throw this.#invalid(`edges[${i}] [${from[i]}, ${to[i]}] repeats an earlier edge`);
-        store.appendEdge(from[i]!, to[i]!);
-      }
-    } else {
-      // Any other order: one batch through the order's Kahn pass, with fromJSON's refusals.
-      const f = Array.from(from.subarray(0, m));
-      const t = Array.from(to.subarray(0, m));
-      const r = new DynamicOrder().addEdges(store, f, t);
-      if (!r.ok) throw this.#invalid(`edges[${r.index}] [${f[r.index]}, ${t[r.index]}] closes a cycle (${cycleText(r.cycle)})`);
-      const dup = r.added.indexOf(false);
-      if (dup >= 0) throw this.#invalid(`edges[${dup}] [${f[dup]}, ${t[dup]}] repeats an earlier edge`);
+    const p = addEdgeColumns(store, from, to, m);
+    if (p !== null) {
+      const at = `edges[${p.index}] [${from[p.index]}, ${to[p.index]}]`;
+      throw this.#invalid(p.repeat ? `${at} repeats an earlier edge` : `${at} closes a cycle (${cycleText(p.cycle)})`);
     }
     // No duplicates, so edge i is edge number i + 1.
     for (const [i, code] of this.#codes) store.setEdgeCode(i + 1, code);

@@ -16,8 +16,9 @@ test('--help works for the program and for every command, on stdout, status 0', 
     demo: [/--out <dir>/, /--mode <mode>/, /--json/, /--rounds <n>/, /--iterations <n>/, /\[job\]/, /--n <n>/, /--tol <x>/],
     doctor: [/--json/],
     bench: [/--sizes <list>/, /--quick/, /--json/, /--rounds <n>/, /--reps <n>/],
-    render: [/<graph\.json>/, /-o, --output <file>/, /\.svg, \.png, \.dot or \.mmd/, /--no-critical-path/, /--font <file>/, /--scale <n>/],
-    inspect: [/<graph\.json>/, /--json/],
+    render: [/<graph>/, /-o, --output <file>/, /\.svg, \.png, \.dot or \.mmd/, /--no-critical-path/, /--font <file>/, /--scale <n>/],
+    inspect: [/<graph>/, /--json/],
+    convert: [/<graph>/, /-o, --output <file>/, /\.cgraph or \.json/],
     serve: [/--port <n>/, /--host <address>/, /--engine <kind>/, /--slots <n>/, /--max-batch <n>/, /--queue <n>/, /--max-tokens <n>/, /--config <name>/, /--weights <file>/, /--seed <n>/],
   };
   for (const c of COMMANDS) {

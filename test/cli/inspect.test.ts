@@ -113,7 +113,7 @@ test('inspect: user mistakes are one line, no stack trace, status 1', () => {
       [['inspect', join(dir, 'nope.json')], /^cudagraph: cannot read .*nope\.json: no such file or folder\n$/],
       [['inspect', notJson], /^cudagraph: .*x\.json is not JSON: /],
       [['inspect', wrong], /^cudagraph: .*y\.json is not a cudagraph graph file: .*format/],
-      [['inspect'], /^cudagraph: missing required argument 'graph\.json'/],
+      [['inspect'], /^cudagraph: missing required argument 'graph'/],
       [['inspect', notJson, 'extra'], /^cudagraph: too many arguments/],
     ];
     for (const [args, message] of cases) assertUserError(cudagraph(args), message, args.join(' '));

@@ -196,7 +196,7 @@ test('render: user mistakes are one line on stderr, no stack trace, status 1', (
       [['render', cyclic, '-o', join(dir, 'x.svg')], /^cudagraph: .*cyclic\.json is not a cudagraph graph file: .*cycle/],
       [['render', good, '-o', join(dir, 'x.jpg')], /^cudagraph: cannot tell the picture format from '.*x\.jpg': the output must end in \.svg, \.png, \.dot or \.mmd\n$/],
       [['render', good], /^cudagraph: required option '-o, --output <file>' not specified/],
-      [['render', '-o', join(dir, 'x.svg')], /^cudagraph: missing required argument 'graph\.json'/],
+      [['render', '-o', join(dir, 'x.svg')], /^cudagraph: missing required argument 'graph'/],
       [['render', good, '-o', join(dir, 'x.png'), '--scale', '0'], /^cudagraph: --scale must be a number from 0\.1 to 10, got '0'/],
       [['render', good, '-o', join(dir, 'x.png'), '--font', join(dir, 'no.ttf')], /^cudagraph: cannot read the font .*no\.ttf: no such file or folder/],
       [['render', good, '-o', join(good, 'sub', 'x.svg')], /^cudagraph: cannot write .*x\.svg: a part of the path is not a folder/],

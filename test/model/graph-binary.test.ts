@@ -1,0 +1,249 @@
+/**
+ * The binary graph form (graph-binary-*.ts): JSON → graph → binary → graph gives the JSON back for
+ * random graphs of every node kind, through memory, a file and a stream cut anywhere; a truncated
+ * or corrupted file is refused with a FileFormatError naming the file and the section, never
+ * loaded as another graph; and files that frame correctly but describe a graph `addNode` would
+ * refuse are refused by the column checks.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { once } from 'node:events';
+import fc from 'fast-check';
+import { ComputeGraph, FileFormatError, MemcpyDir, NodeId } from '../../src/index.js';
+import { crc32, crc32Portable } from '../../src/model/crc32.js';
+import { build, program } from './graph-programs.js';
+
+const json = (g: ComputeGraph): string => JSON.stringify(g.toJSON());
+
+/** The byte offsets where the header and each section (head, payload, checksum) end. */
+function boundaries(bytes: Uint8Array): number[] {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = [24];
+  let at = 24;
+  while (at < bytes.length) {
+    const len = dv.getUint32(at + 4, true) + dv.getUint32(at + 8, true) * 2 ** 32;
+    out.push(at + 16, at + 16 + len, at + 20 + len);
+    at += 20 + len;
+  }
+  return out;
+}
+
+/** Rewrites one section's payload (and its checksums) of a file: a file that frames correctly but says something else. */
+function patch(bytes: Uint8Array, tag: string, edit: (payload: Uint8Array) => Uint8Array): Uint8Array {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let at = 24;
+  for (;;) {
+    const len = dv.getUint32(at + 4, true);
+    const t = String.fromCharCode(...bytes.subarray(at, at + 4));
+    if (t === tag) {
+      const payload = edit(bytes.slice(at + 16, at + 16 + len));
+      const head = bytes.slice(at, at + 16);
+      const hv = new DataView(head.buffer);
+      hv.setUint32(4, payload.length, true);
+      hv.setUint32(12, crc32(head.subarray(0, 12)), true);
+      const tail = new Uint8Array(4);
+      new DataView(tail.buffer).setUint32(0, crc32(payload), true);
+      return Buffer.concat([bytes.subarray(0, at), head, payload, tail, bytes.subarray(at + 20 + len)]);
+    }
+    at += 20 + len;
+  }
+}
+
+function refusedWith(f: () => unknown, pattern: RegExp): void {
+  assert.throws(f, (e: unknown) => e instanceof FileFormatError && pattern.test(e.message));
+}
+
+test('property: JSON → graph → binary → graph gives the same toJSON, every node kind', () => {
+  fc.assert(
+    fc.property(program, (p) => {
+      const g = ComputeGraph.fromJSON(json(build(p)));
+      const back = ComputeGraph.fromBinary(g.toBinary());
+      assert.equal(json(back), json(g));
+      // The loaded graph is a working graph: its binary form is the same bytes, and it takes more nodes.
+      assert.deepEqual(back.toBinary(), g.toBinary());
+      back.addNode({ kind: 'empty' });
+      assert.equal(back.nodeCount(), g.nodeCount() + 1);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('property: readBinary from a file and from a stream cut anywhere gives the same graph', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cudagraph-bin-'));
+  try {
+    await fc.assert(
+      fc.asyncProperty(program, fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 8 }), async (p, cuts) => {
+        const g = build(p);
+        const file = join(dir, 'g.cgraph');
+        const written = await g.writeBinary(file);
+        const bytes = g.toBinary();
+        assert.equal(written, bytes.length);
+        assert.equal(json(await ComputeGraph.readBinary(file)), json(g));
+        const at = [...new Set(cuts.map((c) => Math.floor(c * bytes.length)))].sort((a, b) => a - b);
+        const pieces = [0, ...at].map((x, i, all) => bytes.subarray(x, i + 1 < all.length ? all[i + 1] : bytes.length));
+        assert.equal(json(await ComputeGraph.readBinary(Readable.from(pieces))), json(g));
+        assert.equal(json(await ComputeGraph.readBinary(bytes)), json(g));
+      }),
+      { numRuns: 60 },
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('property: a file cut at any section boundary, or anywhere, is refused naming the part it ends in', async () => {
+  await fc.assert(
+    fc.asyncProperty(program, fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), async (p, x) => {
+      const bytes = build(p).toBinary();
+      const cuts = [...boundaries(bytes).filter((b) => b < bytes.length), Math.floor(x * bytes.length)];
+      for (const at of cuts) {
+        refusedWith(() => ComputeGraph.fromBinary(bytes.subarray(0, at)), /^ComputeGraph\.fromBinary: <bytes>: .*(the file ends inside|not a binary graph)/);
+        await assert.rejects(ComputeGraph.readBinary(Readable.from([bytes.subarray(0, at)])), (e: unknown) => e instanceof FileFormatError && /<stream>: .*(ends inside|not a binary graph)/.test(e.message));
+      }
+    }),
+    { numRuns: 60 },
+  );
+});
+
+test('property: any flipped byte is refused (a checksum or a check names the section), never a crash or another graph', () => {
+  fc.assert(
+    fc.property(program, fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), fc.integer({ min: 1, max: 255 }), (p, x, mask) => {
+      const bytes = build(p).toBinary();
+      const bad = bytes.slice();
+      bad[Math.floor(x * bytes.length)]! ^= mask;
+      refusedWith(() => ComputeGraph.fromBinary(bad), /^ComputeGraph\.fromBinary: <bytes>: (the header|section '|the head of section|not a binary|format version|.*fails its checksum|expected section)/);
+    }),
+    { numRuns: 400 },
+  );
+});
+
+test('bytes after the last section, and a wrong version, are refused', () => {
+  const g = new ComputeGraph();
+  g.addNode({ kind: 'empty' });
+  const bytes = g.toBinary();
+  refusedWith(() => ComputeGraph.fromBinary(Buffer.concat([bytes, Uint8Array.of(0)])), /1 byte\(s\) follow the last section/);
+  const v2 = bytes.slice();
+  v2[6] = 2;
+  new DataView(v2.buffer).setUint32(20, crc32(v2.subarray(0, 20)), true);
+  refusedWith(() => ComputeGraph.fromBinary(v2), /format version 2; this build reads version 1/);
+});
+
+/** A graph of one node of each plain kind, joined in a chain, for the column checks. */
+function sample(): ComputeGraph {
+  const g = new ComputeGraph();
+  const k = g.addNode({ kind: 'kernel', functionName: 'k', grid: 4, block: 32, stream: 1 as never });
+  const c = g.addNode({ kind: 'memcpy', dir: MemcpyDir.HostToDevice, sizeBytes: 8 });
+  const s = g.addNode({ kind: 'memset', sizeBytes: 8, value: 3, elementSize: 2 });
+  const a = g.addNode({ kind: 'memAlloc', sizeBytes: 64 });
+  const f = g.addNode({ kind: 'memFree', alloc: a });
+  g.addEdges([
+    [k, c],
+    [c, s],
+    [s, a],
+    [a, f],
+  ]);
+  return g;
+}
+
+const u32s = (values: number[]): Uint8Array => new Uint8Array(Uint32Array.from(values).buffer);
+
+test('the column checks refuse what addNode and addEdges refuse, naming the section and node', () => {
+  const bytes = sample().toBinary();
+  const param = (v: number, slot: number, x: number) => (p: Uint8Array) => (new DataView(p.buffer).setUint32(16 * v + 4 * slot, x, true), p);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'KIND', (p) => ((p[2] = 11), p))), /section 'KIND': node 2 has kind 11/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'SLOT', (p) => (new DataView(p.buffer).setInt32(4, 5, true), p))), /section 'SLOT': node 1 has stream slot 5/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'NAME', (p) => (new DataView(p.buffer).setUint32(0, 99, true), p))), /section 'NAME': node 0 names string 99/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'PARM', param(0, 0, 0))), /section 'PARM': node 0 \(a 'kernel' node\) has grid x 0/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'PARM', param(0, 1, 2000))), /has block x 2000/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'PARM', param(1, 0, 3))), /section 'PEER': node 1 is a peer-to-peer copy without an entry/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'PARM', param(1, 0, 4))), /direction code 4/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'PARM', param(2, 3, 3))), /element size 3/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'PARM', param(2, 0, 70000))), /value 70000, too large for 2-byte elements/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'PARM', param(2, 1, 7))), /size 7, not a multiple/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'PARM', param(3, 1, 0))), /node 3 \(a 'memAlloc' node\) has size 0/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'PARM', param(4, 0, 1))), /node 4 \(a 'memFree' node\) frees node 0, which is a 'kernel' node/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'PARM', param(4, 0, 6))), /frees node 5; an allocation node comes before its free node/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'COST', () => new Uint8Array(new Float64Array([1, -1, 1, 1, 1]).buffer))), /section 'COST': node 1 has cost -1/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'COST', () => new Uint8Array(new Float64Array([1, 1, NaN, 1, 1]).buffer))), /node 2 has cost NaN/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'STRM', () => u32s([1, 1]))), /section 'STRM': stream 1 is listed twice/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'DIMS', () => u32s([0, 1, 1, 1, 1]))), /section 'DIMS': node 0's entry is all 1s/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'DIMS', () => u32s([0, 1, 1, 64, 1]))), /has 32·64·1 threads a block/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'DIMS', () => u32s([1, 2, 1, 1, 1]))), /section 'DIMS': entry 0 names node 1, which is not a kernel/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'EFRM', () => u32s([0, 1, 2, 3]).map((x, i) => (i === 0 ? 9 : x)))), /section 'EFRM': edge 0 leaves node 9, but the graph has 5/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'ETOS', () => u32s([0, 2, 3, 4]))), /section 'EFRM': edge 0 \[0, 0\] closes a cycle/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'ETOS', () => u32s([1, 2, 3, 0]))), /edge 3 \[3, 0\] closes a cycle/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(patch(bytes, 'EFRM', () => u32s([0, 0, 2, 3])), 'ETOS', () => u32s([1, 1, 3, 4]))), /section 'EFRM': edge 1 \[0, 1\] repeats an earlier edge/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'ECOD', () => u32s([0, 4]))), /section 'ECOD': edge 0 \[0, 1\] \(programmatic\): a programmatic edge joins two kernel nodes/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'ECOD', () => u32s([0, 1]))), /edge 0 has data code 1, which is no valid edge data/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'TEXT', (p) => ((p[p.length - 1] = 0xff), p))), /section 'TEXT': the strings are not UTF-8/);
+});
+
+test('duplicate edges and nested records are checked as the JSON reader checks them', () => {
+  const g = new ComputeGraph();
+  const a = g.addNode({ kind: 'empty' });
+  const b = g.addNode({ kind: 'empty' });
+  g.addEdge(a, b);
+  const one = g.toBinary();
+  const twice = patch(patch(one, 'EFRM', () => u32s([0, 0])), 'ETOS', () => u32s([1, 1]));
+  // The header says one edge: the longer edge sections no longer fit.
+  refusedWith(() => ComputeGraph.fromBinary(twice), /section 'EFRM' is 8 bytes long, which does not fit 2 node\(s\) and 1 edge\(s\)/);
+  const h = new ComputeGraph();
+  h.addNode({ kind: 'childGraph', graph: g });
+  const nested = h.toBinary();
+  assert.equal(json(ComputeGraph.fromBinary(nested)), json(h));
+  const withAlloc = patch(nested, 'NEST', (p) => {
+    const text = JSON.stringify({ kind: 'childGraph', graph: { format: 'cudagraph.ComputeGraph', version: 2, nodes: [{ id: 0, kind: 'memAlloc', sizeBytes: 8 }], edges: [] } });
+    return Buffer.concat([u32s([1, 0, Buffer.byteLength(text)]), Buffer.from(text)]);
+  });
+  refusedWith(() => ComputeGraph.fromBinary(withAlloc), /section 'NEST': node 0: .*CUDA does not clone a graph holding allocation or free nodes/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(nested, 'NEST', () => u32s([0]))), /section 'NEST': holds 0 record\(s\); the graph has 1/);
+});
+
+test('writeBinary waits for a slow Writable and the file names itself in refusals', async () => {
+  const g = new ComputeGraph();
+  for (let i = 0; i < 300_000; i++) g.addNode({ kind: 'kernel', functionName: `k${i % 7}`, grid: 1, block: 1 });
+  const chunks: Buffer[] = [];
+  // A slow Writable: each write completes on a later turn, so its buffer fills and it asks the writer to wait.
+  const sink = new Writable({
+    highWaterMark: 1024,
+    write(chunk: Buffer, _encoding, done) {
+      chunks.push(Buffer.from(chunk));
+      setImmediate(done);
+    },
+  });
+  let waits = 0;
+  sink.on('drain', () => waits++);
+  const n = await g.writeBinary(sink);
+  // The Writable is left open: end it and wait for its last writes.
+  sink.end();
+  await once(sink, 'finish');
+  assert.ok(waits > 0, 'the writer met backpressure');
+  assert.equal(n, Buffer.concat(chunks).length);
+  assert.equal(json(ComputeGraph.fromBinary(Buffer.concat(chunks))), json(g));
+  const dir = mkdtempSync(join(tmpdir(), 'cudagraph-bin-'));
+  try {
+    const file = join(dir, 'cut.cgraph');
+    writeFileSync(file, Buffer.concat(chunks).subarray(0, 1000));
+    await assert.rejects(ComputeGraph.readBinary(file), (e: unknown) => e instanceof FileFormatError && e.file === file && /section 'PARM'/.test(e.message) === false && /section 'KIND'|'SLOT'|'NAME'/.test(e.message));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the portable CRC-32 gives the native values', () => {
+  const data = Uint8Array.from({ length: 1000 }, (_, i) => (i * 7919) & 0xff);
+  assert.equal(crc32Portable(data), crc32(data));
+  assert.equal(crc32Portable(data.subarray(500), crc32Portable(data.subarray(0, 500))), crc32(data));
+  assert.equal(crc32(new TextEncoder().encode('123456789')), 0xcbf43926);
+});
+
+test('the arguments are checked', async () => {
+  assert.throws(() => ComputeGraph.fromBinary('x' as never), /bytes must be a Uint8Array/);
+  await assert.rejects(ComputeGraph.readBinary(42 as never), /source must be a file path/);
+  await assert.rejects(sample().writeBinary('' as never), /target must be a file path or a Writable/);
+  void NodeId;
+});
