@@ -1,8 +1,9 @@
 /**
- * Stop strings, as OpenAI's completions define them: generation ends where the text first contains
- * one of them, and the text returned stops just before it. Text arrives a piece at a time (each
- * token's characters), so a piece that might be the start of a stop string is held back until
- * the next pieces say whether it is; what is emitted is never taken back.
+ * Stop strings, as OpenAI's completions define them: generation ends as soon as the text contains
+ * one of them, and the text returned stops just before it (before the earliest, when one token's
+ * text completes several). Text arrives a piece at a time (each token's characters), so a piece
+ * that might be the start of a stop string is held back until the next pieces say whether it is;
+ * what is emitted is never taken back.
  */
 
 /** The most stop strings a request may give, and the longest one (UTF-16 units). */
