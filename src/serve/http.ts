@@ -80,8 +80,8 @@ interface CompletionParams {
   readonly stream: boolean;
   /** Stream a last chunk with the usage (`stream_options.include_usage`). */
   readonly includeUsage: boolean;
-  /** temperature, top_p, top_k, seed as given (absent: greedy). */
-  readonly sampling: SamplingParams | undefined;
+  /** temperature, top_p, top_k, seed as given (each absent one undefined; none: greedy). */
+  readonly sampling: SamplingParams;
   /** Stop strings (none: an empty list). */
   readonly stop: readonly string[];
 }
@@ -368,7 +368,7 @@ export class CompletionServer {
       generation = this.#scheduler.submit({
         prompt: encode(params.prompt),
         maxTokens: params.maxTokens,
-        ...(params.sampling !== undefined ? { sampling: params.sampling } : {}),
+        sampling: params.sampling,
         onToken: (t: number) => {
           if (stopper?.hasStopped()) return;
           const text = decoder.push([t]);
@@ -457,10 +457,8 @@ export class CompletionServer {
       includeUsage = iu;
     }
     if (o.model !== undefined && o.model !== null && typeof o.model !== 'string') return bad(`model must be a string, got ${describe(o.model)}`, 'invalid_model', 'model');
-    // null is "not given", as OpenAI's clients send it.
-    const given = (v: unknown): unknown => (v === null ? undefined : v);
-    const raw = { temperature: given(o.temperature), topP: given(o.top_p), topK: given(o.top_k), seed: given(o.seed) } as SamplingParams;
-    const sampling = Object.values(raw).some((v) => v !== undefined) ? Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined)) as SamplingParams : undefined;
+    // null is "not given", as OpenAI's clients send it; none given is greedy (checkSampling's defaults).
+    const sampling = { temperature: o.temperature ?? undefined, topP: o.top_p ?? undefined, topK: o.top_k ?? undefined, seed: o.seed ?? undefined } as SamplingParams;
     try {
       checkSampling('', sampling, { topP: 'top_p', topK: 'top_k' });
     } catch (e) {
