@@ -29,7 +29,7 @@ export interface EngineOptions {
   readonly config: LlamaConfig;
   /** KV-cache slots: sequences in flight at once. */
   readonly slots: number;
-  /** The most sequences one step takes (≤ `slots`). */
+  /** The most entries one step takes (one a sequence; prompt chunks take one a token). */
   readonly maxBatch: number;
   /** A `.safetensors` file with the model's weights (Hugging Face Llama names); absent: random weights from `seed`. */
   readonly weights?: string;

@@ -132,7 +132,7 @@ function program(io: Output, exit: { code: number }): Command {
     .summary('an OpenAI-style completions server over a decode engine, with continuous batching')
     .description(
       'serve POST /v1/completions (JSON, or server-sent events with "stream": true), GET /health and GET /metrics (Prometheus text) over a decode engine; ' +
-        'every running request advances by one token in each engine step, requests join and leave between steps. Stops gracefully on Ctrl-C or SIGTERM ' +
+        'every running request advances by one token in each engine step (a prompt by a chunk of its tokens), requests join and leave between steps. Stops gracefully on Ctrl-C or SIGTERM ' +
         `(the requests in flight get ${SERVE_DEFAULTS.graceMs / 1000} s to finish; a second signal cancels them). docs/serve.md describes the API, the limits and the metrics`,
     )
     .option('--port <n>', 'the TCP port (0: any free one)', String(SERVE_DEFAULTS.port))
@@ -143,7 +143,8 @@ function program(io: Output, exit: { code: number }): Command {
         .default(SERVE_DEFAULTS.engine),
     )
     .option('--slots <n>', 'KV-cache slots: the most requests generating at once', String(SERVE_DEFAULTS.slots))
-    .option('--max-batch <n>', 'the most sequences one engine step takes (default: --slots)')
+    .option('--max-batch <n>', 'the most entries one engine step takes: one a running request, the room left for prompt chunks (default: --slots on the cpu engine, 32 on the gpu ones)')
+    .option('--prefill-chunk <n>', 'the most prompt tokens a request feeds in one step (default: --max-batch; 1: token by token)')
     .option('--queue <n>', 'requests that may wait for a slot; one more is refused with 429', String(SERVE_DEFAULTS.queue))
     .option('--max-tokens <n>', `the most max_tokens a request may ask for (default ${SERVE_DEFAULTS.maxTokens}; requests default to 64)`)
     .addOption(

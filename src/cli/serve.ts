@@ -7,6 +7,7 @@
 import { statSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { DecodeEngine } from '../llm/engine.js';
+import { GEMV_BATCHES } from '../llm/gpu-kernels.js';
 import { CompletionServer } from '../serve/http.js';
 import { Scheduler } from '../serve/scheduler.js';
 import { createEngine, MODEL_CONFIGS, type ConfigName, type EngineFactory, type EngineKind } from './engine-factory.js';
@@ -22,6 +23,7 @@ export interface ServeArgs {
   readonly engine: EngineKind;
   readonly slots: string;
   readonly maxBatch?: string;
+  readonly prefillChunk?: string;
   readonly queue: string;
   readonly maxTokens?: string;
   readonly config: ConfigName;
@@ -47,6 +49,7 @@ interface ServePlan {
   engine: EngineKind;
   slots: number;
   maxBatch: number;
+  prefillChunk: number;
   queue: number;
   maxTokens: number;
   config: ConfigName;
@@ -59,8 +62,11 @@ export function serveOptions(a: ServeArgs): ServePlan {
   const port = intOption('--port', a.port, 0, 65535);
   if (a.host.trim() === '' || /\s/.test(a.host)) throw new UsageError(`--host must be a host name or address, got '${terminalText(a.host)}'`);
   const slots = intOption('--slots', a.slots, 1, 4096);
-  const maxBatch = a.maxBatch === undefined ? slots : intOption('--max-batch', a.maxBatch, 1, 4096);
-  if (maxBatch > slots) throw new UsageError(`--max-batch (${maxBatch}) cannot exceed --slots (${slots}): a step takes running sequences, each in a slot of its own`);
+  // A GPU step is padded to its batch bucket anyway, so its default fills the largest one (32),
+  // the room beyond the running sequences going to prompt chunks.
+  const gpuBatch: number = GEMV_BATCHES.at(-1)!;
+  const maxBatch = a.maxBatch === undefined ? (a.engine === 'cpu' ? slots : gpuBatch) : intOption('--max-batch', a.maxBatch, 1, a.engine === 'cpu' ? 4096 : gpuBatch);
+  const prefillChunk = a.prefillChunk === undefined ? maxBatch : intOption('--prefill-chunk', a.prefillChunk, 1, maxBatch);
   const queue = intOption('--queue', a.queue, 0, 1_000_000);
   const config = MODEL_CONFIGS[a.config];
   const ceiling = config.maxPositions - 1;
@@ -73,7 +79,7 @@ export function serveOptions(a: ServeArgs): ServePlan {
       throw new UsageError(`--weights: cannot read '${terminalText(a.weights)}': ${fileErrorReason(e)}`);
     }
   }
-  return { port, host: a.host, engine: a.engine, slots, maxBatch, queue, maxTokens, config: a.config, seed, ...(a.weights !== undefined ? { weights: a.weights } : {}) };
+  return { port, host: a.host, engine: a.engine, slots, maxBatch, prefillChunk, queue, maxTokens, config: a.config, seed, ...(a.weights !== undefined ? { weights: a.weights } : {}) };
 }
 
 /** The one-line reason of a listen failure. */
@@ -110,7 +116,7 @@ export async function serve(args: ServeArgs, io: Output, hooks: ServeHooks = {})
     ...(plan.weights !== undefined ? { weights: plan.weights } : {}),
   });
   try {
-    const scheduler = new Scheduler(engine, { queueLimit: plan.queue });
+    const scheduler = new Scheduler(engine, { queueLimit: plan.queue, prefillChunk: Math.min(plan.prefillChunk, engine.maxBatch) });
     const maxTokens = Math.min(plan.maxTokens, engine.maxPositions - 1);
     const model = plan.weights !== undefined ? basename(plan.weights).replace(/\.safetensors$/, '') : `cudagraph-llama-${plan.config}`;
     const server = new CompletionServer({ scheduler, model, maxTokensLimit: maxTokens, defaultMaxTokens: Math.min(64, maxTokens) });
@@ -124,7 +130,7 @@ export async function serve(args: ServeArgs, io: Output, hooks: ServeHooks = {})
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     io.out(
       `cudagraph serve: listening on http://${host}:${address.port} (model ${model}, engine ${engine.name}; ` +
-        `${scheduler.capacity} running at most, queue ${plan.queue}, max_tokens ≤ ${maxTokens}, context ${engine.maxPositions})\n`,
+        `${scheduler.capacity} running at most, ${engine.maxBatch} entries a step, prompt chunks of ${scheduler.prefillChunk}, queue ${plan.queue}, max_tokens ≤ ${maxTokens}, context ${engine.maxPositions})\n`,
     );
     const stop = stopRequests(hooks.signal, (second) => {
       if (second) {

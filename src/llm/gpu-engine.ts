@@ -19,6 +19,13 @@ import { headDim } from './config.js';
 import type { DecodeEngine, DecodeEntry, StepResult } from './engine.js';
 import { ATTENTION_CHUNK, ATTENTION_HEAD_DIMS, GEMV_BATCHES, GEMV_INPUT, decoderSource, gemvName, gemvSplit } from './gpu-kernels.js';
 
+/** One launch of a step: prepared, and its kernel and config for a capture with programmatic edges. */
+interface Launch {
+  readonly kernel: Kernel;
+  readonly config: LaunchConfig;
+  readonly prepared: PreparedLaunch;
+}
+
 /** Where the engine finds each weight, by its Hugging Face name, as f32 values. */
 export type WeightSource = (name: string) => Float32Array;
 
@@ -99,13 +106,18 @@ export class GpuDecodeEngine implements DecodeEngine {
   readonly #in: Int32Array;
   readonly #out: Int32Array;
   readonly #logitsView: Float32Array;
-  /** Per bucket: the step's launches, prepared once (and their kernels and configs, for a capture with programmatic edges). */
-  readonly #launches = new Map<number, { kernel: Kernel; config: LaunchConfig; prepared: PreparedLaunch }[]>();
+  /**
+   * Per bucket: the step's launches, prepared once (and their kernels and configs, for a capture
+   * with programmatic edges): `decode`, one position a sequence; `prefill`, the same with the KV
+   * append on its own before each attention (a step that holds several positions of a sequence).
+   */
+  readonly #launches = new Map<number, { decode: Launch[]; prefill: Launch[] }>();
   readonly #pdl: boolean;
   readonly #cache: GraphCache<number> | null;
+  readonly #prefillCache: GraphCache<number> | null;
   #busy = false;
   #disposed = false;
-  #stats = { steps: 0, tokens: 0, paddedRows: 0 };
+  #stats = { steps: 0, prefillSteps: 0, tokens: 0, paddedRows: 0 };
 
   constructor(options: GpuEngineOptions) {
     const op = 'GpuDecodeEngine';
@@ -225,28 +237,36 @@ export class GpuDecodeEngine implements DecodeEngine {
             args: [out, w, input, norm ?? none, arg.i32(rows), arg.i32(cols), arg.i32(accumulate), arg.f32(c.rmsEps), arg.i32(split)],
           });
         };
-        const list = [k(`embed_${t}`).prepare({ grid: B, block: 256, args: [x, emb, tokens, arg.i32(c.dim)] })];
-        layers.forEach((L, li) => {
-          list.push(g(qkv, L.qkv, x, qkvDim, c.dim, GEMV_INPUT.rmsnorm, 0, L.inNorm));
-          list.push(k(`attention_hd${hd}`).prepare({
-            grid: [B, c.heads, chunks], block: 256, sharedMem: ATTENTION_CHUNK * 4,
-            args: [att, qkv, kcache, vcache, arg.u64(slotsAt), arg.u64(positionsAt), arg.i32(c.heads), arg.i32(c.kvHeads), arg.i32(c.layers), arg.i32(li), arg.i32(this.maxPositions), arg.f32(c.ropeTheta), attnPart, attnArrived, arg.i32(ATTENTION_CHUNK)],
-          }));
-          list.push(g(x, L.o, att, c.dim, c.heads * hd, GEMV_INPUT.plain, 1));
-          list.push(g(gu, L.gu, x, 2 * c.hidden, c.dim, GEMV_INPUT.rmsnorm, 0, L.postNorm));
-          list.push(g(x, L.down, gu, c.dim, c.hidden, GEMV_INPUT.swiglu, 1));
-        });
-        list.push(g(this.#logits, lmHead, x, c.vocab, c.dim, GEMV_INPUT.rmsnorm, 0, finalNorm));
-        list.push(k('argmax').prepare({ grid: B, block: 256, args: [this.#tokensOut, this.#logits, arg.i32(c.vocab)] }));
-        this.#launches.set(B, list);
+        const cacheArgs = (li: number) => [kcache, vcache, arg.u64(slotsAt), arg.u64(positionsAt), arg.i32(c.heads), arg.i32(c.kvHeads), arg.i32(c.layers), arg.i32(li), arg.i32(this.maxPositions), arg.f32(c.ropeTheta)];
+        const steps = { decode: [] as Launch[], prefill: [] as Launch[] };
+        for (const [kind, list] of Object.entries(steps)) {
+          const appended = kind === 'prefill';
+          list.push(k(`embed_${t}`).prepare({ grid: B, block: 256, args: [x, emb, tokens, arg.i32(c.dim)] }));
+          layers.forEach((L, li) => {
+            list.push(g(qkv, L.qkv, x, qkvDim, c.dim, GEMV_INPUT.rmsnorm, 0, L.inNorm));
+            if (appended) list.push(k(`kv_append_hd${hd}`).prepare({ grid: [B, c.kvHeads], block: hd, args: [qkv, ...cacheArgs(li)] }));
+            list.push(k(`attention_hd${hd}`).prepare({
+              grid: [B, c.heads, chunks], block: 256, sharedMem: ATTENTION_CHUNK * 4,
+              args: [att, qkv, ...cacheArgs(li), attnPart, attnArrived, arg.i32(ATTENTION_CHUNK), arg.i32(appended ? 1 : 0)],
+            }));
+            list.push(g(x, L.o, att, c.dim, c.heads * hd, GEMV_INPUT.plain, 1));
+            list.push(g(gu, L.gu, x, 2 * c.hidden, c.dim, GEMV_INPUT.rmsnorm, 0, L.postNorm));
+            list.push(g(x, L.down, gu, c.dim, c.hidden, GEMV_INPUT.swiglu, 1));
+          });
+          list.push(g(this.#logits, lmHead, x, c.vocab, c.dim, GEMV_INPUT.rmsnorm, 0, finalNorm));
+          list.push(k('argmax').prepare({ grid: B, block: 256, args: [this.#tokensOut, this.#logits, arg.i32(c.vocab)] }));
+        }
+        this.#launches.set(B, steps);
       }
       // 48 KiB of dynamic shared memory without opting in: 12,288 scores (the static arrays take the rest of a block's share).
       // A bucket's graph holds the step's two copies too (from and to the pinned buffers, whose
       // addresses never change): one launch submits the whole step.
-      this.#cache = this.#graphs
-        ? new GraphCache<number>({ stream: this.stream, buckets: this.#buckets, pool: false, warmup: 0, capture: (s, B) => this.#enqueueStep(s, B) })
-        : null;
+      // Both kinds of step are captured at start, so no request waits for a capture.
+      const cache = (prefill: boolean) => new GraphCache<number>({ stream: this.stream, buckets: this.#buckets, pool: false, warmup: 0, capture: (s, B) => this.#enqueueStep(s, B, prefill) });
+      this.#cache = this.#graphs ? cache(false) : null;
+      this.#prefillCache = this.#graphs ? cache(true) : null;
       this.#cache?.prepare(this.#buckets);
+      this.#prefillCache?.prepare(this.#buckets);
       this.stream.synchronize();
     } catch (e) {
       this.#release();
@@ -255,15 +275,16 @@ export class GpuDecodeEngine implements DecodeEngine {
   }
 
   /** The step of bucket B as the stream sees it: the inputs in, the launches, the tokens out (B of them: the padding's too). */
-  #enqueueStep(s: Stream, B: number): void {
+  #enqueueStep(s: Stream, B: number, prefill: boolean): void {
     const MB = this.#buckets.at(-1)!;
     this.#io.copyFromHostAsync(s, this.#hostIn.bytes, { byteLength: 3 * MB * 4 });
-    this.#enqueue(s, B);
+    this.#enqueue(s, B, prefill);
     this.#tokensOut.copyToHostAsync(s, this.#hostOut.bytes, { byteLength: B * 4 });
   }
 
-  #enqueue(s: Stream, B: number): void {
-    const list = this.#launches.get(B)!;
+  #enqueue(s: Stream, B: number, prefill: boolean): void {
+    const steps = this.#launches.get(B)!;
+    const list = prefill ? steps.prefill : steps.decode;
     if (!this.#pdl) {
       for (const l of list) l.prepared.launch(s);
       return;
@@ -292,15 +313,23 @@ export class GpuDecodeEngine implements DecodeEngine {
       const n = entries.length;
       const B = this.#bucket(n);
       const MB = this.#buckets.at(-1)!;
-      const seen = new Set<number>();
+      // Each slot's last position in this step, and the entry that holds it.
+      const last = new Map<number, { position: number; at: number }>();
+      let prefill = false;
       const rows: [number, number, number][] = [];
       entries.forEach((e, i) => {
         if (typeof e !== 'object' || e === null) throw new InvalidArgumentError(op, `entries[${i}]`, `must be { slot, token, position }, got ${describe(e)}`);
         const slot = requireInt(op, `entries[${i}].slot`, e.slot, 0, this.slots - 1);
         const token = requireInt(op, `entries[${i}].token`, e.token, 0, this.config.vocab - 1);
         const position = requireInt(op, `entries[${i}].position`, e.position, 0, this.maxPositions - 1);
-        if (seen.has(slot)) throw new InvalidArgumentError(op, `entries[${i}].slot`, `slot ${slot} appears twice in one step`);
-        seen.add(slot);
+        const before = last.get(slot);
+        if (before !== undefined) {
+          if (position !== before.position + 1) {
+            throw new InvalidArgumentError(op, `entries[${i}].position`, `entries[${i}].position (${position}): slot ${slot} is at position ${before.position} in entries[${before.at}], so a later entry of it must be at the next position (${before.position + 1})`);
+          }
+          prefill = true;
+        }
+        last.set(slot, { position, at: i });
         rows.push([token, slot, position]);
       });
       const inp = this.#in;
@@ -313,14 +342,16 @@ export class GpuDecodeEngine implements DecodeEngine {
       }
       const s = this.stream;
       const logits = o.logits === true;
-      if (this.#cache !== null) this.#cache.launch(B);
-      else this.#enqueueStep(s, B);
+      const cache = prefill ? this.#prefillCache : this.#cache;
+      if (cache !== null) cache.launch(B);
+      else this.#enqueueStep(s, B, prefill);
       if (logits) this.#logits.copyToHostAsync(s, this.#hostLogits.bytes, { byteLength: n * this.config.vocab * 4 });
       this.#busy = true;
       return s.synchronizeAsync().then(
         () => {
           this.#busy = false;
           this.#stats.steps++;
+          if (prefill) this.#stats.prefillSteps++;
           this.#stats.tokens += n;
           this.#stats.paddedRows += B - n;
           return { tokens: this.#out.slice(0, n), ...(logits ? { logits: this.#logitsView.slice(0, n * this.config.vocab) } : {}) };
@@ -337,17 +368,19 @@ export class GpuDecodeEngine implements DecodeEngine {
 
   stats(): Readonly<Record<string, number>> {
     const g = this.#cache?.stats;
+    const p = this.#prefillCache?.stats;
     // The whole device's use (every process and context on it): what a leak on the device would move.
     const mem = this.#disposed ? null : this.device.memoryInfo();
     return {
       ...this.#stats,
       ...(mem !== null ? { deviceMemoryUsedBytes: mem.total - mem.free } : {}),
-      ...(g ? { graphs: g.graphs, graphCaptures: g.captures, graphHits: g.hits, graphMisses: g.misses, graphCaptureMs: g.captureMs } : {}),
+      ...(g && p ? { graphs: g.graphs + p.graphs, graphCaptures: g.captures + p.captures, graphHits: g.hits + p.hits, graphMisses: g.misses + p.misses, graphCaptureMs: g.captureMs + p.captureMs } : {}),
     };
   }
 
   #release(): void {
     this.#cache?.dispose();
+    this.#prefillCache?.dispose();
     for (const b of this.#buffers) b.dispose();
     this.#hostIn?.dispose();
     this.#hostOut?.dispose();

@@ -4,7 +4,9 @@
  * RMSNorm of the residual (the norm computed inside the GEMV), attention (with the rotary embedding
  * of q and k and the KV-cache append), the output GEMV (added into the residual), the gate|up GEMV of the second RMSNorm, the
  * down GEMV of their SwiGLU (computed as it is read; added into the residual); around the layers,
- * the embedding, the logits GEMV of the final norm and a greedy argmax.
+ * the embedding, the logits GEMV of the final norm and a greedy argmax. A prefill step (one that
+ * holds several consecutive positions of a sequence: a prompt's chunk) has a sixth launch a layer,
+ * the KV append on its own before attention, so each position sees the keys of those before it.
  *
  * Programmatic dependent launch: every kernel loads what does not depend on the kernels before it
  * (a GEMV's first weights), then waits for them (`griddepcontrol.wait`) before it reads or writes
@@ -254,13 +256,14 @@ __device__ __forceinline__ void rope_pair(float x1, float x2, int j, int hd, int
 // head writes them into the cache of (slot, layer) at pos (cache:
 // [slot][layer][position][kvHeads*HD]). No block reads what another writes in the same launch
 // (other blocks read positions below pos only), and the rotation and the cache append need no
-// launch of their own. Scores: a thread a position, its key row read as HD/4 independent 16-byte
+// launch of their own. With appended = 1 (a prompt's chunk: kv_append ran first) every key and
+// value, pos's included, comes from the cache and nothing is written. Scores: a thread a position, its key row read as HD/4 independent 16-byte
 // loads. Values: the block in 1024/HD stripes of positions, a thread four columns, the stripes
 // added in a fixed order. Dynamic shared memory: CHUNK scores.
 template <int HD>
 __device__ void attention(float *out, const float *qkv, float *kcache, float *vcache, const int *slots,
                           const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos, float theta,
-                          float *part, unsigned *arrived, int chunk) {
+                          float *part, unsigned *arrived, int chunk, int appended) {
   extern __shared__ float sc[];
   __shared__ float scratch[32];
   __shared__ float4 q4[HD / 4];
@@ -276,19 +279,21 @@ __device__ void attention(float *out, const float *qkv, float *kcache, float *vc
   if (z >= chunks) return;
   pdl_wait();
   int t0 = z * chunk, t1 = min(t0 + chunk, pos + 1);
-  bool current = t1 == pos + 1;
+  // fresh: this block covers pos and its key and value are not in the cache yet (kv_append did
+  // not run): it takes them from registers, and the first head of the kv head writes them.
+  bool fresh = !appended && t1 == pos + 1;
   int qkvDim = (heads + 2 * kvHeads) * HD, kvDim = kvHeads * HD;
   const float *row = qkv + (size_t)b * qkvDim;
   size_t base = ((size_t)slot * layers + layer) * maxPos * kvDim + (size_t)kvh * HD;
   size_t at = base + (size_t)pos * kvDim;
-  bool writer = current && h % group == 0;
+  bool writer = fresh && h % group == 0;
   const int half = HD / 2;
   if (threadIdx.x < half) {
     int j = threadIdx.x;
     float *q = reinterpret_cast<float *>(q4), *kc = reinterpret_cast<float *>(kcur4);
     const float *qs = row + h * HD, *ks = row + (heads + kvh) * HD;
     rope_pair(qs[j], qs[j + half], j, HD, pos, theta, &q[j], &q[j + half]);
-    if (current) {
+    if (fresh) {
       rope_pair(ks[j], ks[j + half], j, HD, pos, theta, &kc[j], &kc[j + half]);
       if (writer) {
         kcache[at + j] = kc[j];
@@ -296,7 +301,7 @@ __device__ void attention(float *out, const float *qkv, float *kcache, float *vc
       }
     }
   }
-  if (current) {
+  if (fresh) {
     for (int d = threadIdx.x; d < HD; d += blockDim.x) {
       float v = row[(heads + kvHeads + kvh) * HD + d];
       reinterpret_cast<float *>(vcur4)[d] = v;
@@ -306,7 +311,7 @@ __device__ void attention(float *out, const float *qkv, float *kcache, float *vc
   __syncthreads();
   float scale = rsqrtf((float)HD), m = NEG_INF;
   for (int t = t0 + threadIdx.x; t < t1; t += blockDim.x) {
-    const float4 *k = t == pos ? kcur4 : reinterpret_cast<const float4 *>(kcache + base + (size_t)t * kvDim);
+    const float4 *k = t == pos && fresh ? kcur4 : reinterpret_cast<const float4 *>(kcache + base + (size_t)t * kvDim);
     float4 kv[HD / 4];
 #pragma unroll
     for (int i = 0; i < HD / 4; i++) kv[i] = k[i];
@@ -330,14 +335,16 @@ __device__ void attention(float *out, const float *qkv, float *kcache, float *vc
   const int C4 = HD / 4, stripes = 256 / C4;
   int d4 = threadIdx.x % C4, stripe = threadIdx.x / C4;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  int tv = current ? pos : t1;  // positions read from the cache: [t0, tv)
+  // Positions read from the cache: [t0, tv). pos comes last in its stripe either way, so a fresh
+  // and an appended step add the same values in the same order: the same bits.
+  int tv = fresh ? pos : t1;
 #pragma unroll 8
   for (int t = t0 + stripe; t < tv; t += stripes) {
     float p = sc[t - t0];
     float4 v = *reinterpret_cast<const float4 *>(vcache + base + (size_t)t * kvDim + 4 * d4);
     acc.x += p * v.x; acc.y += p * v.y; acc.z += p * v.z; acc.w += p * v.w;
   }
-  if (current && (pos - t0) % stripes == stripe) {
+  if (fresh && (pos - t0) % stripes == stripe) {
     float p = sc[pos - t0];
     float4 v = vcur4[d4];
     acc.x += p * v.x; acc.y += p * v.y; acc.z += p * v.z; acc.w += p * v.w;
@@ -389,11 +396,40 @@ __device__ void attention(float *out, const float *qkv, float *kcache, float *vc
   }
   if (threadIdx.x == 0) *count = 0u;
 }
+// The key (rotated) and value of every sequence b's position into the cache of (slot, layer), as
+// attention's fresh blocks write them: grid (sequence, kv head), HD threads. A step that holds
+// several consecutive positions of one sequence (a prompt's chunk) runs this first, then
+// attention with appended = 1, so each position attends over the keys of the ones before it in
+// the same step.
+template <int HD>
+__device__ void kv_append(const float *qkv, float *kcache, float *vcache, const int *slots, const int *positions,
+                          int heads, int kvHeads, int layers, int layer, int maxPos, float theta) {
+  int b = blockIdx.x, kvh = blockIdx.y;
+  int pos = positions[b], slot = slots[b];
+  pdl_start();
+  pdl_wait();
+  int kvDim = kvHeads * HD;
+  const float *row = qkv + (size_t)b * (heads + 2 * kvHeads) * HD;
+  size_t at = ((size_t)slot * layers + layer) * maxPos * kvDim + (size_t)pos * kvDim + (size_t)kvh * HD;
+  const float *ks = row + (heads + kvh) * HD;
+  const int half = HD / 2;
+  int j = threadIdx.x;
+  if (j < half) {
+    float r1, r2;
+    rope_pair(ks[j], ks[j + half], j, HD, pos, theta, &r1, &r2);
+    kcache[at + j] = r1;
+    kcache[at + j + half] = r2;
+  }
+  vcache[at + j] = row[(heads + kvHeads + kvh) * HD + j];
+}
 #define ATTENTION(HD) \
   extern "C" __global__ void __launch_bounds__(256) attention_hd##HD(float *out, const float *qkv, float *kcache, float *vcache, \
       const int *slots, const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos, float theta, \
-      float *part, unsigned *arrived, int chunk) { \
-    attention<HD>(out, qkv, kcache, vcache, slots, positions, heads, kvHeads, layers, layer, maxPos, theta, part, arrived, chunk); }
+      float *part, unsigned *arrived, int chunk, int appended) { \
+    attention<HD>(out, qkv, kcache, vcache, slots, positions, heads, kvHeads, layers, layer, maxPos, theta, part, arrived, chunk, appended); } \
+  extern "C" __global__ void __launch_bounds__(HD) kv_append_hd##HD(const float *qkv, float *kcache, float *vcache, const int *slots, \
+      const int *positions, int heads, int kvHeads, int layers, int layer, int maxPos, float theta) { \
+    kv_append<HD>(qkv, kcache, vcache, slots, positions, heads, kvHeads, layers, layer, maxPos, theta); }
 
 // tokens[b] = argmax of logits[b, :] (the lowest index on a tie; one block a sequence).
 extern "C" __global__ void argmax(int *tokens, const float *logits, int vocab) {

@@ -15,7 +15,7 @@ import { checkWeights, type LlamaWeights } from './weights.js';
 export interface CpuDecodeEngineOptions {
   /** KV-cache slots (sequences in flight at once); 8 by default. */
   readonly slots?: number;
-  /** The most entries one step takes, at most `slots`; `slots` by default. */
+  /** The most entries one step takes (a slot's prompt chunk counts an entry a position); `slots` by default. */
   readonly maxBatch?: number;
   /** Positions a sequence may reach, at most `config.maxPositions` (the default). */
   readonly maxPositions?: number;
@@ -58,7 +58,7 @@ export class CpuDecodeEngine implements DecodeEngine {
     const c = requireLlamaConfig(op, config);
     const o = requireOptions<CpuDecodeEngineOptions>(op, options, ['slots', 'maxBatch', 'maxPositions']);
     const slots = requireInt(op, 'slots', o.slots ?? 8, 1, 1 << 16);
-    const maxBatch = requireInt(op, 'maxBatch', o.maxBatch ?? slots, 1, slots);
+    const maxBatch = requireInt(op, 'maxBatch', o.maxBatch ?? slots, 1, 1 << 16);
     const maxPositions = requireInt(op, 'maxPositions', o.maxPositions ?? c.maxPositions, 1, c.maxPositions);
     const values = slots * maxPositions * c.kvHeads * headDim(c);
     if (values > MAX_CACHE_VALUES) {
@@ -80,8 +80,9 @@ export class CpuDecodeEngine implements DecodeEngine {
    * One step (see `DecodeEngine.step`): each entry's token at its position in its slot, the greedy
    * next tokens in the entries' order, and with `logits: true` the logits (entries × vocab).
    * @throws InvalidArgumentError (as a rejection) naming `CpuDecodeEngine.step` for an empty or
-   *   oversize batch, an entry that is not `{ slot, token, position }`, a slot out of range or
-   *   repeated, a position out of range or past what its slot holds, a token outside the
+   *   oversize batch, an entry that is not `{ slot, token, position }`, a slot out of range, a
+   *   later entry of a slot not at the position after its earlier one, a position out of range or
+   *   past what its slot holds, a token outside the
    *   vocabulary, unknown options; DisposedError after `dispose()`. Nothing is written then.
    */
   async step(entries: readonly DecodeEntry[], options?: { readonly logits?: boolean }): Promise<StepResult> {
@@ -94,7 +95,9 @@ export class CpuDecodeEngine implements DecodeEngine {
     if (entries.length === 0 || entries.length > this.maxBatch) {
       throw new InvalidArgumentError(op, 'entries', `a step takes 1..${this.maxBatch} entries (maxBatch), got ${entries.length}`);
     }
-    const seen = new Map<number, number>();
+    // What each slot of the step will hold once its entries so far are written: a later entry of
+    // a slot must be at the next position (a prompt's chunk), its keys those of the entries before.
+    const held = new Map<number, { held: number; at: number }>();
     const checked: DecodeEntry[] = [];
     entries.forEach((e: unknown, i) => {
       const name = `entries[${i}]`;
@@ -104,13 +107,15 @@ export class CpuDecodeEngine implements DecodeEngine {
       const slot = requireInt(op, `${name}.slot`, f.slot, 0, this.slots - 1);
       const token = requireInt(op, `${name}.token`, f.token, 0, this.config.vocab - 1);
       const position = requireInt(op, `${name}.position`, f.position, 0, this.maxPositions - 1);
-      const before = seen.get(slot);
-      if (before !== undefined) throw new InvalidArgumentError(op, `${name}.slot`, `slot ${slot} is in entries[${before}] and ${name}: a step advances a sequence once`);
-      seen.set(slot, i);
-      const held = this.#held[slot]!;
-      if (position > held) {
-        throw new InvalidArgumentError(op, `${name}.position`, `${name}.position (${position}) is past what slot ${slot} holds (${held} positions): it would attend over keys never written`);
+      const before = held.get(slot);
+      if (before !== undefined) {
+        if (position !== before.held) {
+          throw new InvalidArgumentError(op, `${name}.position`, `${name}.position (${position}): slot ${slot} is at position ${before.held - 1} in entries[${before.at}], so a later entry of it must be at the next position (${before.held})`);
+        }
+      } else if (position > this.#held[slot]!) {
+        throw new InvalidArgumentError(op, `${name}.position`, `${name}.position (${position}) is past what slot ${slot} holds (${this.#held[slot]} positions): it would attend over keys never written`);
       }
+      held.set(slot, { held: position + 1, at: i });
       checked.push({ slot, token, position });
     });
     // Everything is checked: from here on nothing can refuse, so a step writes all its entries or none.

@@ -54,7 +54,10 @@ export interface SchedulerSnapshot {
   readonly generatedTokensPerSecond: number;
   /** Engine step times (the awaited `engine.step` call), seconds. */
   readonly stepSeconds: Quantiles;
-  /** Sequences per step: the mean of the latest steps, and a cumulative histogram since the start. */
+  /**
+   * Entries per step (a sequence's one, or its prompt chunk's tokens one each): the mean of the
+   * latest steps, and a cumulative histogram since the start (bounds up to `engine.maxBatch`).
+   */
   readonly batchSize: { readonly recentMean: number; readonly buckets: readonly Bucket[]; readonly sum: number; readonly count: number };
   /** From `submit` to the first generated token, seconds. */
   readonly timeToFirstTokenSeconds: Quantiles;
@@ -92,7 +95,7 @@ class Series {
   }
 }
 
-/** The powers of two up to `capacity`, and `capacity` itself: the batch-size buckets. */
+/** The powers of two up to `capacity`, and `capacity` itself: the batch-size buckets (capacity: the engine's maxBatch). */
 function batchBounds(capacity: number): number[] {
   const b: number[] = [];
   for (let x = 1; x < capacity; x *= 2) b.push(x);
@@ -123,7 +126,7 @@ export class SchedulerMetrics {
     this.#generatedRate = new RateWindow(RATE_WINDOW_SECONDS, now);
   }
 
-  /** A step of `size` sequences that took `ms` (`failed`: the engine call failed). */
+  /** A step of `size` entries that took `ms` (`failed`: the engine call failed). */
   step(ms: number, size: number, failed: boolean): void {
     this.#steps.add(ms / 1000);
     this.#batch.add(size);

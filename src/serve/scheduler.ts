@@ -1,7 +1,7 @@
 /**
  * Continuous batching over a `DecodeEngine`. Each request gets a KV-cache slot, is prefilled and
- * then generates, one token per step; every step advances every running sequence by one position,
- * and requests join and leave the running batch between steps.
+ * then generates, one token per step; every step advances every running sequence (by one position,
+ * or by a chunk of its prompt), and requests join and leave the running batch between steps.
  *
  * How a request goes through:
  *
@@ -11,11 +11,13 @@
  *   - Between steps, waiting requests take the free slots, first come first served. At most
  *     `capacity = min(engine.slots, engine.maxBatch)` sequences run, so one step holds them all and
  *     none is ever left out of a step (a waiting request holds no slot).
- *   - Prefill is token by token: a sequence feeds one prompt token per step (its position p holds
- *     prompt[p]), alongside the other sequences' generated tokens, and the engine's answers to
- *     all but the last prompt token are dropped. The answer to the last prompt token is the first
- *     generated token; from there each step feeds back the token generated last. A prompt of L
- *     tokens thus takes L steps to its first token.
+ *   - Prefill is chunked: a sequence feeds up to `prefillChunk` prompt tokens a step (consecutive
+ *     entries of its slot; position p holds prompt[p]) while the step has room, alongside one
+ *     entry for every other sequence, and the engine's answers to all but the last prompt token
+ *     are dropped. The answer to the last prompt token is the first generated token; from there
+ *     each step feeds back the token generated last. A prompt of L tokens alone thus takes
+ *     ceil(L / prefillChunk) steps to its first token (L with `prefillChunk: 1`), and the tokens
+ *     are the same either way: an engine gives a chunk what it gives its tokens one by one.
  *   - A generated token is the engine's greedy one, or, for a request with a temperature, drawn
  *     from the step's logits by its own seeded sampler (`sampling.ts`); the step asks the engine
  *     for logits only when such a sequence is due a token.
@@ -44,6 +46,12 @@ export interface SchedulerOptions {
   readonly queueLimit?: number;
   /** The token that ends a sequence (default `EOS`). */
   readonly eos?: number;
+  /**
+   * Prompt tokens a sequence feeds in one step at most (chunked prefill), while the step has room
+   * (`engine.maxBatch` entries, one for every running sequence first). Default `engine.maxBatch`;
+   * 1 feeds prompts token by token.
+   */
+  readonly prefillChunk?: number;
 }
 
 /** What `submit` takes. */
@@ -272,6 +280,8 @@ export class Scheduler {
   readonly #eos: number;
   readonly #vocab: number;
   readonly #maxPositions: number;
+  readonly #maxBatch: number;
+  readonly #prefillChunk: number;
   /** Waiting requests by id, in arrival order (a Map keeps insertion order). */
   readonly #waiting = new Map<number, Sequence>();
   /** Running sequences by slot. */
@@ -296,18 +306,25 @@ export class Scheduler {
     const maxBatch = requireInt(op, 'engine.maxBatch', engine.maxBatch, 1, 1 << 20);
     this.#maxPositions = requireInt(op, 'engine.maxPositions', engine.maxPositions, 2, 1 << 30);
     this.#vocab = requireInt(op, 'engine.config.vocab', engine.config?.vocab, 1, 1 << 30);
-    const o = requireOptions<SchedulerOptions>(op, options, ['queueLimit', 'eos']);
+    const o = requireOptions<SchedulerOptions>(op, options, ['queueLimit', 'eos', 'prefillChunk']);
     this.#queueLimit = requireInt(op, 'queueLimit', o.queueLimit ?? 64, 0, 1 << 24);
     this.#eos = requireInt(op, 'eos', o.eos ?? EOS, 0, this.#vocab - 1);
+    this.#prefillChunk = requireInt(op, 'prefillChunk', o.prefillChunk ?? maxBatch, 1, maxBatch);
+    this.#maxBatch = maxBatch;
     this.#engine = engine;
     this.#capacity = Math.min(slots, maxBatch);
     for (let s = this.#capacity - 1; s >= 0; s--) this.#free.push(s);
-    this.#metrics = new SchedulerMetrics(this.#capacity, performance.now());
+    this.#metrics = new SchedulerMetrics(maxBatch, performance.now());
   }
 
   /** Sequences stepped together at most: `min(engine.slots, engine.maxBatch)`. */
   get capacity(): number {
     return this.#capacity;
+  }
+
+  /** Prompt tokens a sequence feeds in one step at most. */
+  get prefillChunk(): number {
+    return this.#prefillChunk;
   }
 
   /** Requests that may wait beyond the free slots. */
@@ -492,36 +509,50 @@ export class Scheduler {
 
   async #step(): Promise<void> {
     const batch = [...this.#running.values()];
-    const entries: DecodeEntry[] = batch.map((s) => ({
-      slot: s.slot,
-      token: s.position < s.prompt.length ? s.prompt[s.position]! : s.last,
-      position: s.position,
-    }));
+    // Each sequence's entries: one, or for one still in its prompt up to prefillChunk of the
+    // prompt's tokens while the step has room (the oldest first). The last entry of each is the
+    // one whose answer may be a generated token.
+    const entries: DecodeEntry[] = [];
+    const lastEntry = new Int32Array(batch.length);
+    let room = this.#maxBatch - batch.length;
+    for (let i = 0; i < batch.length; i++) {
+      const s = batch[i]!;
+      const left = s.prompt.length - s.position;
+      const n = left <= 1 ? 1 : Math.min(left, this.#prefillChunk, room + 1);
+      room -= n - 1;
+      for (let k = 0; k < n; k++) {
+        const p = s.position + k;
+        entries.push({ slot: s.slot, token: p < s.prompt.length ? s.prompt[p]! : s.last, position: p });
+      }
+      lastEntry[i] = entries.length - 1;
+    }
     // Logits cross from the device only when a sequence of the step draws its token from them.
-    const logits = batch.some((s) => s.sampler !== null && s.position + 1 >= s.prompt.length);
+    const logits = batch.some((s, i) => s.sampler !== null && entries[lastEntry[i]!]!.position + 1 >= s.prompt.length);
     const started = performance.now();
     let result: StepResult;
     try {
       result = await this.#engine.step(entries, logits ? { logits: true } : undefined);
       this.#checkResult(result, entries.length, logits);
     } catch (e) {
-      this.#metrics.step(performance.now() - started, batch.length, true);
+      this.#metrics.step(performance.now() - started, entries.length, true);
       const error = new EngineStepError(`Scheduler: a decode step of ${entries.length} sequence(s) failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
       for (const s of batch) this.#end(s, error);
       return;
     }
     const now = performance.now();
-    this.#metrics.step(now - started, batch.length, false);
+    this.#metrics.step(now - started, entries.length, false);
     let prompt = 0;
     let generated = 0;
     for (let i = 0; i < batch.length; i++) {
       const s = batch[i]!;
       if (s.cancelled) continue; // released by the next #reap, its token dropped
-      if (s.position < s.prompt.length) prompt++;
-      s.position++;
+      const at = lastEntry[i]!;
+      const fed = entries[at]!.position + 1 - s.position;
+      prompt += Math.min(fed, Math.max(0, s.prompt.length - s.position));
+      s.position += fed;
       // Still prefilling: the answer is the model's guess at a prompt token we already have.
       if (s.position < s.prompt.length) continue;
-      const t = s.sampler === null ? result.tokens[i]! : s.sampler.sample(result.logits!, i * this.#vocab, this.#vocab);
+      const t = s.sampler === null ? result.tokens[at]! : s.sampler.sample(result.logits!, at * this.#vocab, this.#vocab);
       generated++;
       s.generated++;
       if (s.generated === 1) {

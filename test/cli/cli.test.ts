@@ -19,7 +19,7 @@ test('--help works for the program and for every command, on stdout, status 0', 
     render: [/<graph>/, /-o, --output <file>/, /\.svg, \.png, \.dot or \.mmd/, /--no-critical-path/, /--font <file>/, /--scale <n>/],
     inspect: [/<graph>/, /--json/],
     convert: [/<graph>/, /-o, --output <file>/, /\.cgraph or \.json/],
-    serve: [/--port <n>/, /--host <address>/, /--engine <kind>/, /--slots <n>/, /--max-batch <n>/, /--queue <n>/, /--max-tokens <n>/, /--config <name>/, /--weights <file>/, /--seed <n>/],
+    serve: [/--port <n>/, /--host <address>/, /--engine <kind>/, /--slots <n>/, /--max-batch <n>/, /--prefill-chunk <n>/, /--queue <n>/, /--max-tokens <n>/, /--config <name>/, /--weights <file>/, /--seed <n>/],
   };
   for (const c of COMMANDS) {
     const r = cudagraph([c, '--help']);

@@ -25,7 +25,10 @@ test('serve: every option is checked before anything starts, one line each', T, 
     [['--host', 'a b'], /--host must be a host name or address/],
     [['--slots', '0'], /--slots must be an integer from 1 to 4096, got '0'/],
     [['--slots', '2.5'], /--slots must be an integer/],
-    [['--max-batch', '9'], /--max-batch \(9\) cannot exceed --slots \(8\)/],
+    [['--max-batch', '4097'], /--max-batch must be an integer from 1 to 4096/],
+    [['--engine', 'gpu', '--max-batch', '33'], /--max-batch must be an integer from 1 to 32/],
+    [['--max-batch', '4', '--prefill-chunk', '5'], /--prefill-chunk must be an integer from 1 to 4/],
+    [['--prefill-chunk', '0'], /--prefill-chunk must be an integer from 1/],
     [['--max-batch', '0'], /--max-batch must be an integer from 1/],
     [['--queue', '-3'], /--queue must be an integer from 0 to 1000000/],
     [['--max-tokens', '0'], /--max-tokens must be an integer from 1 to 2047, got '0'/],
@@ -53,11 +56,15 @@ test('serve --engine gpu without a driver: a one-line error that points to cudag
   }
 });
 
-test('serveOptions: the defaults, and --max-batch and --max-tokens follow --slots and --config', () => {
+test('serveOptions: the defaults, and --max-batch, --prefill-chunk and --max-tokens follow --engine, --slots and --config', () => {
   const p = serveOptions({ ...ARGS, config: 'default' });
   assert.equal(p.maxBatch, 4);
   assert.equal(p.maxTokens, 256);
   assert.equal(serveOptions({ ...ARGS, maxBatch: '2' }).maxBatch, 2);
+  assert.equal(p.prefillChunk, 4, '--prefill-chunk follows --max-batch');
+  assert.equal(serveOptions({ ...ARGS, maxBatch: '16' }).maxBatch, 16, 'above --slots: room for prompt chunks');
+  assert.equal(serveOptions({ ...ARGS, prefillChunk: '1' }).prefillChunk, 1);
+  assert.deepEqual([serveOptions({ ...ARGS, engine: 'gpu' }).maxBatch, serveOptions({ ...ARGS, engine: 'gpu-eager' }).prefillChunk], [32, 32], 'the gpu engines fill their largest bucket');
   assert.equal(serveOptions({ ...ARGS, maxTokens: '511' }).maxTokens, 511);
   assert.throws(() => serveOptions({ ...ARGS, queue: '1e3' }), UsageError);
   assert.equal(MODEL_CONFIGS.small.maxPositions, 512);
@@ -103,7 +110,7 @@ test('serve in-process: builds the engine from the options, serves, stops cleanl
   });
   const port = await c.listening;
   assert.deepEqual(built, [{ kind: 'cpu', config: MODEL_CONFIGS.small, slots: 6, maxBatch: 3, seed: 7 }]);
-  assert.match(c.text(), /model cudagraph-llama-small, engine fake; 3 running at most, queue 8, max_tokens ≤ 40, context 512\)/);
+  assert.match(c.text(), /model cudagraph-llama-small, engine fake; 3 running at most, 3 entries a step, prompt chunks of 3, queue 8, max_tokens ≤ 40, context 512\)/);
   const url = `http://127.0.0.1:${port}`;
   assert.deepEqual(await (await fetch(`${url}/health`)).json(), { status: 'ok', engine: 'fake', model: 'cudagraph-llama-small', running: 0, queued: 0 });
   const ok = await fetch(`${url}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'hi', max_tokens: 40 }) });

@@ -48,6 +48,41 @@ async function run(engine: DecodeEngine, prompts: readonly Int32Array[], extra: 
   return { tokens: seqs, logits };
 }
 
+/**
+ * `run` with chunked prefill: a step gives each sequence still in its prompt up to `chunk` of its
+ * prompt's tokens (consecutive entries of its slot) while the step has room (`engine.maxBatch`),
+ * every other sequence one token. The tokens of each sequence and the logits of each (sequence,
+ * position).
+ */
+async function runChunked(engine: DecodeEngine, prompts: readonly Int32Array[], extra: number, chunk: number): Promise<{ tokens: number[][]; logits: Float32Array[][]; steps: number }> {
+  const seqs = prompts.map((p) => [...p]);
+  const target = prompts.map((p) => p.length + extra);
+  const next = prompts.map(() => 0);
+  const logits: Float32Array[][] = prompts.map(() => []);
+  const V = engine.config.vocab;
+  let steps = 0;
+  for (;;) {
+    const live = seqs.map((_, slot) => slot).filter((slot) => next[slot]! < target[slot]! - 1);
+    if (live.length === 0) break;
+    let room = engine.maxBatch - live.length;
+    const entries: { slot: number; token: number; position: number }[] = [];
+    for (const slot of live) {
+      const inPrompt = prompts[slot]!.length - next[slot]!;
+      const n = Math.max(1, Math.min(inPrompt, chunk, room + 1));
+      room -= n - 1;
+      for (let i = 0; i < n; i++) entries.push({ slot, token: seqs[slot]![next[slot]! + i]!, position: next[slot]! + i });
+    }
+    const r = await engine.step(entries, { logits: true });
+    steps++;
+    entries.forEach((e, i) => {
+      logits[e.slot]![e.position] = r.logits!.slice(i * V, (i + 1) * V);
+      next[e.slot] = e.position + 1;
+      if (e.position === seqs[e.slot]!.length - 1) seqs[e.slot]!.push(r.tokens[i]!);
+    });
+  }
+  return { tokens: seqs, logits, steps };
+}
+
 /** Largest |a - b| over the largest |b|. */
 function relativeError(a: Float32Array, b: Float32Array): number {
   let num = 0;
@@ -113,6 +148,27 @@ gpuSuite('the decoder on the device', () => {
     assert.ok(worst <= 1e-4, `logits within 1e-4 of the largest: ${worst}`);
   });
 
+  test('chunked prefill (several positions of a slot in one step): the same tokens and logits, bit for bit, as token by token; graphed = eager; across attention chunks', async () => {
+    // 600 positions: the long prompt's chunks cross the attention's 256-position blocks.
+    const config = llamaConfig('prefill', { layers: 2, dim: 64, heads: 4, kvHeads: 2, hidden: 128, maxPositions: 600 });
+    const weights = syntheticWeights(config, 13);
+    const opts = { config, weights: source(weights), slots: 4, maxBatch: 16, maxPositions: 600 };
+    using graphed = new GpuDecodeEngine({ ...opts, graphs: true });
+    using eager = new GpuDecodeEngine({ ...opts, graphs: false });
+    using cpu = new CpuDecodeEngine(config, weights, { slots: 4, maxBatch: 16, maxPositions: 600 });
+    const ps = [Int32Array.from({ length: 530 }, (_, i) => (i * 7 + 3) % 256), encode('Hi'), Int32Array.from({ length: 77 }, (_, i) => (i * 5 + 1) % 256)];
+    const one = await runChunked(eager, ps, 3, 1);
+    for (const [engine, chunk] of [[graphed, 16], [eager, 16], [graphed, 5], [cpu, 16]] as const) {
+      const r = await runChunked(engine, ps, 3, chunk);
+      assert.ok(r.steps < one.steps, `${engine.name}, chunks of ${chunk}: fewer steps (${r.steps}) than token by token (${one.steps})`);
+      assert.deepEqual(r.tokens, one.tokens, `${engine.name}, chunks of ${chunk}: the same tokens`);
+      if (engine === cpu) continue;
+      r.logits.forEach((rows, s) => rows.forEach((l, pos) => assert.deepEqual(l, one.logits[s]![pos], `${engine.name}, chunks of ${chunk}: sequence ${s}, position ${pos}`)));
+    }
+    assert.ok((graphed.stats()['prefillSteps'] ?? 0) > 0, 'the graphed engine ran prefill steps');
+    assert.ok((graphed.stats()['graphHits'] ?? 0) > 0, 'prefill steps replayed graphs');
+  });
+
   test('bf16 weights: the same as the reference given the same rounded weights', async () => {
     const weights = syntheticWeights(TINY, 5);
     using gpu = new GpuDecodeEngine({ config: TINY, weights: source(weights), dtype: 'bf16', slots: 4, maxBatch: 4, maxPositions: 64 });
@@ -157,7 +213,7 @@ gpuSuite('the decoder on the device', () => {
     }
   });
 
-  test('refusals: empty or oversize batches, repeated slots, positions and tokens out of range, a disposed engine', async () => {
+  test('refusals: empty or oversize batches, a slot repeated out of order, positions and tokens out of range, a disposed engine', async () => {
     const weights = syntheticWeights(TINY, 2);
     const engine = new GpuDecodeEngine({ config: TINY, weights: source(weights), slots: 2, maxBatch: 2, maxPositions: 16 });
     const refused = (p: Promise<unknown>, re: RegExp) => assert.rejects(p, (e: unknown) => e instanceof InvalidArgumentError && re.test((e as Error).message));
@@ -165,7 +221,8 @@ gpuSuite('the decoder on the device', () => {
     assert.throws(() => new GpuDecodeEngine({ config: TINY, weights: source(weights), graphs: 1 as unknown as boolean }), (e: unknown) => e instanceof InvalidArgumentError && /^GpuDecodeEngine: graphs/.test((e as Error).message));
     await refused(engine.step([]), /^GpuDecodeEngine\.step: entries/);
     await refused(engine.step([{ slot: 0, token: 1, position: 0 }, { slot: 1, token: 1, position: 0 }, { slot: 0, token: 1, position: 1 }]), /1 to 2 entries/);
-    await refused(engine.step([{ slot: 1, token: 1, position: 0 }, { slot: 1, token: 2, position: 0 }]), /appears twice/);
+    await refused(engine.step([{ slot: 1, token: 1, position: 0 }, { slot: 1, token: 2, position: 0 }]), /^GpuDecodeEngine\.step: entries\[1\]\.position \(0\): slot 1 is at position 0 in entries\[0\], so a later entry of it must be at the next position \(1\)/);
+    await refused(engine.step([{ slot: 1, token: 1, position: 3 }, { slot: 1, token: 2, position: 2 }]), /entries\[1\]\.position \(2\).*next position \(4\)/);
     await refused(engine.step([{ slot: 2, token: 1, position: 0 }]), /slot/);
     await refused(engine.step([{ slot: 0, token: 1, position: 16 }]), /position/);
     await refused(engine.step([{ slot: 0, token: TINY.vocab, position: 0 }]), /token/);

@@ -65,6 +65,26 @@ test('one step over sequences of different lengths gives each the logits it gets
   }
 });
 
+test('several consecutive positions of a slot in one step (a prompt chunk), beside other slots: each entry\'s logits are those of the sequence alone', async () => {
+  using engine = new CpuDecodeEngine(TINY, WEIGHTS, { slots: 3, maxBatch: 12 });
+  const a = SEQS[1]!;
+  const b = SEQS[3]!;
+  // Slot 0 takes a's first 5 tokens in one step, slot 2 b's first 2 interleaved; then the rest.
+  const first = [0, 1, 2, 3, 4].map((p) => ({ slot: 0, token: a[p]!, position: p }));
+  first.splice(2, 0, { slot: 2, token: b[0]!, position: 0 }, { slot: 2, token: b[1]!, position: 1 });
+  const r1 = await engine.step(first, { logits: true });
+  const rest = [...[5, 6, 7, 8].map((p) => ({ slot: 0, token: a[p]!, position: p })), ...[2, 3, 4, 5].map((p) => ({ slot: 2, token: b[p]!, position: p }))];
+  const r2 = await engine.step(rest, { logits: true });
+  const wantA = await alone(a);
+  const wantB = await alone(b);
+  [...first, ...rest].forEach((e, i) => {
+    const rows = i < first.length ? r1.logits! : r2.logits!;
+    const k = i < first.length ? i : i - first.length;
+    assert.deepEqual(rows.subarray(k * V, (k + 1) * V), (e.slot === 0 ? wantA : wantB)[e.position], `slot ${e.slot} position ${e.position}`);
+  });
+  assert.deepEqual(engine.stats(), { steps: 2, tokens: 15 });
+});
+
 test('a step gives the greedy tokens, the logits only when asked, and stats count steps and tokens', async () => {
   using engine = new CpuDecodeEngine(TINY, WEIGHTS, { slots: 3 });
   assert.equal(engine.name, 'cpu reference');
@@ -116,7 +136,8 @@ test('every refusal is typed and named after the call, and writes nothing', asyn
     [[ok, { slot: 1, token: 1, position: 16 }], undefined, /entries\[1\]\.position must be an integer in 0\.\.15, got 16/],
     [[ok, { slot: 1, token: 1, position: 2 }], undefined, /entries\[1\]\.position \(2\) is past what slot 1 holds \(1 positions\)/],
     [[ok, { slot: 2, token: 1, position: 1 }], undefined, /past what slot 2 holds \(0 positions\)/],
-    [[ok, { slot: 1, token: 1, position: 1 }, { slot: 0, token: 1, position: 1 }], undefined, /slot 0 is in entries\[0\] and entries\[2\]/],
+    [[ok, { slot: 1, token: 1, position: 1 }, { slot: 0, token: 1, position: 1 }], undefined, /entries\[2\]\.position \(1\): slot 0 is at position 1 in entries\[0\], so a later entry of it must be at the next position \(2\)/],
+    [[ok, { slot: 0, token: 1, position: 3 }], undefined, /entries\[1\]\.position \(3\).*next position \(2\)/],
     [[ok], { logits: 1 }, /logits must be a boolean, got 1/],
     [[ok], { logit: true }, /unknown option 'logit'/],
     [[ok], 'x', /options must be an object/],
@@ -153,7 +174,7 @@ test('the constructor refuses bad sizes, unknown options, weights that do not fi
   const op = 'new CpuDecodeEngine';
   const bad: [unknown, RegExp][] = [
     [{ slots: 0 }, /slots must be an integer in 1\.\.65536, got 0/],
-    [{ slots: 2, maxBatch: 3 }, /maxBatch must be an integer in 1\.\.2, got 3/],
+    [{ slots: 2, maxBatch: 0 }, /maxBatch must be an integer in 1\.\.65536, got 0/],
     [{ maxPositions: 65 }, /maxPositions must be an integer in 1\.\.64, got 65/],
     [{ maxPositions: 0 }, /maxPositions/],
     [{ slot: 1 }, /unknown option 'slot'/],

@@ -3,7 +3,8 @@
  * (by default of its token and position only, so a request's output does not depend on its slot or
  * on who it was batched with), each step takes `delayMs`, and the engine checks what a real one
  * relies on: the entry rules of `DecodeEngine.step`, one step in flight at a time, and each slot's
- * positions following on (0 starts a sequence, anything else continues the last one by one).
+ * positions following on (0 starts a sequence, anything else continues the last one by one, a
+ * slot's later entries in a step included).
  */
 import { InvalidArgumentError } from '../../src/errors/base.js';
 import { llamaConfig, type LlamaConfig } from '../../src/llm/config.js';
@@ -179,17 +180,23 @@ export class FakeEngine implements DecodeEngine {
     if (this.#disposed) throw new Error(`${op}: disposed`);
     if (this.#inFlight) throw new Error(`${op}: a step is already in flight`);
     if (entries.length === 0 || entries.length > this.maxBatch) throw new InvalidArgumentError(op, 'entries', `${entries.length} entries (1..${this.maxBatch})`);
+    // A slot may come again in a step (a prompt's chunk), each time at the next position.
     const seen = new Set<number>();
+    const expected = Int32Array.from(this.#expected);
     const tokens = new Int32Array(entries.length);
     entries.forEach((e, i) => {
-      if (!Number.isInteger(e.slot) || e.slot < 0 || e.slot >= this.slots || seen.has(e.slot)) throw new InvalidArgumentError(op, 'slot', `bad or repeated slot ${e.slot}`);
-      seen.add(e.slot);
+      if (!Number.isInteger(e.slot) || e.slot < 0 || e.slot >= this.slots) throw new InvalidArgumentError(op, 'slot', `bad slot ${e.slot}`);
       if (!Number.isInteger(e.position) || e.position < 0 || e.position >= this.maxPositions) throw new InvalidArgumentError(op, 'position', `position ${e.position} out of range`);
       if (!Number.isInteger(e.token) || e.token < 0 || e.token >= this.config.vocab) throw new InvalidArgumentError(op, 'token', `token ${e.token} out of range`);
-      if (e.position !== 0 && e.position !== this.#expected[e.slot]) throw new Error(`${op}: slot ${e.slot} jumps to position ${e.position} (expected 0 or ${this.#expected[e.slot]})`);
+      const again = seen.has(e.slot);
+      if ((again || e.position !== 0) && e.position !== expected[e.slot]) {
+        throw new Error(`${op}: slot ${e.slot} jumps to position ${e.position} (expected ${again ? '' : '0 or '}${expected[e.slot]})`);
+      }
+      seen.add(e.slot);
+      expected[e.slot] = e.position + 1;
       tokens[i] = this.#next(e);
     });
-    for (const e of entries) this.#expected[e.slot] = e.position + 1;
+    this.#expected.set(expected);
     return tokens;
   }
 

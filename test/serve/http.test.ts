@@ -302,17 +302,18 @@ test('GET /health and GET /metrics (Prometheus text, with the engine\'s stats an
     assert.equal(value('cudagraph_serve_requests_total{outcome="length"}'), 1);
     assert.equal(value('cudagraph_serve_generation_tokens_total'), 5);
     assert.equal(value('cudagraph_serve_prompt_tokens_total'), 4);
-    assert.equal(value('cudagraph_serve_steps_total'), 8);
+    // BOS + 'abc' in one prefill step (its answer the first token), then 4 tokens fed back.
+    assert.equal(value('cudagraph_serve_steps_total'), 5);
     assert.equal(value('cudagraph_serve_http_responses_total{code="200"}'), 2);
     assert.equal(value('cudagraph_serve_http_responses_total{code="400"}'), 1);
-    assert.equal(value('cudagraph_serve_batch_size_bucket{le="+Inf"}'), 8);
+    assert.equal(value('cudagraph_serve_batch_size_bucket{le="+Inf"}'), 5);
     assert.equal(value('cudagraph_serve_time_to_first_token_seconds_count'), 1);
     assert.ok(value('cudagraph_serve_time_to_first_token_seconds{quantile="0.5"}') > 0);
     assert.equal(value('cudagraph_serve_inter_token_seconds_count'), 4);
     assert.equal(value('cudagraph_serve_queue_depth'), 0);
     assert.equal(value('cudagraph_serve_running'), 0);
     assert.equal(value('cudagraph_serve_capacity'), 4);
-    assert.equal(value('cudagraph_engine_stat{stat="steps"}'), 8);
+    assert.equal(value('cudagraph_engine_stat{stat="steps"}'), 5);
     assert.ok(value('cudagraph_serve_event_loop_delay_seconds_count') > 0);
     // The delay is what passed the sampling interval: near 0 when idle, the 60 ms block at the top.
     assert.ok(value('cudagraph_serve_event_loop_delay_seconds{quantile="0.5"}') < 0.0095);

@@ -65,7 +65,7 @@ test('an engine that answers a sampled step without logits fails that step with 
   // The fake's step without its options: tokens only.
   const s = new Scheduler({ config: engine.config, slots: 2, maxBatch: 2, maxPositions: engine.maxPositions, name: 'no logits', step: (e: readonly DecodeEntry[]) => engine.step(e), stats: () => ({}), dispose() {}, [Symbol.dispose]() {} });
   const r = s.submit({ prompt: encode('x'), maxTokens: 3, sampling: { temperature: 1, seed: 1 } }).result;
-  await assert.rejects(r, (e: unknown) => e instanceof EngineStepError && /for the logits of 1 entries \(a Float32Array of 1 × 258 expected\)/.test((e as Error).message));
+  await assert.rejects(r, (e: unknown) => e instanceof EngineStepError && /for the logits of 2 entries \(a Float32Array of 2 × 258 expected\)/.test((e as Error).message));
 });
 
 test('HTTP: temperature, top_p, top_k and seed reach the sampler; a seeded request repeats; null means not given', T, async () => {

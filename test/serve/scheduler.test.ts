@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
+import fc from 'fast-check';
 import { InvalidArgumentError } from '../../src/errors/base.js';
 import type { DecodeEntry } from '../../src/llm/engine.js';
 import { BOS, EOS } from '../../src/llm/tokenizer.js';
@@ -35,9 +36,10 @@ function runs(log: readonly DecodeEntry[][]): { slot: number; steps: number[]; p
   return all;
 }
 
-test('a request generates what the model gives for it alone: prefill one prompt token per step, then its tokens fed back', T, async () => {
+test('a request generates what the model gives for it alone: with prefillChunk 1, one prompt token per step, then its tokens fed back', T, async () => {
   const engine = new FakeEngine({ slots: 2 });
-  const s = new Scheduler(engine);
+  const s = new Scheduler(engine, { prefillChunk: 1 });
+  assert.equal(s.prefillChunk, 1);
   const p = prompt(5);
   const seen: number[] = [];
   const gen = s.submit({ prompt: p, maxTokens: 4, onToken: (t) => seen.push(t) });
@@ -95,7 +97,7 @@ test('EOS ends a sequence: finish "stop", the EOS counted but not delivered, the
 
 test('requests join and leave the running batch between steps', T, async () => {
   const engine = new FakeEngine({ slots: 4, manual: true });
-  const s = new Scheduler(engine);
+  const s = new Scheduler(engine, { prefillChunk: 1 });
   const a = s.submit({ prompt: prompt(2, 1), maxTokens: 6 });
   let step = await engine.waitForStep();
   assert.deepEqual(step.map((e) => e.position), [0]);
@@ -136,9 +138,9 @@ test('a burst submitted in one turn shares the first step; no step exceeds the e
   assert.ok(engine.log.flat().every((e) => e.slot < 3));
 });
 
-test('fairness: every step advances every running sequence by one position', T, async () => {
+test('fairness: with prefillChunk 1, every step advances every running sequence by one position', T, async () => {
   const engine = new FakeEngine({ slots: 5, delayMs: 0 });
-  const s = new Scheduler(engine, { queueLimit: 100 });
+  const s = new Scheduler(engine, { queueLimit: 100, prefillChunk: 1 });
   const asks = Array.from({ length: 40 }, (_, i) => ({ prompt: prompt(1 + ((i * 7) % 9), i), maxTokens: 1 + ((i * 5) % 11) }));
   const results = await Promise.all(asks.map((a) => s.submit(a).result));
   const rs = runs(engine.log);
@@ -155,6 +157,52 @@ test('fairness: every step advances every running sequence by one position', T, 
   // While requests wait, every step is full.
   const waitingSteps = engine.log.slice(0, 5);
   assert.ok(waitingSteps.every((e) => e.length === 5));
+});
+
+test('chunked prefill: a prompt alone takes ceil(L / prefillChunk) steps to its first token, its chunk consecutive positions of its slot', T, async () => {
+  for (const chunk of [32, 7, 3]) {
+    const engine = new FakeEngine({ slots: 4, maxBatch: 32 });
+    const s = new Scheduler(engine, chunk === 32 ? {} : { prefillChunk: chunk });
+    assert.equal(s.prefillChunk, chunk, 'the default is the engine\'s maxBatch');
+    const p = prompt(20);
+    const r = await s.submit({ prompt: p, maxTokens: 3 }).result;
+    assert.deepEqual([...r.tokens], expectedTokens(p, 3).tokens);
+    const prefill = Math.ceil(20 / chunk);
+    assert.equal(engine.log.length, prefill + 2, `chunks of ${chunk}: ${prefill} prefill steps, then 2 tokens fed back`);
+    engine.log.slice(0, prefill).forEach((entries, k) => {
+      assert.deepEqual(entries.map((e) => e.position), Array.from({ length: Math.min(chunk, 20 - k * chunk) }, (_, i) => k * chunk + i));
+      assert.ok(entries.every((e) => e.slot === entries[0]!.slot && e.token === p[e.position]));
+    });
+    assert.equal(s.metrics().promptTokens, 20);
+  }
+});
+
+test('chunked prefill, property: whatever the sizes and chunk, every request gets what it gets alone, every running sequence is in every step, no step exceeds maxBatch', T, async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 1, max: 5 }),
+      fc.integer({ min: 1, max: 12 }),
+      fc.integer({ min: 1, max: 12 }),
+      fc.array(fc.record({ length: fc.integer({ min: 1, max: 30 }), maxTokens: fc.integer({ min: 1, max: 6 }), seed: fc.nat(1000) }), { minLength: 1, maxLength: 12 }),
+      async (slots, maxBatch, chunkPick, asks) => {
+        const engine = new FakeEngine({ slots, maxBatch });
+        const chunk = 1 + ((chunkPick - 1) % maxBatch);
+        const s = new Scheduler(engine, { queueLimit: 100, prefillChunk: chunk });
+        const results = await Promise.all(asks.map((a) => s.submit({ prompt: prompt(a.length, a.seed), maxTokens: a.maxTokens }).result));
+        results.forEach((r, i) => assert.deepEqual([...r.tokens], expectedTokens(prompt(asks[i]!.length, asks[i]!.seed), asks[i]!.maxTokens).tokens, `request ${i}`));
+        assert.ok(engine.log.every((e) => e.length <= maxBatch), 'no step exceeds maxBatch');
+        // A sequence's runs: it is in every step from its first to its last, with at most `chunk` entries in one.
+        for (const r of runs(engine.log)) {
+          const steps = [...new Set(r.steps)];
+          steps.forEach((k, i) => assert.equal(k, steps[0]! + i, `slot ${r.slot}: left out of step ${steps[0]! + i}`));
+          r.positions.forEach((pos, i) => assert.equal(pos, i));
+          for (const k of steps) assert.ok(r.steps.filter((x) => x === k).length <= chunk);
+        }
+        assert.equal(s.metrics().promptTokens, asks.reduce((n, a) => n + a.length, 0));
+      },
+    ),
+    { numRuns: 150 },
+  );
 });
 
 test('the queue limit: beyond the free slots and the queue, submit is refused with QueueFullError', T, async () => {
@@ -350,6 +398,9 @@ test('submit refuses bad requests with InvalidArgumentError; close() refuses new
   assert.throws(() => new Generation(Symbol('x'), 1, 1, 1, () => {}, () => {}), /made by scheduler\.submit/);
   assert.throws(() => new Scheduler({} as never), /must be a DecodeEngine/);
   assert.throws(() => new Scheduler(engine, { queueLimit: -1 }), /queueLimit must be an integer/);
+  for (const bad of [0, 1.5, NaN, engine.maxBatch + 1, '2']) {
+    assert.throws(() => new Scheduler(engine, { prefillChunk: bad as number }), (e: unknown) => e instanceof InvalidArgumentError && /^new Scheduler: prefillChunk must be an integer in 1\.\./.test((e as Error).message));
+  }
 });
 
 test('metrics: counters agree with the results; quantiles, rates and the batch histogram', T, async () => {
