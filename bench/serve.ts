@@ -12,14 +12,15 @@
  * server already running.
  *
  * `--soak N` then sends the graphed server N requests of mixed sizes (bench/serve-soak.ts: streamed,
- * plain, dropped mid-stream, refused) and reports whether its memory stayed flat.
+ * plain, dropped mid-stream, refused) and reports whether its memory stayed flat. Last, the time
+ * to first token by prompt length, chunked prefill against token by token (bench/serve-prefill.ts;
+ * `--no-prefill` skips it).
  *
  *   npm run bench:serve -- [--requests 64] [--max-tokens 32] [--concurrency 1,4,16,64]
  *       [--batches 1,4,16] [--rounds 5] [--reps 40] [--torch-modes eager,static,cuda-graph,compile]
- *       [--soak 10000]
+ *       [--soak 10000] [--prefill-lengths 16,128,512,1024] [--prefill-requests 8]
  *   (writes $OUT/serve.json, serve-step.json and torch-step.json when OUT is set)
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +29,8 @@ import { formatLoadReport, loadTest, type LevelReport } from './serve-load.js';
 import { flag as flagValue } from './args.js';
 import { runStepBenches } from './serve-compare.js';
 import { formatSoakReport, soak, type SoakReport } from './serve-soak.js';
+import { startServer, waitHealthy } from './serve-server.js';
+import { formatPrefillReport, prefillBench } from './serve-prefill.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => flagValue(argv, name, dflt);
@@ -52,19 +55,6 @@ async function serverFigures(url: string): Promise<string[]> {
   return text.split('\n').filter((l) => /^cudagraph_serve_(step_seconds|batch|event_loop|tokens_per_second|time_to_first|inter_token)/.test(l));
 }
 
-async function waitHealthy(url: string, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > end) throw new Error(`bench:serve: ${url} did not become healthy in ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 if (argv.includes('--steps-only')) {
   if (process.env['OUT']) writeFileSync(join(process.env['OUT'], 'serve.json'), JSON.stringify(out, null, 2));
   process.exit(0);
@@ -73,11 +63,10 @@ const loads: Record<string, { levels: LevelReport[]; server: string[]; soak?: So
 const soakRequests = Number(flag('--soak', '0'));
 const given = argv.includes('--url') ? flag('--url', '') : null;
 for (const [i, engine] of (given !== null ? ['given'] : ['gpu', 'gpu-eager']).entries()) {
-  const port = 8431 + i;
-  const url = given ?? `http://127.0.0.1:${port}`;
-  const child = given !== null ? null : spawn(process.execPath, [join(root, 'bin/cudagraph.js'), 'serve', '--engine', engine, '--port', String(port), '--slots', '64', '--max-batch', '32', '--queue', '256'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const server = given !== null ? null : await startServer(root, 8431 + i, ['--engine', engine, '--slots', '64', '--max-batch', '32', '--queue', '256']);
+  const url = given ?? server!.url;
   try {
-    await waitHealthy(url, 120_000);
+    if (given !== null) await waitHealthy(url, 120_000);
     const levels = await loadTest({ url, concurrency, requests, maxTokens });
     process.stdout.write(`== cudagraph serve --engine ${engine}\n${formatLoadReport(levels)}\n`);
     const server = await serverFigures(url);
@@ -89,9 +78,13 @@ for (const [i, engine] of (given !== null ? ['given'] : ['gpu', 'gpu-eager']).en
       loads[engine].soak = report;
     }
   } finally {
-    child?.kill('SIGTERM');
-    if (child) await new Promise((r) => child.once('exit', r));
+    await server?.stop();
   }
 }
 out['load'] = loads;
+if (given === null && !argv.includes('--no-prefill')) {
+  const prefill = await prefillBench({ root, port: 8433, lengths: flag('--prefill-lengths', '16,128,512,1024').split(',').map(Number), requests: Number(flag('--prefill-requests', '8')) });
+  process.stdout.write(`== time to first token by prompt length, chunked prefill against token by token (cudagraph serve --engine gpu, one request at a time)\n${formatPrefillReport(prefill)}\n`);
+  out['prefill'] = prefill;
+}
 if (process.env['OUT']) writeFileSync(join(process.env['OUT'], 'serve.json'), JSON.stringify(out, null, 2));

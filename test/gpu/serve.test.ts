@@ -33,7 +33,7 @@ async function greedy(engine: CpuDecodeEngine, prompt: Int32Array, max: number):
 }
 
 gpuSuite('the completions server on the device', () => {
-  test('twelve requests at once through the graphed decoder: batched, each the reference greedy completion; seeded sampling repeats', async () => {
+  test('twelve requests at once through the graphed decoder: batched, prompts in chunks, each the reference greedy completion; seeded sampling repeats', async () => {
     const weights = syntheticWeights(CONFIG, 21);
     const gpu = new GpuDecodeEngine({ config: CONFIG, weights: (n) => weights.get(n)!.data, slots: 16, maxBatch: 16, maxPositions: 128 });
     const cpu = new CpuDecodeEngine(CONFIG, weights, { slots: 1, maxPositions: 128 });
@@ -73,6 +73,7 @@ gpuSuite('the completions server on the device', () => {
       assert.match(metrics, /cudagraph_engine_stat\{stat="deviceMemoryUsedBytes"\} [1-9]/);
       const batches = gpu.stats();
       assert.ok(batches['tokens']! > batches['steps']!, `requests were batched: ${batches['tokens']} tokens in ${batches['steps']} steps`);
+      assert.ok(batches['prefillSteps']! > 0, `prompts were fed in chunks: ${batches['prefillSteps']} prefill steps`);
     } finally {
       await server.close();
       gpu.dispose();
