@@ -33,9 +33,16 @@ export const ATTENTION_HEAD_DIMS = [16, 32, 64, 128, 256] as const;
 /** What a GEMV's input is: the plain rows, their RMSNorm, or the SwiGLU of fused gate|up rows. */
 export const GEMV_INPUT = { plain: 0, rmsnorm: 1, swiglu: 2 } as const;
 
-/** The GEMV kernel's name: `gemv_<f32|bf16>_m<input>_b<B>`. */
+/**
+ * Rows a warp of bucket B's GEMVs computes at once: each input it loads then serves that many
+ * rows, which pays where the inputs (B of them a column) outweigh the weights; one where the
+ * weights' bandwidth is all and the more blocks the better.
+ */
+export const GEMV_ROWS: Readonly<Record<number, number>> = { 1: 1, 2: 1, 4: 1, 8: 4, 16: 4, 32: 4 };
+
+/** The GEMV kernel's name: `gemv_<f32|bf16>_m<input>_b<B>_r<rows>`. */
 export function gemvName(dtype: 'f32' | 'bf16', input: number, batch: number): string {
-  return `gemv_${dtype}_m${input}_b${batch}`;
+  return `gemv_${dtype}_m${input}_b${batch}_r${GEMV_ROWS[batch]}`;
 }
 
 /** Warps a GEMV row is split over: about one per 256 columns, at most 8, dividing `cols / 4`. */
@@ -98,10 +105,19 @@ __device__ float block_max(float v, float *scratch) {
   return warp_max(t);
 }
 
+// acc + w . x, in this order, in every GEMV: the same bits for a row whatever the kernel around it.
+__device__ __forceinline__ float dot4(float acc, float4 w, float4 x) {
+  return fmaf(w.w, x.w, fmaf(w.z, x.z, fmaf(w.y, x.y, fmaf(w.x, x.x, acc))));
+}
+
 // out[b*rows + r] (+)= W[r, :] . in_b for the NB sequences b of the batch, W read once for all.
-// A block of 8 warps holds 8 / ksplit rows; each row's columns are split over ksplit warps (so a
-// matrix of few, long rows still fills the GPU), each lane loading four columns at a time, and
-// the parts are added in a fixed order (no atomics: the same bits every run). in_b is:
+// A block of 8 warps holds 8 / ksplit groups of ROWS rows; each group's columns are split over
+// ksplit warps (so a matrix of few, long rows still fills the GPU), each lane loading four
+// columns of each of its ROWS rows at a time, so that every input it loads serves ROWS rows
+// (with many sequences the inputs, not the weights, are most of the loads); the parts are added
+// in a fixed order (no atomics: the same bits every run). A row's sum is taken in the same order
+// whatever NB and ROWS are (lane l adds columns l*4 + 128 i in ascending i; then the warp's sum;
+// then the ksplit parts in order), so a sequence's outputs do not depend on its batch. in_b is:
 //   MODE 0: in[b, :];
 //   MODE 1: RMSNorm of in[b, :] with weight nw (Hugging Face's LlamaRMSNorm: w * (x / rms(x))),
 //           the norm computed by every block (cheap beside its rows of W);
@@ -124,26 +140,30 @@ __device__ __forceinline__ float4 input4(const float *in, const W *nw, const flo
   return x;
 }
 
-template <typename W, int NB, int MODE>
+template <typename W, int NB, int MODE, int ROWS>
 __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int rows, int cols, int accumulate, float eps, int ksplit) {
-  // Up to PRE 4-column pieces of the row per lane are loaded first, before waiting for the kernel
-  // before and before the norm, neither of which they depend on: the weights' memory latency
-  // overlaps both.
-  const int PRE = 4;
-  __shared__ float part[8][NB];
+  // Up to PRE 4-column pieces of each row per lane are loaded first, before waiting for the
+  // kernel before and before the norm, neither of which they depend on: the weights' memory
+  // latency overlaps both. (One piece with several rows: the registers go to the accumulators.)
+  const int PRE = ROWS == 1 ? 4 : 1;
+  __shared__ float part[8][ROWS][NB];
   __shared__ float rs[NB];
   int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   int perBlock = 8 / ksplit;
-  int row = blockIdx.x * perBlock + warp / ksplit;
+  int row0 = (blockIdx.x * perBlock + warp / ksplit) * ROWS;
   int seg = cols / ksplit, c0 = (warp % ksplit) * seg, end = c0 + seg;
-  bool live = row < rows;
-  size_t base = (size_t)row * cols;
-  float4 wpre[PRE], npre[PRE];
+  // Rows past the matrix read row 0 (their sums are dropped): no branch in the loop.
+  size_t base[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; r++) base[r] = row0 + r < rows ? (size_t)(row0 + r) * cols : 0;
+  bool live = row0 < rows;
+  float4 wpre[PRE][ROWS], npre[PRE];
 #pragma unroll
   for (int i = 0; i < PRE; i++) {
     int c = c0 + lane * 4 + i * 128;
     if (live && c < end) {
-      wpre[i] = ld4(w, base + c);
+#pragma unroll
+      for (int r = 0; r < ROWS; r++) wpre[i][r] = ld4(w, base[r] + c);
       // The norm's weights too: no kernel writes them either.
       if (MODE == 1) npre[i] = ld4(nw, c);
     }
@@ -163,9 +183,11 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
     }
     __syncthreads();
   }
-  float acc[NB];
+  float acc[ROWS][NB];
 #pragma unroll
-  for (int b = 0; b < NB; b++) acc[b] = 0.0f;
+  for (int r = 0; r < ROWS; r++)
+#pragma unroll
+    for (int b = 0; b < NB; b++) acc[r][b] = 0.0f;
   if (live) {
 #pragma unroll
     for (int i = 0; i < PRE; i++) {
@@ -175,51 +197,56 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
         for (int b = 0; b < NB; b++) {
           float4 xv;
           if (MODE == 1) {
+            // input4's arithmetic, with the norm's weights already loaded.
             float4 x = *reinterpret_cast<const float4 *>(in + (size_t)b * cols + c);
-            float r = rs[b];
-            xv = make_float4(npre[i].x * (x.x * r), npre[i].y * (x.y * r), npre[i].z * (x.z * r), npre[i].w * (x.w * r));
+            float rb = rs[b];
+            xv = make_float4(npre[i].x * (x.x * rb), npre[i].y * (x.y * rb), npre[i].z * (x.z * rb), npre[i].w * (x.w * rb));
           } else {
             xv = input4<MODE>(in, nw, rs, b, cols, c);
           }
-          acc[b] += wpre[i].x * xv.x + wpre[i].y * xv.y + wpre[i].z * xv.z + wpre[i].w * xv.w;
+#pragma unroll
+          for (int r = 0; r < ROWS; r++) acc[r][b] = dot4(acc[r][b], wpre[i][r], xv);
         }
       }
     }
-#pragma unroll 4
+#pragma unroll(ROWS == 1 ? 4 : 1)
     for (int c = c0 + lane * 4 + PRE * 128; c < end; c += 128) {
-      float4 wv = ld4(w, base + c);
+      float4 wv[ROWS];
+#pragma unroll
+      for (int r = 0; r < ROWS; r++) wv[r] = ld4(w, base[r] + c);
 #pragma unroll
       for (int b = 0; b < NB; b++) {
         float4 xv = input4<MODE>(in, nw, rs, b, cols, c);
-        acc[b] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;
+#pragma unroll
+        for (int r = 0; r < ROWS; r++) acc[r][b] = dot4(acc[r][b], wv[r], xv);
       }
     }
   }
   // The next kernel may start now: its blocks take SM room only while this one finishes.
   pdl_start();
 #pragma unroll
-  for (int b = 0; b < NB; b++) {
-    float v = warp_sum(acc[b]);
-    if (lane == 0) part[warp][b] = v;
-  }
+  for (int r = 0; r < ROWS; r++)
+#pragma unroll
+    for (int b = 0; b < NB; b++) {
+      float v = warp_sum(acc[r][b]);
+      if (lane == 0) part[warp][r][b] = v;
+    }
   __syncthreads();
-  for (int t = threadIdx.x; t < perBlock * NB; t += blockDim.x) {
-    int r = t / NB, b = t % NB, grow = blockIdx.x * perBlock + r;
+  for (int t = threadIdx.x; t < perBlock * ROWS * NB; t += blockDim.x) {
+    int rr = t / NB, b = t % NB, g = rr / ROWS, r = rr % ROWS;
+    int grow = (blockIdx.x * perBlock + g) * ROWS + r;
     if (grow >= rows) continue;
     float v = 0.0f;
-    for (int k = 0; k < ksplit; k++) v += part[r * ksplit + k][b];
+    for (int k = 0; k < ksplit; k++) v += part[g * ksplit + k][r][b];
     float *o = out + (size_t)b * rows + grow;
     *o = accumulate ? *o + v : v;
   }
 }
-#define GEMV(T, NAME, NB, MODE) \
-  extern "C" __global__ void __launch_bounds__(256) gemv_##NAME##_m##MODE##_b##NB(float *out, const T *w, const float *in, const T *nw, int rows, \
-                                                               int cols, int accumulate, float eps, int ksplit) { \
-    gemv<T, NB, MODE>(out, w, in, nw, rows, cols, accumulate, eps, ksplit); }
-#define GEMV_MODES(T, NAME, NB) GEMV(T, NAME, NB, 0) GEMV(T, NAME, NB, 1) GEMV(T, NAME, NB, 2)
-#define GEMVS(T, NAME) GEMV_MODES(T, NAME, 1) GEMV_MODES(T, NAME, 2) GEMV_MODES(T, NAME, 4) GEMV_MODES(T, NAME, 8) \
-  GEMV_MODES(T, NAME, 16) GEMV_MODES(T, NAME, 32)
-
+#define GEMV(T, NAME, NB, MODE, ROWS) \
+  extern "C" __global__ void __launch_bounds__(256) gemv_##NAME##_m##MODE##_b##NB##_r##ROWS(float *out, const T *w, const float *in, const T *nw, \
+                                                               int rows, int cols, int accumulate, float eps, int ksplit) { \
+    gemv<T, NB, MODE, ROWS>(out, w, in, nw, rows, cols, accumulate, eps, ksplit); }
+#define GEMV_MODES(T, NAME, NB, ROWS) GEMV(T, NAME, NB, 0, ROWS) GEMV(T, NAME, NB, 1, ROWS) GEMV(T, NAME, NB, 2, ROWS)
 // x[b, :] = embedding[tokens[b], :] (one block a sequence).
 template <typename W>
 __device__ void embed(float *x, const W *emb, const int *tokens, int dim) {
@@ -466,6 +493,7 @@ extern "C" __global__ void argmax(int *tokens, const float *logits, int vocab) {
  * took about a minute on the H200's host, a quarter of that is one engine's).
  */
 export function decoderSource(dtype: 'f32' | 'bf16', headWidth: number): string {
-  const gemvs = dtype === 'f32' ? 'GEMVS(float, f32)' : 'GEMVS(bf16_t, bf16)';
+  const [type, name] = dtype === 'f32' ? ['float', 'f32'] : ['bf16_t', 'bf16'];
+  const gemvs = GEMV_BATCHES.map((b) => `GEMV_MODES(${type}, ${name}, ${b}, ${GEMV_ROWS[b]})`).join('\n');
   return `${COMMON_SOURCE}\n${gemvs}\nATTENTION(${headWidth})\n`;
 }
