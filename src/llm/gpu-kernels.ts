@@ -37,10 +37,10 @@ export const GEMV_INPUT = { plain: 0, rmsnorm: 1, swiglu: 2 } as const;
  * Rows a warp of bucket B's GEMVs computes at once: each input it loads then serves that many
  * rows, which pays where the inputs (B of them a column) outweigh the weights, and costs
  * registers (so resident warps) and blocks. Measured on the H200 (default config, graphed step,
- * 1 / 2 / 4 rows): B=8 301–309 / 318–321 / 353–355 µs, B=16 540–559 / 563–605 / 688–692 µs,
- * B=32 1,396–1,485 / 976–985 / 1,196–1,212 µs.
+ * two runs each, 1 / 2 / 4 rows): B=8 298–305 / 315–320 / 298–310 µs, B=16 539–553 / 488–526 /
+ * 543–545 µs, B=32 1,417–1,471 / 876–881 / 898–961 µs.
  */
-export const GEMV_ROWS: Readonly<Record<number, number>> = { 1: 1, 2: 1, 4: 1, 8: 1, 16: 1, 32: 2 };
+export const GEMV_ROWS: Readonly<Record<number, number>> = { 1: 1, 2: 1, 4: 1, 8: 1, 16: 2, 32: 2 };
 
 /** The GEMV kernel's name: `gemv_<f32|bf16>_m<input>_b<B>_r<rows>`. */
 export function gemvName(dtype: 'f32' | 'bf16', input: number, batch: number): string {
