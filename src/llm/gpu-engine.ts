@@ -17,7 +17,7 @@ import { Device, DeviceBuffer, GraphCache, Module, PinnedHostBuffer, arg, type K
 import type { LlamaConfig } from './config.js';
 import { headDim } from './config.js';
 import type { DecodeEngine, DecodeEntry, StepResult } from './engine.js';
-import { ATTENTION_CHUNK, ATTENTION_HEAD_DIMS, GEMV_BATCHES, GEMV_INPUT, GEMV_ROWS, decoderSource, gemvName, gemvSplit } from './gpu-kernels.js';
+import { ATTENTION_CHUNK, ATTENTION_HEAD_DIMS, GEMV_BATCHES, GEMV_INPUT, GEMV_TILES, decoderSource, gemvName, gemvSplit } from './gpu-kernels.js';
 
 /** One launch of a step: prepared, and its kernel and config for a capture with programmatic edges. */
 interface Launch {
@@ -232,9 +232,10 @@ export class GpuDecodeEngine implements DecodeEngine {
         /** out (+)= W · input for the bucket's rows; `norm`: the input is the RMSNorm of `input` with that weight. */
         const g = (out: DeviceBuffer, w: DeviceBuffer, input: DeviceBuffer, rows: number, cols: number, mode: number, accumulate: 0 | 1, norm?: DeviceBuffer) => {
           const split = gemvSplit(cols);
-          // A block: 8 / split groups of the bucket's rows a warp.
+          // A block: 8 / split groups of the tile's rows a warp, for one slice of the batch.
+          const tile = GEMV_TILES[B]!;
           return k(gemvName(t, mode, B)).prepare({
-            grid: Math.ceil(rows / ((8 / split) * GEMV_ROWS[B]!)), block: 256,
+            grid: [Math.ceil(rows / ((8 / split) * tile.rows)), B / tile.batch], block: 256,
             args: [out, w, input, norm ?? none, arg.i32(rows), arg.i32(cols), arg.i32(accumulate), arg.f32(c.rmsEps), arg.i32(split)],
           });
         };

@@ -34,17 +34,25 @@ export const ATTENTION_HEAD_DIMS = [16, 32, 64, 128, 256] as const;
 export const GEMV_INPUT = { plain: 0, rmsnorm: 1, swiglu: 2 } as const;
 
 /**
- * Rows a warp of bucket B's GEMVs computes at once: each input it loads then serves that many
- * rows, which pays where the inputs (B of them a column) outweigh the weights, and costs
- * registers (so resident warps) and blocks. Measured on the H200 (default config, graphed step,
- * two runs each, 1 / 2 / 4 rows): B=8 298–305 / 315–320 / 298–310 µs, B=16 539–553 / 488–526 /
- * 543–545 µs, B=32 1,417–1,471 / 876–881 / 898–961 µs.
+ * How bucket B's GEMVs split the work: `batch` sequences a block (the bucket's B in B / batch
+ * slices, each reading the weights again, mostly from L2) and `rows` rows a warp (each input it
+ * loads serves that many rows). A lane keeps rows × batch sums in registers: more of either saves
+ * loads and costs resident warps. Measured on the H200 (default config, graphed step): see
+ * docs/decoder.md, "GEMVs for every batch size".
  */
-export const GEMV_ROWS: Readonly<Record<number, number>> = { 1: 1, 2: 1, 4: 1, 8: 1, 16: 2, 32: 2 };
+export const GEMV_TILES: Readonly<Record<number, { readonly batch: number; readonly rows: number }>> = {
+  1: { batch: 1, rows: 1 },
+  2: { batch: 2, rows: 1 },
+  4: { batch: 4, rows: 1 },
+  8: { batch: 8, rows: 1 },
+  16: { batch: 8, rows: 4 },
+  32: { batch: 8, rows: 4 },
+};
 
-/** The GEMV kernel's name: `gemv_<f32|bf16>_m<input>_b<B>_r<rows>`. */
-export function gemvName(dtype: 'f32' | 'bf16', input: number, batch: number): string {
-  return `gemv_${dtype}_m${input}_b${batch}_r${GEMV_ROWS[batch]}`;
+/** The GEMV kernel's name for bucket B: `gemv_<f32|bf16>_m<input>_b<batch>_r<rows>` of its tile. */
+export function gemvName(dtype: 'f32' | 'bf16', input: number, bucket: number): string {
+  const t = GEMV_TILES[bucket]!;
+  return `gemv_${dtype}_m${input}_b${t.batch}_r${t.rows}`;
 }
 
 /** Warps a GEMV row is split over: about one per 256 columns, at most 8, dividing `cols / 4`. */
@@ -112,7 +120,8 @@ __device__ __forceinline__ float dot4(float acc, float4 w, float4 x) {
   return fmaf(w.w, x.w, fmaf(w.z, x.z, fmaf(w.y, x.y, fmaf(w.x, x.x, acc))));
 }
 
-// out[b*rows + r] (+)= W[r, :] . in_b for the NB sequences b of the batch, W read once for all.
+// out[b*rows + r] (+)= W[r, :] . in_b for NB sequences b of the batch (the slice blockIdx.y: a
+// batch of B runs B / NB slices, each reading W, mostly from L2), W read once for the slice.
 // A block of 8 warps holds 8 / ksplit groups of ROWS rows; each group's columns are split over
 // ksplit warps (so a matrix of few, long rows still fills the GPU), each lane loading four
 // columns of each of its ROWS rows at a time, so that every input it loads serves ROWS rows
@@ -151,6 +160,9 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
   __shared__ float part[8][ROWS][NB];
   __shared__ float rs[NB];
   int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // This block's slice of the batch.
+  in += (size_t)blockIdx.y * NB * (MODE == 2 ? 2 : 1) * cols;
+  out += (size_t)blockIdx.y * NB * rows;
   int perBlock = 8 / ksplit;
   int row0 = (blockIdx.x * perBlock + warp / ksplit) * ROWS;
   int seg = cols / ksplit, c0 = (warp % ksplit) * seg, end = c0 + seg;
@@ -496,6 +508,7 @@ extern "C" __global__ void argmax(int *tokens, const float *logits, int vocab) {
  */
 export function decoderSource(dtype: 'f32' | 'bf16', headWidth: number): string {
   const [type, name] = dtype === 'f32' ? ['float', 'f32'] : ['bf16_t', 'bf16'];
-  const gemvs = GEMV_BATCHES.map((b) => `GEMV_MODES(${type}, ${name}, ${b}, ${GEMV_ROWS[b]})`).join('\n');
+  const tiles = new Set(GEMV_BATCHES.map((b) => `${GEMV_TILES[b]!.batch}, ${GEMV_TILES[b]!.rows}`));
+  const gemvs = [...tiles].map((t) => `GEMV_MODES(${type}, ${name}, ${t})`).join('\n');
   return `${COMMON_SOURCE}\n${gemvs}\nATTENTION(${headWidth})\n`;
 }
