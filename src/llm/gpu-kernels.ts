@@ -44,8 +44,8 @@ export const GEMV_TILES: Readonly<Record<number, { readonly batch: number; reado
   1: { batch: 1, rows: 1 },
   2: { batch: 2, rows: 1 },
   4: { batch: 4, rows: 1 },
-  8: { batch: 8, rows: 1 },
-  16: { batch: 8, rows: 4 },
+  8: { batch: 4, rows: 2 },
+  16: { batch: 4, rows: 4 },
   32: { batch: 8, rows: 4 },
 };
 
