@@ -1,8 +1,11 @@
 /**
- * The HTTP face of the scheduler (node:http, no dependency): OpenAI-style completions, streaming
- * or not, the model list, a health check and Prometheus metrics. docs/serve.md is its reference.
+ * The HTTP face of the scheduler (node:http, no dependency): OpenAI-style completions and chat
+ * completions, streaming or not, the model list, a health check and Prometheus metrics.
+ * docs/serve.md is its reference.
  *
  *   POST /v1/completions       { prompt: string, …the shared fields } (completions.ts)
+ *   POST /v1/chat/completions  { messages: [{ role, content }], max_completion_tokens?: int, n?: 1,
+ *                                …the shared fields } (chat-completions.ts; the template: chat.ts)
  *       the shared fields:     max_tokens?: int, stream?: boolean, stream_options?: { include_usage?:
  *                              boolean }, model?: string, temperature?: number, top_p?: number,
  *                              top_k?: int, seed?: int, stop?: string | string[] (request-fields.ts)
@@ -12,13 +15,13 @@
  *                              the event loop's delay, the engine's stats()
  *
  * Refusals are JSON `{ error: { message, type, param, code } }` (api-error.ts): 400 for a bad
- * request (bad JSON, a missing or non-string prompt, a max_tokens that is not an integer from
+ * request (bad JSON, a missing or bad prompt or messages, a max_tokens that is not an integer from
  * 1 to the limit, a temperature, top_p, top_k or seed out of its range, a bad stop, a field this
  * server does not implement, a prompt + max_tokens beyond the context), 413 for a body over the
  * limit, 404 for an unknown path, 405 for a wrong method (with `Allow`), 429 when the queue is full,
- * 503 while shutting down, 500 when a decode step failed. Generation endpoints run through one path
- * (`#generate`): the same stop strings, the same cancellation when a client goes away (its slot is
- * free at the next step boundary), the same errors; only the objects they answer differ.
+ * 503 while shutting down, 500 when a decode step failed. Both generation endpoints run through one
+ * path (`#generate`): the same stop strings, the same cancellation when a client goes away (its
+ * slot is free at the next step boundary), the same errors; only the objects they answer differ.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
@@ -26,6 +29,7 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { encode, TokenDecoder } from '../llm/tokenizer.js';
 import { describe, requireInt, requireOptions } from '../util/validate.js';
 import { ApiError, errorBody, refusal, shuttingDown } from './api-error.js';
+import { parseChat } from './chat-completions.js';
 import { parseCompletion } from './completions.js';
 import { usageOf, type ChoiceFinish, type EndpointRequest } from './endpoint.js';
 import { PROMETHEUS_CONTENT_TYPE, PrometheusText } from './prometheus.js';
@@ -62,10 +66,16 @@ export interface ServerAddress {
 }
 
 /**
- * The paths the server answers, in the order the 404 lists them; `/metrics` counts the requests
- * of each (any other path as `other`).
+ * The paths the server answers and the methods each takes: a 404 lists them, a 405 answers the
+ * methods as `Allow`, and `/metrics` counts the requests of each path (any other as `other`).
  */
-export const SERVER_PATHS = Object.freeze(['/v1/completions', '/v1/models', '/health', '/metrics'] as const);
+export const ROUTES: Readonly<Record<string, string>> = Object.freeze({
+  '/v1/completions': 'POST',
+  '/v1/chat/completions': 'POST',
+  '/v1/models': 'GET, HEAD',
+  '/health': 'GET, HEAD',
+  '/metrics': 'GET, HEAD',
+});
 
 /** How often the event-loop delay is sampled, in milliseconds. */
 export const EVENT_LOOP_RESOLUTION_MS = 10;
@@ -102,8 +112,8 @@ export class CompletionServer {
   readonly #active = new Set<ServerResponse>();
   /** Responses sent, by status code. */
   readonly #responses = new Map<number, number>();
-  /** Requests received, by path (`SERVER_PATHS`, then `other`). */
-  readonly #requests = new Map<string, number>([...SERVER_PATHS, 'other'].map((path) => [path, 0]));
+  /** Requests received, by path (those of `ROUTES`, then `other`). */
+  readonly #requests = new Map<string, number>([...Object.keys(ROUTES), 'other'].map((path) => [path, 0]));
   #closing = false;
   #closed: Promise<void> | null = null;
 
@@ -284,7 +294,8 @@ export class CompletionServer {
     const method = req.method ?? 'GET';
     const counted = this.#requests.has(path) ? path : 'other';
     this.#requests.set(counted, this.#requests.get(counted)! + 1);
-    const allow = (methods: string): boolean => {
+    const allow = (): boolean => {
+      const methods = ROUTES[path]!;
       if (methods.split(', ').includes(method)) return true;
       res.setHeader('Allow', methods);
       this.#sendError(res, new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${path} (allowed: ${methods})`));
@@ -292,23 +303,26 @@ export class CompletionServer {
     };
     switch (path) {
       case '/v1/completions':
-        if (allow('POST')) await this.#generate(req, res, parseCompletion);
+        if (allow()) await this.#generate(req, res, parseCompletion);
+        return;
+      case '/v1/chat/completions':
+        if (allow()) await this.#generate(req, res, parseChat);
         return;
       case '/health':
-        if (allow('GET, HEAD')) this.#health(res);
+        if (allow()) this.#health(res);
         return;
       case '/v1/models':
         // OpenAI's clients list the models first: the one this server serves.
-        if (allow('GET, HEAD')) this.#sendJson(res, 200, { object: 'list', data: [{ id: this.#model, object: 'model', created: this.#started, owned_by: 'cudagraph' }] });
+        if (allow()) this.#sendJson(res, 200, { object: 'list', data: [{ id: this.#model, object: 'model', created: this.#started, owned_by: 'cudagraph' }] });
         return;
       case '/metrics':
-        if (allow('GET, HEAD')) {
+        if (allow()) {
           res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
           res.end(method === 'HEAD' ? undefined : this.metricsText());
         }
         return;
       default: {
-        const known = ['POST /v1/completions', 'GET /v1/models', 'GET /health', 'GET /metrics'];
+        const known = Object.entries(ROUTES).map(([p, methods]) => `${methods.split(', ')[0]} ${p}`);
         this.#sendError(res, new ApiError(404, 'not_found', `no such path: ${JSON.stringify(path.slice(0, 200))} (${known.join(', ')})`));
       }
     }
