@@ -1,25 +1,34 @@
 // Streams a completion from `cudagraph serve` and prints the text as it comes, then a summary line
-// on stderr. Plain Node (20+), fetch and the event stream read by hand: no dependency.
+// on stderr. Plain Node (20+), fetch and the event stream read by hand: no dependency. With
+// --chat, the text is a user message to /v1/chat/completions and the reply is printed instead.
 //
-//   node examples/serve/client.mjs "Once upon a time" [--max-tokens 64] [--url http://127.0.0.1:8000]
+//   node examples/serve/client.mjs "Once upon a time" [--chat] [--max-tokens 64] [--url http://127.0.0.1:8000]
 
 const args = process.argv.slice(2);
 let prompt = 'Once upon a time';
 let maxTokens = 64;
 let url = 'http://127.0.0.1:8000';
+let chat = false;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--max-tokens') maxTokens = Number(args[++i]);
   else if (args[i] === '--url') url = args[++i];
+  else if (args[i] === '--chat') chat = true;
   else prompt = args[i];
 }
+
+// The two endpoints take the same fields but the text: a prompt, or the messages of a conversation.
+const stream = { stream: true, stream_options: { include_usage: true } };
+const request = chat
+  ? { path: '/v1/chat/completions', body: { messages: [{ role: 'user', content: prompt }], max_completion_tokens: maxTokens, ...stream } }
+  : { path: '/v1/completions', body: { prompt, max_tokens: maxTokens, ...stream } };
 
 const start = performance.now();
 let res;
 try {
-  res = await fetch(`${url}/v1/completions`, {
+  res = await fetch(`${url}${request.path}`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ prompt, max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } }),
+    body: JSON.stringify(request.body),
   });
 } catch (e) {
   console.error(`client: cannot reach ${url} (${e.cause?.code ?? e.cause?.message ?? e.message}); is \`cudagraph serve\` running?`);
@@ -51,9 +60,11 @@ function handle(data) {
   if (chunk.usage) usage = chunk.usage;
   const choice = chunk.choices[0];
   if (choice === undefined) return;
-  if (choice.text) {
+  // A completion's chunk carries `text`; a chat's carries `delta.content` (its first only the role).
+  const text = chat ? choice.delta?.content : choice.text;
+  if (text) {
     firstToken ??= performance.now();
-    process.stdout.write(choice.text);
+    process.stdout.write(text);
   }
   finishReason = choice.finish_reason ?? finishReason;
 }

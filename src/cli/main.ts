@@ -131,7 +131,7 @@ function program(io: Output, exit: { code: number }): Command {
     .command('serve')
     .summary('an OpenAI-style completions server over a decode engine, with continuous batching')
     .description(
-      'serve POST /v1/completions (JSON, or server-sent events with "stream": true), GET /health and GET /metrics (Prometheus text) over a decode engine; ' +
+      'serve POST /v1/completions and POST /v1/chat/completions (JSON, or server-sent events with "stream": true), GET /v1/models, GET /health and GET /metrics (Prometheus text) over a decode engine; ' +
         'every running request advances by one token in each engine step (a prompt by a chunk of its tokens), requests join and leave between steps. Stops gracefully on Ctrl-C or SIGTERM ' +
         `(the requests in flight get ${SERVE_DEFAULTS.graceMs / 1000} s to finish; a second signal cancels them). docs/serve.md describes the API, the limits and the metrics`,
     )

@@ -1,36 +1,42 @@
 /**
- * The HTTP face of the scheduler (node:http, no dependency): an OpenAI-style completions endpoint,
- * streaming or not, a health check and Prometheus metrics. docs/serve.md is its reference.
+ * The HTTP face of the scheduler (node:http, no dependency): OpenAI-style completions and chat
+ * completions, streaming or not, the model list, a health check and Prometheus metrics.
+ * docs/serve.md is its reference.
  *
- *   POST /v1/completions  { prompt: string, max_tokens?: int, stream?: boolean,
- *                           stream_options?: { include_usage?: boolean }, model?: string,
- *                           temperature?: number, top_p?: number, top_k?: int, seed?: int,
- *                           stop?: string | string[] }
- *   GET  /v1/models       { object: "list", data: [{ id: model, object: "model", created, owned_by }] }
- *   GET  /health          { status: "ok", engine, model, running, queued } (503 while shutting down)
- *   GET  /metrics         Prometheus text: the scheduler's figures, HTTP responses, the event loop's
- *                         delay, the engine's stats()
+ *   POST /v1/completions       { prompt: string, …the shared fields } (completions.ts)
+ *   POST /v1/chat/completions  { messages: [{ role, content }], max_completion_tokens?: int, n?: 1,
+ *                                …the shared fields } (chat-completions.ts; the template: chat.ts)
+ *       the shared fields:     max_tokens?: int, stream?: boolean, stream_options?: { include_usage?:
+ *                              boolean }, model?: string, temperature?: number, top_p?: number,
+ *                              top_k?: int, seed?: int, stop?: string | string[] (request-fields.ts)
+ *   GET  /v1/models            { object: "list", data: [{ id: model, object: "model", created, owned_by }] }
+ *   GET  /health               { status: "ok", engine, model, running, queued } (503 while shutting down)
+ *   GET  /metrics              Prometheus text: the scheduler's figures, HTTP requests and responses,
+ *                              the event loop's delay, the engine's stats()
  *
- * Refusals are JSON `{ error: { message, type, param, code } }`: 400 for a bad request (bad JSON,
- * a missing or non-string prompt, a max_tokens that is not an integer from 1 to the limit, a
- * temperature, top_p, top_k or seed out of its range, a bad stop, a field
- * this server does not implement, a prompt + max_tokens beyond the context), 413 for a body over
- * the limit, 404 for an unknown path, 405 for a wrong method (with `Allow`), 429 when the queue is
- * full, 503 while shutting down, 500 when a decode step failed. A client that goes away cancels its
- * request (its slot is free at the next step boundary).
+ * Refusals are JSON `{ error: { message, type, param, code } }` (api-error.ts): 400 for a bad
+ * request (bad JSON, a missing or bad prompt or messages, a max_tokens that is not an integer from
+ * 1 to the limit, a temperature, top_p, top_k or seed out of its range, a bad stop, a field this
+ * server does not implement, a prompt + max_tokens beyond the context), 413 for a body over the
+ * limit, 404 for an unknown path, 405 for a wrong method (with `Allow`), 429 when the queue is full,
+ * 503 while shutting down, 500 when a decode step failed. Both generation endpoints run through one
+ * path (`#generate`): the same stop strings, the same cancellation when a client goes away (its
+ * slot is free at the next step boundary), the same errors; only the objects they answer differ.
  */
-import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { InvalidArgumentError } from '../errors/base.js';
 import { encode, TokenDecoder } from '../llm/tokenizer.js';
 import { describe, requireInt, requireOptions } from '../util/validate.js';
-import { ContextLengthError, EngineStepError, QueueFullError, ShuttingDownError } from './errors.js';
+import { ApiError, errorBody, refusal, shuttingDown } from './api-error.js';
+import { parseChat } from './chat-completions.js';
+import { parseCompletion } from './completions.js';
+import { usageOf, type ChoiceFinish, type EndpointRequest } from './endpoint.js';
 import { PROMETHEUS_CONTENT_TYPE, PrometheusText } from './prometheus.js';
-import type { FinishReason, Generation, GenerationResult, Scheduler } from './scheduler.js';
+import { parseJsonObject, type TokenLimits } from './request-fields.js';
+import type { Generation, GenerationResult, Scheduler } from './scheduler.js';
 import { SSE_DONE, sseEvent } from './sse.js';
-import { checkSampling, type SamplingParams } from './sampling.js';
-import { StopMatcher, stopProblem } from './stop-strings.js';
+import { StopMatcher } from './stop-strings.js';
 
 /** Options of `new CompletionServer(options)`. */
 export interface CompletionServerOptions {
@@ -59,32 +65,23 @@ export interface ServerAddress {
   readonly port: number;
 }
 
-/** The fields a completion request may have; anything else is refused. */
-export const COMPLETION_FIELDS = Object.freeze(['prompt', 'max_tokens', 'stream', 'stream_options', 'model', 'temperature', 'top_p', 'top_k', 'seed', 'stop'] as const);
+/**
+ * The paths the server answers and the methods each takes: a 404 lists them, a 405 answers the
+ * methods as `Allow`, and `/metrics` counts the requests of each path (any other as `other`).
+ */
+export const ROUTES: Readonly<Record<string, string>> = Object.freeze({
+  '/v1/completions': 'POST',
+  '/v1/chat/completions': 'POST',
+  '/v1/models': 'GET, HEAD',
+  '/health': 'GET, HEAD',
+  '/metrics': 'GET, HEAD',
+});
 
 /** How often the event-loop delay is sampled, in milliseconds. */
 export const EVENT_LOOP_RESOLUTION_MS = 10;
 
-/** A refusal: the status and the OpenAI-style error body. */
-interface ApiError {
-  readonly status: number;
-  readonly message: string;
-  readonly code: string;
-  readonly param?: string;
-}
-
-/** What a valid request asks for. */
-interface CompletionParams {
-  readonly prompt: string;
-  readonly maxTokens: number;
-  readonly stream: boolean;
-  /** Stream a last chunk with the usage (`stream_options.include_usage`). */
-  readonly includeUsage: boolean;
-  /** temperature, top_p, top_k, seed as given (each absent one undefined; none: greedy). */
-  readonly sampling: SamplingParams;
-  /** Stop strings (none: an empty list). */
-  readonly stop: readonly string[];
-}
+/** What an endpoint's request parser is: the body's object to the request it accepted, or the 400 that refuses it. */
+type RequestParser = (o: Record<string, unknown>, limits: TokenLimits, model: string) => EndpointRequest | ApiError;
 
 const OP = 'new CompletionServer';
 
@@ -115,6 +112,8 @@ export class CompletionServer {
   readonly #active = new Set<ServerResponse>();
   /** Responses sent, by status code. */
   readonly #responses = new Map<number, number>();
+  /** Requests received, by path (those of `ROUTES`, then `other`). */
+  readonly #requests = new Map<string, number>([...Object.keys(ROUTES), 'other'].map((path) => [path, 0]));
   #closing = false;
   #closed: Promise<void> | null = null;
 
@@ -233,6 +232,7 @@ export class CompletionServer {
       [{ reason: 'shutting_down' }, m.refused.shuttingDown],
       [{ reason: 'invalid' }, m.refused.invalid],
     ]);
+    p.counter('cudagraph_serve_http_requests_total', 'HTTP requests received, by path (any other path: "other").', [...this.#requests].map(([path, n]) => [{ path }, n] as const));
     p.counter('cudagraph_serve_http_responses_total', 'HTTP responses, by status code.', [...this.#responses].sort((a, b) => a[0] - b[0]).map(([code, n]) => [{ code: String(code) }, n] as const));
     p.gauge('cudagraph_serve_queue_depth', 'Requests waiting for a slot.', m.queueDepth);
     p.gauge('cudagraph_serve_running', 'Sequences holding a slot (prefilling or generating).', m.running);
@@ -284,39 +284,47 @@ export class CompletionServer {
       if (res.headersSent) this.#responses.set(res.statusCode, (this.#responses.get(res.statusCode) ?? 0) + 1);
     });
     this.#route(req, res).catch((e: unknown) => {
-      if (!res.headersSent) this.#sendError(res, { status: 500, code: 'internal_error', message: `internal error: ${e instanceof Error ? e.message : String(e)}` });
+      if (!res.headersSent) this.#sendError(res, new ApiError(500, 'internal_error', `internal error: ${e instanceof Error ? e.message : String(e)}`));
       else res.destroy();
     });
   }
 
   async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?', 1)[0];
+    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
     const method = req.method ?? 'GET';
-    const allow = (methods: string): boolean => {
+    const counted = this.#requests.has(path) ? path : 'other';
+    this.#requests.set(counted, this.#requests.get(counted)! + 1);
+    const allow = (): boolean => {
+      const methods = ROUTES[path]!;
       if (methods.split(', ').includes(method)) return true;
       res.setHeader('Allow', methods);
-      this.#sendError(res, { status: 405, code: 'method_not_allowed', message: `${method} is not allowed on ${path} (allowed: ${methods})` });
+      this.#sendError(res, new ApiError(405, 'method_not_allowed', `${method} is not allowed on ${path} (allowed: ${methods})`));
       return false;
     };
     switch (path) {
       case '/v1/completions':
-        if (allow('POST')) await this.#completions(req, res);
+        if (allow()) await this.#generate(req, res, parseCompletion);
+        return;
+      case '/v1/chat/completions':
+        if (allow()) await this.#generate(req, res, parseChat);
         return;
       case '/health':
-        if (allow('GET, HEAD')) this.#health(res);
+        if (allow()) this.#health(res);
         return;
       case '/v1/models':
         // OpenAI's clients list the models first: the one this server serves.
-        if (allow('GET, HEAD')) this.#sendJson(res, 200, { object: 'list', data: [{ id: this.#model, object: 'model', created: this.#started, owned_by: 'cudagraph' }] });
+        if (allow()) this.#sendJson(res, 200, { object: 'list', data: [{ id: this.#model, object: 'model', created: this.#started, owned_by: 'cudagraph' }] });
         return;
       case '/metrics':
-        if (allow('GET, HEAD')) {
+        if (allow()) {
           res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
           res.end(method === 'HEAD' ? undefined : this.metricsText());
         }
         return;
-      default:
-        this.#sendError(res, { status: 404, code: 'not_found', message: `no such path: ${JSON.stringify((path ?? '').slice(0, 200))} (POST /v1/completions, GET /v1/models, GET /health, GET /metrics)` });
+      default: {
+        const known = Object.entries(ROUTES).map(([p, methods]) => `${methods.split(', ')[0]} ${p}`);
+        this.#sendError(res, new ApiError(404, 'not_found', `no such path: ${JSON.stringify(path.slice(0, 200))} (${known.join(', ')})`));
+      }
     }
   }
 
@@ -331,39 +339,36 @@ export class CompletionServer {
     });
   }
 
-  async #completions(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /**
+   * A generation endpoint: the body read and checked by `parse`, the generation submitted, its
+   * text written as it comes (a stream) or at the end, in the objects of the endpoint's answer.
+   * Nothing reaches the scheduler before the whole request is checked.
+   */
+  async #generate(req: IncomingMessage, res: ServerResponse, parse: RequestParser): Promise<void> {
     if (this.#closing) return this.#sendError(res, shuttingDown());
     const body = await readBody(req, this.#maxBodyBytes);
     if (body === 'aborted') return;
     if (body === 'too-large') {
       res.setHeader('Connection', 'close');
-      return this.#sendError(res, { status: 413, code: 'body_too_large', message: `the request body is larger than ${this.#maxBodyBytes} bytes` });
+      return this.#sendError(res, new ApiError(413, 'body_too_large', `the request body is larger than ${this.#maxBodyBytes} bytes`));
     }
     // A shutdown that began while the body came in: the scheduler refuses it (503) below.
-    const params = this.#parse(body);
-    if ('status' in params) return this.#sendError(res, params);
+    const json = parseJsonObject(body);
+    if (json instanceof ApiError) return this.#sendError(res, json);
+    const params = parse(json, { maxTokensLimit: this.#maxTokensLimit, defaultMaxTokens: this.#defaultMaxTokens }, this.#model);
+    if (params instanceof ApiError) return this.#sendError(res, params);
+    const answer = params.answer;
     let generation: Generation | null = null;
     const decoder = new TokenDecoder();
     // With stop strings the text is watched as it comes: the first one found ends the generation
     // (cancelled at the next step boundary), and nothing from it on is sent.
-    const stopper = params.stop.length > 0 ? new StopMatcher(params.stop) : null;
+    const stopper = params.stopAt.length > 0 ? new StopMatcher(params.stopAt) : null;
     let collected = '';
     const deliver = (piece: string): void => {
       if (piece === '') return;
       if (!params.stream) collected += piece;
-      else if (writable(res)) res.write(sseEvent(chunk(piece, null)));
+      else if (writable(res)) res.write(sseEvent(answer.piece(piece)));
     };
-    const id = `cmpl-${randomBytes(12).toString('hex')}`;
-    const created = Math.floor(Date.now() / 1000);
-    const chunk = (text: string, finishReason: FinishReason | null): object => ({
-      id,
-      object: 'text_completion',
-      created,
-      model: this.#model,
-      choices: [{ text, index: 0, logprobs: null, finish_reason: finishReason }],
-      ...(params.includeUsage ? { usage: null } : {}),
-    });
-    const usage = (r: GenerationResult): object => ({ prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens });
     try {
       generation = this.#scheduler.submit({
         prompt: encode(params.prompt),
@@ -377,7 +382,7 @@ export class CompletionServer {
         },
       });
     } catch (e) {
-      return this.#sendError(res, refusal(e));
+      return this.#sendError(res, refusal(e, params.promptField));
     }
     const gen = generation;
     // A client that goes away cancels its request; the slot is free at the next step boundary.
@@ -386,13 +391,16 @@ export class CompletionServer {
     if (params.stream) {
       if (this.#closing) res.setHeader('Connection', 'close');
       res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
-      res.flushHeaders();
+      const first = answer.first();
+      // The first chunk (chat's role) goes with the headers: the client knows at once the request runs.
+      if (first !== null) res.write(sseEvent(first));
+      else res.flushHeaders();
     }
     let result: GenerationResult;
     try {
       result = await gen.result;
     } catch (e) {
-      const error = refusal(e);
+      const error = refusal(e, params.promptField);
       if (!params.stream) return this.#sendError(res, error);
       if (writable(res)) res.end(sseEvent({ error: errorBody(error) }));
       return;
@@ -411,66 +419,17 @@ export class CompletionServer {
       const tail = decoder.end();
       deliver(stopper === null ? tail : stopper.push(tail) + stopper.flush());
     }
-    const finish: FinishReason = stopper !== null && stopper.hasStopped() ? 'stop' : result.finishReason;
+    // A stop string (found before or in the tail) is a "stop", whatever ended the generation after it.
+    const finish: ChoiceFinish = stopper?.hasStopped() === true || result.finishReason === 'stop' ? 'stop' : 'length';
+    const usage = usageOf(result);
     if (params.stream) {
-      res.write(sseEvent(chunk('', finish)));
-      if (params.includeUsage) res.write(sseEvent({ ...chunk('', null), choices: [], usage: usage(result) }));
+      res.write(sseEvent(answer.last(finish)));
+      const last = answer.usage(usage);
+      if (last !== null) res.write(sseEvent(last));
       res.end(sseEvent(SSE_DONE));
       return;
     }
-    this.#sendJson(res, 200, { ...chunk(collected, finish), usage: usage(result) });
-  }
-
-  /** The request's parameters, or the 400 that refuses it. */
-  #parse(body: Buffer): CompletionParams | ApiError {
-    const bad = (message: string, code: string, param?: string): ApiError => ({ status: 400, message, code, ...(param !== undefined ? { param } : {}) });
-    let json: unknown;
-    try {
-      json = JSON.parse(body.toString('utf8'));
-    } catch (e) {
-      return bad(`the body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`, 'invalid_json');
-    }
-    if (typeof json !== 'object' || json === null || Array.isArray(json)) return bad(`the body must be a JSON object, got ${describe(json)}`, 'invalid_json');
-    const o = json as Record<string, unknown>;
-    for (const key of Object.keys(o)) {
-      if (!(COMPLETION_FIELDS as readonly string[]).includes(key)) {
-        const shown = JSON.stringify(key.length > 60 ? `${key.slice(0, 60)}…` : key);
-        return bad(`unknown field ${shown}: this server takes only ${COMPLETION_FIELDS.join(', ')}`, 'unknown_field', key);
-      }
-    }
-    if (o.prompt === undefined) return bad('prompt is required (a string)', 'invalid_prompt', 'prompt');
-    if (typeof o.prompt !== 'string') return bad(`prompt must be a string (lists of prompts or of tokens are not taken), got ${describe(o.prompt)}`, 'invalid_prompt', 'prompt');
-    const mt = o.max_tokens ?? this.#defaultMaxTokens;
-    if (typeof mt !== 'number' || !Number.isInteger(mt) || mt < 1 || mt > this.#maxTokensLimit) {
-      return bad(`max_tokens must be an integer from 1 to ${this.#maxTokensLimit}, got ${describe(mt)}`, 'invalid_max_tokens', 'max_tokens');
-    }
-    const stream = o.stream ?? false;
-    if (typeof stream !== 'boolean') return bad(`stream must be a boolean, got ${describe(stream)}`, 'invalid_stream', 'stream');
-    let includeUsage = false;
-    const so = o.stream_options;
-    if (so !== undefined && so !== null) {
-      if (!stream) return bad('stream_options is only taken with "stream": true', 'invalid_stream_options', 'stream_options');
-      if (typeof so !== 'object' || Array.isArray(so)) return bad(`stream_options must be an object, got ${describe(so)}`, 'invalid_stream_options', 'stream_options');
-      for (const key of Object.keys(so)) if (key !== 'include_usage') return bad(`unknown field of stream_options ${JSON.stringify(key.slice(0, 60))} (known: include_usage)`, 'unknown_field', 'stream_options');
-      const iu = (so as { include_usage?: unknown }).include_usage ?? false;
-      if (typeof iu !== 'boolean') return bad(`stream_options.include_usage must be a boolean, got ${describe(iu)}`, 'invalid_stream_options', 'stream_options');
-      includeUsage = iu;
-    }
-    if (o.model !== undefined && o.model !== null && typeof o.model !== 'string') return bad(`model must be a string, got ${describe(o.model)}`, 'invalid_model', 'model');
-    // null is "not given", as OpenAI's clients send it; none given is greedy (checkSampling's defaults).
-    const sampling = { temperature: o.temperature ?? undefined, topP: o.top_p ?? undefined, topK: o.top_k ?? undefined, seed: o.seed ?? undefined } as SamplingParams;
-    try {
-      checkSampling('', sampling, { topP: 'top_p', topK: 'top_k' });
-    } catch (e) {
-      if (!(e instanceof InvalidArgumentError)) throw e;
-      return bad(e.message.replace(/^: /, ''), 'invalid_sampling', e.parameter);
-    }
-    const stop = o.stop ?? [];
-    if (!(Array.isArray(stop) && stop.length === 0)) {
-      const problem = stopProblem(stop);
-      if (problem !== null) return bad(`${problem}, got ${describe(stop)}`, 'invalid_stop', 'stop');
-    }
-    return { prompt: o.prompt, maxTokens: mt, stream, includeUsage, sampling, stop: typeof stop === 'string' ? [stop] : (stop as string[]) };
+    this.#sendJson(res, 200, answer.whole(collected, finish, usage));
   }
 
   #sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -486,26 +445,6 @@ export class CompletionServer {
     if (e.status === 429) res.setHeader('Retry-After', '1');
     this.#sendJson(res, e.status, { error: errorBody(e) });
   }
-}
-
-function shuttingDown(): ApiError {
-  return { status: 503, code: 'shutting_down', message: 'the server is shutting down' };
-}
-
-/** The OpenAI-style `error` object. */
-function errorBody(e: ApiError): { message: string; type: string; param: string | null; code: string } {
-  const type = e.status === 429 || e.status === 503 ? 'overloaded_error' : e.status >= 500 ? 'server_error' : 'invalid_request_error';
-  return { message: e.message, type, param: e.param ?? null, code: e.code };
-}
-
-/** The HTTP answer to what `submit` or a generation threw. */
-function refusal(e: unknown): ApiError {
-  if (e instanceof QueueFullError) return { status: 429, code: 'queue_full', message: e.message };
-  if (e instanceof ContextLengthError) return { status: 400, code: 'context_length_exceeded', message: e.message, param: 'prompt' };
-  if (e instanceof ShuttingDownError) return shuttingDown();
-  if (e instanceof InvalidArgumentError) return { status: 400, code: 'invalid_request', message: e.message };
-  if (e instanceof EngineStepError) return { status: 500, code: 'engine_error', message: e.message };
-  throw e;
 }
 
 function writable(res: ServerResponse): boolean {

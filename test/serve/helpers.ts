@@ -43,6 +43,16 @@ export function complete(url: string, body: unknown, init: RequestInit = {}): Pr
   });
 }
 
+/** POSTs `body` (an object is sent as JSON, a string as is) to /v1/chat/completions. */
+export function chat(url: string, body: unknown, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    ...init,
+  });
+}
+
 /** The JSON chunks of a streamed response, and whether it ended with [DONE]. */
 export async function streamed(res: Response): Promise<{ chunks: { choices: { text: string; finish_reason: string | null }[]; error?: { code: string } }[]; done: boolean }> {
   const chunks = [];

@@ -165,14 +165,17 @@ test('413: a body over the limit, declared or sent chunked', T, async () => {
 
 test('404 for unknown paths, 405 with Allow for wrong methods', T, async () => {
   await withServer({}, async ({ port }) => {
-    for (const path of ['/', '/v1/chat/completions', '/v1/completions/x', '/healthz']) {
+    for (const path of ['/', '/v1/chat', '/v1/completions/x', '/v1/chat/completions/', '/healthz']) {
       const r = await raw(port, { method: 'GET', path });
       assert.equal(r.status, 404, path);
-      assert.equal((JSON.parse(r.text) as { error: { code: string } }).error.code, 'not_found');
+      const { error } = JSON.parse(r.text) as { error: { code: string; message: string } };
+      assert.equal(error.code, 'not_found');
+      assert.match(error.message, /\(POST \/v1\/completions, POST \/v1\/chat\/completions, GET \/v1\/models, GET \/health, GET \/metrics\)$/);
     }
     const wrong: [string, string, string][] = [
       ['GET', '/v1/completions', 'POST'],
       ['PUT', '/v1/completions', 'POST'],
+      ['GET', '/v1/chat/completions', 'POST'],
       ['POST', '/health', 'GET, HEAD'],
       ['DELETE', '/metrics', 'GET, HEAD'],
     ];
