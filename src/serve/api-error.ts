@@ -61,13 +61,19 @@ export function errorBody(e: ApiError): ErrorBody {
 }
 
 /**
- * The HTTP answer to what `Scheduler.submit` or a generation threw. `promptField` is the request
- * field a context-length refusal is blamed on (`prompt`, or `messages` for a chat).
+ * The HTTP answer to what `Scheduler.submit` or a generation threw. A context-length refusal is
+ * blamed on `fields.prompt` (`prompt`, or `messages` for a chat) and names the request's own
+ * budget field (`max_tokens` or `max_completion_tokens`).
  * @throws what is none of the scheduler's errors (a bug, answered 500 by the server).
  */
-export function refusal(e: unknown, promptField: string): ApiError {
+export function refusal(e: unknown, fields: { readonly prompt: string; readonly maxTokens: string }): ApiError {
   if (e instanceof QueueFullError) return new ApiError(429, 'queue_full', e.message);
-  if (e instanceof ContextLengthError) return new ApiError(400, 'context_length_exceeded', e.message, promptField);
+  if (e instanceof ContextLengthError) {
+    const message =
+      `the model's context is ${e.maxPositions} tokens, but ${e.promptTokens + e.maxTokens} were asked for ` +
+      `(${e.promptTokens} in the prompt, ${e.maxTokens} to generate); shorten the ${fields.prompt} or lower ${fields.maxTokens}`;
+    return new ApiError(400, 'context_length_exceeded', message, fields.prompt);
+  }
   if (e instanceof ShuttingDownError) return shuttingDown();
   if (e instanceof InvalidArgumentError) return new ApiError(400, 'invalid_request', e.message);
   if (e instanceof EngineStepError) return new ApiError(500, 'engine_error', e.message);

@@ -382,7 +382,7 @@ export class CompletionServer {
         },
       });
     } catch (e) {
-      return this.#sendError(res, refusal(e, params.promptField));
+      return this.#sendError(res, refusal(e, { prompt: params.promptField, maxTokens: params.maxTokensField }));
     }
     const gen = generation;
     // A client that goes away cancels its request; the slot is free at the next step boundary.
@@ -400,7 +400,7 @@ export class CompletionServer {
     try {
       result = await gen.result;
     } catch (e) {
-      const error = refusal(e, params.promptField);
+      const error = refusal(e, { prompt: params.promptField, maxTokens: params.maxTokensField });
       if (!params.stream) return this.#sendError(res, error);
       if (writable(res)) res.end(sseEvent({ error: errorBody(error) }));
       return;

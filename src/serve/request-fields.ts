@@ -23,6 +23,8 @@ export interface TokenLimits {
 /** What the shared fields of a valid request ask for. */
 export interface GenerationFields {
   readonly maxTokens: number;
+  /** The field the budget came in (`max_tokens`, or `max_completion_tokens` for a chat): what a context-length refusal tells the client to lower. */
+  readonly maxTokensField: string;
   readonly stream: boolean;
   /** Stream a last chunk with the usage (`stream_options.include_usage`). */
   readonly includeUsage: boolean;
@@ -94,5 +96,5 @@ export function generationFields(o: Record<string, unknown>, limits: TokenLimits
     const problem = stopProblem(stop);
     if (problem !== null) return badRequest(`${problem}, got ${describe(stop)}`, 'invalid_stop', 'stop');
   }
-  return { maxTokens: mt, stream, includeUsage, sampling, stop: typeof stop === 'string' ? [stop] : (stop as string[]) };
+  return { maxTokens: mt, maxTokensField, stream, includeUsage, sampling, stop: typeof stop === 'string' ? [stop] : (stop as string[]) };
 }

@@ -226,7 +226,8 @@ test('400: every refusal names its field, the same rules as /v1/completions; not
       [{ messages: m, stop: ['a', 'b', 'c', 'd', 'e'] }, 'invalid_stop', /^stop must be a string or a list of 1 to 4 strings/, 'stop'],
       [{ messages: m, stop: [''] }, 'invalid_stop', /^stop\[0\] must be a non-empty string/, 'stop'],
       // The rendered prompt is what must fit: BOS, 31 bytes of template and 32 of content.
-      [{ messages: [{ role: 'user', content: 'x'.repeat(32) }], max_tokens: 1 }, 'context_length_exceeded', /context is 64 tokens, but 65 were asked for \(64 in the prompt, 1 to generate\)/, 'messages'],
+      [{ messages: [{ role: 'user', content: 'x'.repeat(32) }], max_tokens: 1 }, 'context_length_exceeded', /context is 64 tokens, but 65 were asked for \(64 in the prompt, 1 to generate\); shorten the messages or lower max_tokens$/, 'messages'],
+      [{ messages: [{ role: 'user', content: 'x'.repeat(32) }], max_completion_tokens: 1 }, 'context_length_exceeded', /shorten the messages or lower max_completion_tokens$/, 'messages'],
     ];
     for (const [body, code, message, param] of cases) {
       const res = await chat(url, body);
@@ -237,11 +238,11 @@ test('400: every refusal names its field, the same rules as /v1/completions; not
       assert.deepEqual({ code: error.code, type: error.type, param: error.param }, { code, type: 'invalid_request_error', param }, what);
       assert.match(error.message, message, what);
     }
-    // Nothing ran, nothing waits, and only the context refusal reached the scheduler (which refused it up front).
+    // Nothing ran, nothing waits, and only the two context refusals reached the scheduler (which refused them up front).
     assert.equal(engine.stepCount, 0);
     const s = scheduler.metrics();
     assert.equal(s.running + s.queueDepth, 0);
-    assert.equal(s.refused.contextLength, 1);
+    assert.equal(s.refused.contextLength, 2);
     // Just inside the context is taken.
     assert.equal((await chat(url, { messages: [{ role: 'user', content: 'x'.repeat(31) }], max_tokens: 1 })).status, 200);
   });

@@ -120,7 +120,7 @@ test('400: bad JSON, a bad prompt, bad max_tokens, unknown fields, bad stream or
       [{ prompt: 'x', stream: true, stream_options: { include_usage: 1 } }, 'invalid_stream_options', /include_usage must be a boolean/, 'stream_options'],
       [{ prompt: 'x', stream: true, stream_options: { other: true } }, 'unknown_field', /unknown field of stream_options "other"/, 'stream_options'],
       [{ prompt: 'x', stream: true, stream_options: [] }, 'invalid_stream_options', /must be an object/, 'stream_options'],
-      [{ prompt: 'x'.repeat(40), max_tokens: 30 }, 'context_length_exceeded', /context is 64 tokens, but 71 were asked for \(41 in the prompt, 30 to generate\)/, 'prompt'],
+      [{ prompt: 'x'.repeat(40), max_tokens: 30 }, 'context_length_exceeded', /^the model's context is 64 tokens, but 71 were asked for \(41 in the prompt, 30 to generate\); shorten the prompt or lower max_tokens$/, 'prompt'],
       [{ prompt: 'x'.repeat(5000), max_tokens: 1 }, 'context_length_exceeded', /5001 in the prompt/, 'prompt'],
     ];
     for (const [body, code, message, param] of cases) {
