@@ -1,0 +1,209 @@
+/**
+ * The graph as the reachability search reads it (internal: reach-labels.ts builds it,
+ * reach-search.ts reads it): nodes renumbered by level, a chain cover with each chain's exits and
+ * entries, and only the edges between chains.
+ *
+ * Why level-major positions. The search sweeps forward from a in increasing position and backward
+ * from b in decreasing position. Numbered by level (longest path from a source) first, a sweep's
+ * front is a level, and "level(x) ≥ L" is one comparison of positions (`x ≥ levelStart[L]`), so
+ * the search can settle edges into the other side's front from the position alone
+ * (reach-search.ts). Within a level the store's topological order is kept; every edge still goes
+ * from a lower position to a higher one (its head is a level deeper).
+ *
+ * Why chains, exits and entries. Consecutive nodes of a chain are joined by an edge, so a node
+ * reaches the rest of its chain, and edges within a chain say nothing more: the lists keep only
+ * the edges between chains. A node with no such edge out (most ops of a capture, whose one
+ * successor is the next op of their stream) reaches nothing else, so a forward sweep that reaches
+ * it goes on to the chain's next *exit* (a node with an edge to another chain); backward, to the
+ * previous *entry* (a node with an edge from another chain).
+ *
+ * Why blocks. The search's cost is cache and TLB misses, and a random read from an array of
+ * 24 MB (a record per node) costs about twice one from an array of 4 MB on the machine measured.
+ * So what a sweep reads of a node sits in one place: `out[start[p] …]` is p's forward block —
+ * its next exit (EXIT set when p is one), its chain, then its successors on other chains,
+ * ascending — and `into[inStart[p] …]` the backward block: previous entry (ENTRY set when p is
+ * one), chain, predecessors on other chains, ascending. Taking a node reads the offset (4 bytes a
+ * node) and its block. 24 bytes a node (offsets and headers), 4 for the level, 8 an edge between
+ * chains, 4 a node for the renumbering unless it is the identity. A capture of many streams keeps
+ * about one edge in twenty.
+ */
+import type { GraphStore } from './graph-store.js';
+
+/** No position: no exit after, or entry before, on the chain. */
+export const NONE_POS = 0x7fff_ffff;
+/** Set in a forward block's first word when the node is an exit. */
+export const EXIT = 0x8000_0000;
+/** Set in a backward block's first word when the node is an entry. */
+export const ENTRY = 0x8000_0000;
+/** Words before the edges in a block (link, chain). */
+export const HEAD = 2;
+
+/** A chain cover by node id: consecutive nodes of a chain are joined by an edge (reachability.ts makes one). */
+export interface ChainCover {
+  readonly chainOf: Uint32Array;
+  readonly posOf: Uint32Array;
+}
+
+/** The renumbered graph (see the file comment). */
+export interface ReachLayout {
+  /** Node id → position; null when they are equal. */
+  readonly pos: Uint32Array | null;
+  /** Level of each position. */
+  readonly level: Uint32Array;
+  /** First position of each level; `levelStart[levels]` = n. */
+  readonly levelStart: Uint32Array;
+  /** Chains in the cover. */
+  readonly chains: number;
+  /** Forward block of p at `out[start[p] … start[p + 1])`. */
+  readonly start: Uint32Array;
+  readonly out: Uint32Array;
+  /** Backward block of p at `into[inStart[p] … inStart[p + 1])`. */
+  readonly inStart: Uint32Array;
+  readonly into: Uint32Array;
+}
+
+/** All successors by position, each list ascending: `adj[start[p] … start[p + 1])`. */
+export interface Successors {
+  readonly start: Uint32Array;
+  readonly adj: Uint32Array;
+}
+
+/**
+ * Builds the layout of `store` as it is now (`cover` is used when given, else a greedy one is
+ * made), and every node's successors by position, for labels that need all edges.
+ */
+export function buildLayout(store: GraphStore, cover?: ChainCover): { layout: ReachLayout; all: Successors } {
+  const n = store.n;
+  const { firstIn, nextIn, from } = store;
+  const ord = store.ord;
+  const byOrd = new Uint32Array(n);
+  if (ord === null) for (let v = 0; v < n; v++) byOrd[v] = v;
+  else for (let v = 0; v < n; v++) byOrd[ord[v]!] = v;
+
+  // Levels in the store's order (every predecessor comes first), then positions by level, the
+  // store's order within one.
+  const level = new Uint32Array(n);
+  let levels = n > 0 ? 1 : 0;
+  for (let q = 0; q < n; q++) {
+    const v = byOrd[q]!;
+    let lv = 0;
+    for (let e = firstIn[v]!; e !== 0; e = nextIn[e]!) if (level[from[e]!]! >= lv) lv = level[from[e]!]! + 1;
+    level[v] = lv;
+    if (lv >= levels) levels = lv + 1;
+  }
+  const levelStart = new Uint32Array(levels + 1);
+  for (let v = 0; v < n; v++) levelStart[level[v]! + 1]!++;
+  for (let l = 0; l < levels; l++) levelStart[l + 1]! += levelStart[l]!;
+  const pos = new Uint32Array(n);
+  const next = levelStart.slice(0, levels);
+  let identity = true;
+  for (let q = 0; q < n; q++) {
+    const v = byOrd[q]!;
+    const p = next[level[v]!]!++;
+    pos[v] = p;
+    if (p !== v) identity = false;
+  }
+  const byPos = byOrd; // reused: the store's order is not needed any more
+  for (let v = 0; v < n; v++) byPos[pos[v]!] = v;
+
+  // Successor lists by position, each ascending: walk targets in ascending position and append
+  // each to its sources' lists.
+  const start = new Uint32Array(n + 1);
+  for (let e = 1; e <= store.m; e++) start[pos[from[e]!]! + 1]!++;
+  for (let p = 0; p < n; p++) start[p + 1]! += start[p]!;
+  const adj = new Uint32Array(store.m);
+  const fill = start.slice(0, n);
+  for (let q = 0; q < n; q++) for (let e = firstIn[byPos[q]!]!; e !== 0; e = nextIn[e]!) adj[fill[pos[from[e]!]!]!++] = q;
+
+  const chain = new Uint32Array(n);
+  const chains = cover ? copyCover(n, byPos, cover, chain) : greedyCover(n, byPos, pos, store, chain);
+  const blocks = makeBlocks(n, chains, start, adj, chain);
+  const lv = new Uint32Array(n);
+  for (let p = 0; p < n; p++) lv[p] = level[byPos[p]!]!;
+  return { layout: { pos: identity ? null : pos, level: lv, levelStart, chains, ...blocks }, all: { start, adj } };
+}
+
+/** Writes `cover`'s chain of each position into `chain`; returns the number of chains. */
+function copyCover(n: number, byPos: Uint32Array, cover: ChainCover, chain: Uint32Array): number {
+  let chains = 0;
+  for (let p = 0; p < n; p++) {
+    const c = cover.chainOf[byPos[p]!]!;
+    chain[p] = c;
+    if (c >= chains) chains = c + 1;
+  }
+  return chains;
+}
+
+/** A greedy cover: each node extends the chain of its first predecessor that still ends one. */
+function greedyCover(n: number, byPos: Uint32Array, pos: Uint32Array, store: GraphStore, chain: Uint32Array): number {
+  const { firstIn, nextIn, from } = store;
+  let chains = 0;
+  const ends = new Uint8Array(n); // 1 while p is the last node of its chain
+  for (let q = 0; q < n; q++) {
+    let c = -1;
+    for (let e = firstIn[byPos[q]!]!; e !== 0 && c < 0; e = nextIn[e]!) {
+      const p = pos[from[e]!]!;
+      if (ends[p] === 1) {
+        ends[p] = 0;
+        c = chain[p]!;
+      }
+    }
+    chain[q] = c < 0 ? chains++ : c;
+    ends[q] = 1;
+  }
+  return chains;
+}
+
+/** The forward and backward blocks (see the file comment) from all successors by position. */
+function makeBlocks(n: number, chains: number, start: Uint32Array, adj: Uint32Array, chain: Uint32Array): Pick<ReachLayout, 'start' | 'out' | 'inStart' | 'into'> {
+  const outStart = new Uint32Array(n + 1);
+  const inStart = new Uint32Array(n + 1);
+  for (let p = 0; p < n; p++) {
+    const c = chain[p]!;
+    for (let i = start[p]!; i < start[p + 1]!; i++) {
+      const q = adj[i]!;
+      if (chain[q] !== c) {
+        outStart[p + 1]!++;
+        inStart[q + 1]!++;
+      }
+    }
+  }
+  for (let p = 0; p < n; p++) {
+    outStart[p + 1]! += outStart[p]! + HEAD;
+    inStart[p + 1]! += inStart[p]! + HEAD;
+  }
+  const out = new Uint32Array(outStart[n]!);
+  const into = new Uint32Array(inStart[n]!);
+  // Successors in ascending order as they are; predecessors appended in ascending source order.
+  const fill = inStart.slice(0, n);
+  for (let q = 0; q < n; q++) fill[q]! += HEAD;
+  for (let p = 0; p < n; p++) {
+    const c = chain[p]!;
+    let o = outStart[p]! + HEAD;
+    for (let i = start[p]!; i < start[p + 1]!; i++) {
+      const q = adj[i]!;
+      if (chain[q] !== c) {
+        out[o++] = q;
+        into[fill[q]!++] = p;
+      }
+    }
+  }
+  // Links: back to front the nearest exit after p, front to back the nearest entry before p.
+  const near = new Uint32Array(chains).fill(NONE_POS);
+  for (let p = n - 1; p >= 0; p--) {
+    const c = chain[p]!;
+    const exit = outStart[p + 1]! - outStart[p]! > HEAD;
+    out[outStart[p]!] = ((exit ? EXIT : 0) | near[c]!) >>> 0;
+    out[outStart[p]! + 1] = c;
+    if (exit) near[c] = p;
+  }
+  near.fill(NONE_POS);
+  for (let p = 0; p < n; p++) {
+    const c = chain[p]!;
+    const entry = inStart[p + 1]! - inStart[p]! > HEAD;
+    into[inStart[p]!] = ((entry ? ENTRY : 0) | near[c]!) >>> 0;
+    into[inStart[p]! + 1] = c;
+    if (entry) near[c] = p;
+  }
+  return { start: outStart, out, inStart, into };
+}
