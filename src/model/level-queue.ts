@@ -17,8 +17,8 @@ export class LevelQueue {
   /** The keys of the level taken last (`take`), at `batch[0 … batchSize)`. */
   batch: Uint32Array = new Uint32Array(64);
   batchSize = 0;
-  private next: Uint32Array = new Uint32Array(64);
-  /** Keys in the next level's array. */
+  /** The next level's keys, at `next[0 … nextSize)`; the search appends to it directly (`grow` when full). */
+  next: Uint32Array = new Uint32Array(64);
   nextSize = 0;
   private readonly heap = new UintHeap();
 
@@ -43,9 +43,20 @@ export class LevelQueue {
   /** Adds a key. */
   push(key: number): void {
     if (key < this.nextEnd) {
-      if (this.nextSize === this.next.length) this.next = doubled(this.next, this.nextSize);
+      if (this.nextSize === this.next.length) this.grow();
       this.next[this.nextSize++] = key;
     } else this.heap.push(key);
+  }
+
+  /** Adds a key at or above `nextEnd` (to the heap). */
+  pushFar(key: number): void {
+    this.heap.push(key);
+  }
+
+  /** Doubles the next level's array (its first `nextSize` keys kept) and returns it. */
+  grow(): Uint32Array {
+    this.next = doubled(this.next, this.nextSize);
+    return this.next;
   }
 
   /** Makes the batch every waiting key below `end`: the next level's array, and the heap's keys below `end`. */

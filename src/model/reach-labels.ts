@@ -69,15 +69,15 @@ export class ReachLabels {
     private readonly g: ReachLayout,
     /** Chain hubs built (fewer than asked when the graph has fewer nodes). */
     readonly chains: number,
-    /** `out(v, c)`, rounded up, at [pos(v)·K + c]; NONE_OUT when v reaches no node of c. */
-    private readonly out: Uint16Array,
-    /** 1 + `in(v, c)`, rounded down, at [pos(v)·K + c]; 0 when no node of c reaches v. */
-    private readonly into: Uint16Array,
+    /** Per position, 2 + K words: level, chain word (as in the blocks), then the K `out` and K `in` entries, 16 bits each. */
+    private readonly rows: Uint32Array,
+    /** `rows` as 16-bit words. */
+    private readonly rows16: Uint16Array,
   ) {}
 
   /** Builds the labels for `store` as it is now (the caller rebuilds after any change). */
   static build(store: GraphStore, options: LabelOptions = {}): ReachLabels {
-    const { layout: g, all } = buildLayout(store, options.cover);
+    const { layout: g, all, level } = buildLayout(store, options.cover);
     const n = store.n;
     const { start, adj } = all;
     const k = Math.min(options.chains ?? DEFAULT_LABEL_CHAINS, n);
@@ -86,36 +86,43 @@ export class ReachLabels {
     const chainPos = new Uint32Array(n);
     const quantum = pickChains(n, start, adj, k, maxStored, chainOf, chainPos);
 
-    // out: the minimum over successors, in reverse topological order; in: pushed forward to
-    // successors, in topological order. Rounding commutes with min and max, so both are computed
-    // on the stored (rounded) values.
-    const out = new Uint16Array(n * k).fill(NONE_OUT);
-    const into = new Uint16Array(n * k);
+    // One row per position holds all a query reads before it searches (one cache line or two).
+    const stride = 2 + k;
+    const rows = new Uint32Array(n * stride);
+    const rows16 = new Uint16Array(rows.buffer);
+    for (let p = 0; p < n; p++) {
+      rows[p * stride] = level[p]!;
+      rows[p * stride + 1] = g.out[g.start[p]! + 1]!;
+      rows16.fill(NONE_OUT, 2 * p * stride + 4, 2 * p * stride + 4 + k);
+    }
+    // out (at 2·stride·p + 4 + c): the minimum over successors, in reverse topological order; in
+    // (k further on): pushed forward to successors, in topological order. Rounding commutes with
+    // min and max, so both are computed on the stored (rounded) values.
     for (let p = n - 1; p >= 0; p--) {
-      const row = p * k;
+      const row = 2 * p * stride + 4;
       for (let i = start[p]!; i < start[p + 1]!; i++) {
-        const srow = adj[i]! * k;
+        const srow = 2 * adj[i]! * stride + 4;
         for (let c = 0; c < k; c++) {
-          const r = out[srow + c]!;
-          if (r < out[row + c]!) out[row + c] = r;
+          const r = rows16[srow + c]!;
+          if (r < rows16[row + c]!) rows16[row + c] = r;
         }
       }
       const c = chainOf[p]!;
-      if (c >= 0) out[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
+      if (c >= 0) rows16[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
     }
     for (let p = 0; p < n; p++) {
-      const row = p * k;
+      const row = 2 * p * stride + 4 + k;
       const c = chainOf[p]!;
-      if (c >= 0) into[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
+      if (c >= 0) rows16[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
       for (let i = start[p]!; i < start[p + 1]!; i++) {
-        const srow = adj[i]! * k;
+        const srow = 2 * adj[i]! * stride + 4 + k;
         for (let c = 0; c < k; c++) {
-          const r = into[row + c]!;
-          if (r > into[srow + c]!) into[srow + c] = r;
+          const r = rows16[row + c]!;
+          if (r > rows16[srow + c]!) rows16[srow + c] = r;
         }
       }
     }
-    return new ReachLabels(g, k, out, into);
+    return new ReachLabels(g, k, rows, rows16);
   }
 
   /** True if there is a path a → b (a === b included). Ids must exist. */
@@ -124,27 +131,27 @@ export class ReachLabels {
     const pos = this.g.pos;
     const pa = pos === null ? a : pos[a]!;
     const pb = pos === null ? b : pos[b]!;
-    const { level, start, out } = this.g;
-    if (level[pa]! >= level[pb]!) return false;
+    const rows = this.rows;
+    const stride = 2 + this.chains;
+    const ra = pa * stride;
+    const rb = pb * stride;
+    if (rows[ra]! >= rows[rb]!) return false;
     // One chain: positions on it grow with the topological position.
-    if (out[start[pa]! + 1] === out[start[pb]! + 1]) return true;
-    const t = this.test(pa, pb);
+    if (rows[ra + 1] === rows[rb + 1]) return true;
+    const t = this.test(2 * ra + 4, 2 * rb + 4);
     if (t !== UNKNOWN) return t === YES;
     return (this.sweep ??= new ChainSweep(this.g)).reachable(pa, pb);
   }
 
-  /** The O(K) tests on positions x and b (see the file comment): YES, NO or UNKNOWN. */
+  /** The O(K) tests on the rows at 16-bit offsets x and b (see the file comment): YES, NO or UNKNOWN. */
   private test(x: number, b: number): number {
     const k = this.chains;
-    const out = this.out;
-    const into = this.into;
-    const rx = x * k;
-    const rb = b * k;
+    const r = this.rows16;
     for (let c = 0; c < k; c++) {
-      const ox = out[rx + c]!;
-      const ib = into[rb + c]!;
+      const ox = r[x + c]!;
+      const ib = r[b + k + c]!;
       if (ox < ib) return YES;
-      if (out[rb + c]! < ox || into[rx + c]! > ib) return NO;
+      if (r[b + c]! < ox || r[x + k + c]! > ib) return NO;
     }
     return UNKNOWN;
   }

@@ -23,9 +23,9 @@
  * its next exit (EXIT set when p is one), its chain, then its successors on other chains,
  * ascending — and `into[inStart[p] …]` the backward block: previous entry (ENTRY set when p is
  * one), chain, predecessors on other chains, ascending. Taking a node reads the offset (4 bytes a
- * node) and its block. 24 bytes a node (offsets and headers), 4 for the level, 8 an edge between
- * chains, 4 a node for the renumbering unless it is the identity. A capture of many streams keeps
- * about one edge in twenty.
+ * node) and its block. 24 bytes a node (offsets and headers), 8 an edge between chains, 4 a
+ * node for the renumbering unless it is the identity. A capture of many streams keeps about one
+ * edge in twenty.
  */
 import type { GraphStore } from './graph-store.js';
 
@@ -35,6 +35,8 @@ export const NONE_POS = 0x7fff_ffff;
 export const EXIT = 0x8000_0000;
 /** Set in a backward block's first word when the node is an entry. */
 export const ENTRY = 0x8000_0000;
+/** Set in a block's chain word when the chain is plain (see `makeBlocks`). */
+export const PLAIN = 0x8000_0000;
 /** Words before the edges in a block (link, chain). */
 export const HEAD = 2;
 
@@ -48,8 +50,6 @@ export interface ChainCover {
 export interface ReachLayout {
   /** Node id → position; null when they are equal. */
   readonly pos: Uint32Array | null;
-  /** Level of each position. */
-  readonly level: Uint32Array;
   /** First position of each level; `levelStart[levels]` = n. */
   readonly levelStart: Uint32Array;
   /** Chains in the cover. */
@@ -70,9 +70,9 @@ export interface Successors {
 
 /**
  * Builds the layout of `store` as it is now (`cover` is used when given, else a greedy one is
- * made), and every node's successors by position, for labels that need all edges.
+ * made), with every node's successors and its level by position, for labels that need them.
  */
-export function buildLayout(store: GraphStore, cover?: ChainCover): { layout: ReachLayout; all: Successors } {
+export function buildLayout(store: GraphStore, cover?: ChainCover): { layout: ReachLayout; all: Successors; level: Uint32Array } {
   const n = store.n;
   const { firstIn, nextIn, from } = store;
   const ord = store.ord;
@@ -120,7 +120,7 @@ export function buildLayout(store: GraphStore, cover?: ChainCover): { layout: Re
   const blocks = makeBlocks(n, chains, start, adj, chain);
   const lv = new Uint32Array(n);
   for (let p = 0; p < n; p++) lv[p] = level[byPos[p]!]!;
-  return { layout: { pos: identity ? null : pos, level: lv, levelStart, chains, ...blocks }, all: { start, adj } };
+  return { layout: { pos: identity ? null : pos, levelStart, chains, ...blocks }, all: { start, adj }, level: lv };
 }
 
 /** Writes `cover`'s chain of each position into `chain`; returns the number of chains. */
@@ -189,21 +189,34 @@ function makeBlocks(n: number, chains: number, start: Uint32Array, adj: Uint32Ar
     }
   }
   // Links: back to front the nearest exit after p, front to back the nearest entry before p.
+  // A chain is plain when every node but its last is an exit and every node but its first an
+  // entry (reach-search.ts needs no chain test there).
   const near = new Uint32Array(chains).fill(NONE_POS);
+  const seen = new Uint8Array(chains);
+  const busy = new Uint8Array(chains);
   for (let p = n - 1; p >= 0; p--) {
     const c = chain[p]!;
     const exit = outStart[p + 1]! - outStart[p]! > HEAD;
     out[outStart[p]!] = ((exit ? EXIT : 0) | near[c]!) >>> 0;
-    out[outStart[p]! + 1] = c;
     if (exit) near[c] = p;
+    else if (seen[c] === 1) busy[c] = 1;
+    seen[c] = 1;
   }
   near.fill(NONE_POS);
+  seen.fill(0);
   for (let p = 0; p < n; p++) {
     const c = chain[p]!;
     const entry = inStart[p + 1]! - inStart[p]! > HEAD;
     into[inStart[p]!] = ((entry ? ENTRY : 0) | near[c]!) >>> 0;
-    into[inStart[p]! + 1] = c;
     if (entry) near[c] = p;
+    else if (seen[c] === 1) busy[c] = 1;
+    seen[c] = 1;
+  }
+  for (let p = 0; p < n; p++) {
+    const c = chain[p]!;
+    const word = (busy[c] === 1 ? c : c | PLAIN) >>> 0;
+    out[outStart[p]! + 1] = word;
+    into[inStart[p]! + 1] = word;
   }
   return { start: outStart, out, inStart, into };
 }

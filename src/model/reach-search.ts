@@ -26,7 +26,7 @@
  * Marks (one byte a position) and chain entries are put back after each search for what it
  * touched, so a search costs what it touches, never n.
  */
-import { ENTRY, EXIT, HEAD, NONE_POS, type ReachLayout } from './reach-layout.js';
+import { ENTRY, EXIT, HEAD, NONE_POS, PLAIN, type ReachLayout } from './reach-layout.js';
 import { LevelQueue } from './level-queue.js';
 
 /** Found forward: a reaches the node. */
@@ -54,7 +54,7 @@ export class ChainSweep {
   private readonly bwd = new LevelQueue();
 
   constructor(private readonly g: ReachLayout) {
-    this.marks = new Uint8Array(g.level.length);
+    this.marks = new Uint8Array(g.start.length - 1);
     this.cover = new Uint32Array(2 * g.chains);
     for (let c = 0; c < g.chains; c++) this.cover[2 * c] = NONE;
   }
@@ -123,7 +123,8 @@ export class ChainSweep {
   }
 
   private search(pa: number, pb: number): boolean {
-    const { level, levelStart, start, out, inStart, into } = this.g;
+    const { levelStart, start, out, inStart, into } = this.g;
+    const levels = levelStart.length - 1;
     const { marks, cover, fwd, bwd } = this;
     fwd.clear();
     bwd.clear();
@@ -131,8 +132,11 @@ export class ChainSweep {
     // (entry) nearest to it.
     const ea = out[start[pa]!]!;
     const eb = into[inStart[pb]!]!;
-    const ca = out[start[pa]! + 1]!;
-    const cb = into[inStart[pb]! + 1]!;
+    // Chain words (PLAIN set on a plain chain); a plain chain is tested only when it is a's or b's.
+    const caw = out[start[pa]! + 1]!;
+    const cbw = into[inStart[pb]! + 1]!;
+    const ca = caw & NONE_POS;
+    const cb = cbw & NONE_POS;
     cover[2 * ca] = pa;
     cover[2 * cb + 1] = pb + 1;
     this.touchChain(ca);
@@ -146,106 +150,234 @@ export class ChainSweep {
     if (xb !== NONE_POS) this.chainOnB(xb);
     // The level each side took last; its next-level array holds the level after (before) it.
     let atF = 0;
-    let atB = 0;
+    let atB = levels - 1;
     for (;;) {
       if (fwd.size === 0 || bwd.size === 0) return false;
-      const lf = fwd.nextSize > 0 ? atF + 1 : level[fwd.heapTop()]!;
-      const lb = bwd.nextSize > 0 ? atB - 1 : level[~bwd.heapTop() >>> 0]!;
+      const lf = fwd.nextSize > 0 ? atF + 1 : levelUp(levelStart, levels, atF, fwd.heapTop());
+      const lb = bwd.nextSize > 0 ? atB - 1 : levelDown(levelStart, atB, ~bwd.heapTop() >>> 0);
       if (lf >= lb) return false;
+      // The hot loops keep the queue's array and the lists of what to put back in locals, and
+      // write them back once a level is done (or the sweeps met).
+      let touched = this.touchedNodes;
+      let tn = this.nodeCount;
+      let chains = this.touchedChains;
+      let tc = this.chainCount;
+      let met = false;
       if (fwd.size <= bwd.size) {
         atF = lf;
         fwd.take(levelStart[lf + 1]!);
-        fwd.nextEnd = levelStart[lf + 2]!;
+        const nextEnd = (fwd.nextEnd = levelStart[lf + 2]!);
+        let next = fwd.next;
+        let ns = 0;
         // Nodes from `deep` on are at the backward side's level or deeper: only its marks count there.
         const deep = levelStart[lb]!;
         const batch = fwd.batch;
-        for (let k = 0; k < fwd.batchSize; k++) {
+        const size = fwd.batchSize;
+        level: for (let k = 0; k < size; k++) {
           const x = batch[k]!;
           const o = start[x]!;
           const link = out[o]!;
-          if ((marks[x]! & FWD_CHAIN) === 0) {
+          const cw = out[o + 1]!;
+          if ((marks[x]! & FWD_CHAIN) === 0 && (cw < PLAIN || cw === cbw)) {
             // Found across an edge: the chain test, then x covers its chain from here on.
-            const c = out[o + 1]!;
-            if (cover[2 * c + 1]! > x) return true;
+            const c = cw & NONE_POS;
+            if (cover[2 * c + 1]! > x) {
+              met = true;
+              break;
+            }
             if (cover[2 * c]! <= x) continue;
             cover[2 * c] = x;
-            this.touchChain(c);
-            if ((link & EXIT) === 0) {
-              const e = link & NONE_POS;
-              if (e !== NONE_POS && this.chainOnF(e)) return true;
-              continue;
+            if (tc === chains.length) chains = this.touchedChains = grown(chains);
+            chains[tc++] = c;
+          }
+          if ((link & EXIT) !== 0) {
+            // Its successors on other chains (a node queued as a chain's next exit is one).
+            const end = start[x + 1]!;
+            let i = o + HEAD;
+            for (; i < end; i++) {
+              const y = out[i]!;
+              if (y >= deep) break;
+              const m = marks[y]!;
+              if (m & BWD) {
+                met = true;
+                break level;
+              }
+              if (m === 0) {
+                marks[y] = FWD;
+                if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+                touched[tn++] = y;
+                if (y < nextEnd) {
+                  if (ns === next.length) {
+                    fwd.nextSize = ns;
+                    next = fwd.grow();
+                  }
+                  next[ns++] = y;
+                } else fwd.pushFar(y);
+              }
+            }
+            for (; i < end; i++) {
+              const y = out[i]!;
+              if (y > pb) break;
+              if (marks[y]! & BWD) {
+                met = true;
+                break level;
+              }
             }
           }
-          // x is an exit: its successors on other chains, then the chain's next exit.
-          const end = start[x + 1]!;
-          let i = o + HEAD;
-          for (; i < end; i++) {
-            const y = out[i]!;
-            if (y >= deep) break;
-            const m = marks[y]!;
-            if (m & BWD) return true;
-            if (m === 0) {
-              this.mark(y, FWD);
-              fwd.push(y);
-            }
-          }
-          for (; i < end; i++) {
-            const y = out[i]!;
-            if (y > pb) break;
-            if (marks[y]! & BWD) return true;
-          }
+          // The chain's next exit (found already: it only gains the flag, being queued still).
           const e = link & NONE_POS;
-          if (e !== NONE_POS && this.chainOnF(e)) return true;
+          if (e !== NONE_POS) {
+            const m = marks[e]!;
+            if (m & BWD) {
+              met = true;
+              break;
+            }
+            if (m & FWD) marks[e] = m | FWD_CHAIN;
+            else {
+              marks[e] = FWD | FWD_CHAIN;
+              if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+              touched[tn++] = e;
+              if (e < nextEnd) {
+                if (ns === next.length) {
+                  fwd.nextSize = ns;
+                  next = fwd.grow();
+                }
+                next[ns++] = e;
+              } else fwd.pushFar(e);
+            }
+          }
         }
+        fwd.nextSize = ns;
       } else {
         atB = lb;
         // Complements: the level's keys are those at or below ~levelStart[lb].
         bwd.take((~levelStart[lb]! >>> 0) + 1);
-        bwd.nextEnd = (~levelStart[lb - 1]! >>> 0) + 1;
+        const nextEnd = (bwd.nextEnd = (~levelStart[lb - 1]! >>> 0) + 1);
+        let next = bwd.next;
+        let ns = 0;
         // Nodes below `shallow` are at the forward side's level or shallower: only its marks count.
         const shallow = levelStart[lf + 1]!;
         const batch = bwd.batch;
-        for (let k = 0; k < bwd.batchSize; k++) {
+        const size = bwd.batchSize;
+        level: for (let k = 0; k < size; k++) {
           const x = ~batch[k]! >>> 0;
           const o = inStart[x]!;
           const link = into[o]!;
-          if ((marks[x]! & BWD_CHAIN) === 0) {
-            const c = into[o + 1]!;
-            if (cover[2 * c]! <= x) return true;
+          const cw = into[o + 1]!;
+          if ((marks[x]! & BWD_CHAIN) === 0 && (cw < PLAIN || cw === caw)) {
+            const c = cw & NONE_POS;
+            if (cover[2 * c]! <= x) {
+              met = true;
+              break;
+            }
             if (cover[2 * c + 1]! > x) continue;
             cover[2 * c + 1] = x + 1;
-            this.touchChain(c);
-            if ((link & ENTRY) === 0) {
-              const e = link & NONE_POS;
-              if (e !== NONE_POS && this.chainOnB(e)) return true;
-              continue;
+            if (tc === chains.length) chains = this.touchedChains = grown(chains);
+            chains[tc++] = c;
+          }
+          if ((link & ENTRY) !== 0) {
+            // Its predecessors on other chains, read from the end.
+            const first = o + HEAD;
+            let i = inStart[x + 1]! - 1;
+            for (; i >= first; i--) {
+              const y = into[i]!;
+              if (y < shallow) break;
+              const m = marks[y]!;
+              if (m & FWD) {
+                met = true;
+                break level;
+              }
+              if (m === 0) {
+                marks[y] = BWD;
+                if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+                touched[tn++] = y;
+                const key = ~y >>> 0;
+                if (key < nextEnd) {
+                  if (ns === next.length) {
+                    bwd.nextSize = ns;
+                    next = bwd.grow();
+                  }
+                  next[ns++] = key;
+                } else bwd.pushFar(key);
+              }
+            }
+            for (; i >= first; i--) {
+              const y = into[i]!;
+              if (y < pa) break;
+              if (marks[y]! & FWD) {
+                met = true;
+                break level;
+              }
             }
           }
-          // x is an entry: its predecessors on other chains (read from the end), then the
-          // chain's previous entry.
-          const first = o + HEAD;
-          let i = inStart[x + 1]! - 1;
-          for (; i >= first; i--) {
-            const y = into[i]!;
-            if (y < shallow) break;
-            const m = marks[y]!;
-            if (m & FWD) return true;
-            if (m === 0) {
-              this.mark(y, BWD);
-              bwd.push(~y >>> 0);
-            }
-          }
-          for (; i >= first; i--) {
-            const y = into[i]!;
-            if (y < pa) break;
-            if (marks[y]! & FWD) return true;
-          }
+          // The chain's previous entry.
           const e = link & NONE_POS;
-          if (e !== NONE_POS && this.chainOnB(e)) return true;
+          if (e !== NONE_POS) {
+            const m = marks[e]!;
+            if (m & FWD) {
+              met = true;
+              break;
+            }
+            if (m & BWD) marks[e] = m | BWD_CHAIN;
+            else {
+              marks[e] = BWD | BWD_CHAIN;
+              if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+              touched[tn++] = e;
+              const key = ~e >>> 0;
+              if (key < nextEnd) {
+                if (ns === next.length) {
+                  bwd.nextSize = ns;
+                  next = bwd.grow();
+                }
+                next[ns++] = key;
+              } else bwd.pushFar(key);
+            }
+          }
         }
+        bwd.nextSize = ns;
       }
+      this.nodeCount = tn;
+      this.chainCount = tc;
+      if (met) return true;
     }
   }
+}
+
+/**
+ * The level of position p, knowing it is `from` or more: a gallop up `levelStart` from there (the
+ * forward side's levels grow by little from one batch to the next).
+ */
+function levelUp(levelStart: Uint32Array, levels: number, from: number, p: number): number {
+  let lo = from; // levelStart[lo] ≤ p
+  let step = 1;
+  while (lo + step < levels && levelStart[lo + step]! <= p) {
+    lo += step;
+    step *= 2;
+  }
+  let hi = Math.min(lo + step, levels); // levelStart[hi] > p
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (levelStart[mid]! <= p) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The level of position p, knowing it is `from` or less: a gallop down `levelStart`. */
+function levelDown(levelStart: Uint32Array, from: number, p: number): number {
+  let hi = from + 1; // levelStart[hi] > p
+  let step = 1;
+  while (hi - step > 0 && levelStart[hi - step]! > p) {
+    hi -= step;
+    step *= 2;
+  }
+  let lo = Math.max(hi - step, 0); // levelStart[lo] ≤ p
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (levelStart[mid]! <= p) lo = mid;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function grown(a: Uint32Array): Uint32Array<ArrayBuffer> {
