@@ -80,54 +80,66 @@ export function buildLayout(store: GraphStore, cover?: ChainCover): { layout: Re
   if (ord === null) for (let v = 0; v < n; v++) byOrd[v] = v;
   else for (let v = 0; v < n; v++) byOrd[ord[v]!] = v;
 
-  // Levels in the store's order (every predecessor comes first), then positions by level, the
-  // store's order within one.
+  // One walk over the store's predecessor lists (linked lists, the costly part) in its order:
+  // each node's predecessors as ids in one array, and the levels (every predecessor comes first).
+  const predStart = new Uint32Array(n + 1);
+  const pred = new Uint32Array(store.m);
   const level = new Uint32Array(n);
   let levels = n > 0 ? 1 : 0;
+  let m = 0;
   for (let q = 0; q < n; q++) {
     const v = byOrd[q]!;
     let lv = 0;
-    for (let e = firstIn[v]!; e !== 0; e = nextIn[e]!) if (level[from[e]!]! >= lv) lv = level[from[e]!]! + 1;
+    for (let e = firstIn[v]!; e !== 0; e = nextIn[e]!) {
+      const u = from[e]!;
+      pred[m++] = u;
+      if (level[u]! >= lv) lv = level[u]! + 1;
+    }
+    predStart[q + 1] = m;
     level[v] = lv;
     if (lv >= levels) levels = lv + 1;
   }
+  // Positions by level, the store's order within one.
   const levelStart = new Uint32Array(levels + 1);
   for (let v = 0; v < n; v++) levelStart[level[v]! + 1]!++;
   for (let l = 0; l < levels; l++) levelStart[l + 1]! += levelStart[l]!;
   const pos = new Uint32Array(n);
   const next = levelStart.slice(0, levels);
+  const storeAt = new Uint32Array(n); // position → the node's index in the store's order
   let identity = true;
   for (let q = 0; q < n; q++) {
     const v = byOrd[q]!;
     const p = next[level[v]!]!++;
     pos[v] = p;
+    storeAt[p] = q;
     if (p !== v) identity = false;
   }
-  const byPos = byOrd; // reused: the store's order is not needed any more
-  for (let v = 0; v < n; v++) byPos[pos[v]!] = v;
+  const lv = new Uint32Array(n);
+  for (let p = 0; p < n; p++) lv[p] = level[byOrd[storeAt[p]!]!]!;
 
-  // Successor lists by position, each ascending: walk targets in ascending position and append
-  // each to its sources' lists.
+  // Successor lists by position, each ascending: targets in ascending position, each appended to
+  // its sources' lists.
   const start = new Uint32Array(n + 1);
-  for (let e = 1; e <= store.m; e++) start[pos[from[e]!]! + 1]!++;
+  for (let i = 0; i < m; i++) start[pos[pred[i]!]! + 1]!++;
   for (let p = 0; p < n; p++) start[p + 1]! += start[p]!;
-  const adj = new Uint32Array(store.m);
+  const adj = new Uint32Array(m);
   const fill = start.slice(0, n);
-  for (let q = 0; q < n; q++) for (let e = firstIn[byPos[q]!]!; e !== 0; e = nextIn[e]!) adj[fill[pos[from[e]!]!]!++] = q;
+  for (let t = 0; t < n; t++) {
+    const q = storeAt[t]!;
+    for (let i = predStart[q]!; i < predStart[q + 1]!; i++) adj[fill[pos[pred[i]!]!]!++] = t;
+  }
 
   const chain = new Uint32Array(n);
-  const chains = cover ? copyCover(n, byPos, cover, chain) : greedyCover(n, byPos, pos, store, chain);
+  const chains = cover ? copyCover(n, byOrd, storeAt, cover, chain) : greedyCover(n, storeAt, predStart, pred, pos, chain);
   const blocks = makeBlocks(n, chains, start, adj, chain);
-  const lv = new Uint32Array(n);
-  for (let p = 0; p < n; p++) lv[p] = level[byPos[p]!]!;
   return { layout: { pos: identity ? null : pos, levelStart, chains, ...blocks }, all: { start, adj }, level: lv };
 }
 
 /** Writes `cover`'s chain of each position into `chain`; returns the number of chains. */
-function copyCover(n: number, byPos: Uint32Array, cover: ChainCover, chain: Uint32Array): number {
+function copyCover(n: number, byOrd: Uint32Array, storeAt: Uint32Array, cover: ChainCover, chain: Uint32Array): number {
   let chains = 0;
   for (let p = 0; p < n; p++) {
-    const c = cover.chainOf[byPos[p]!]!;
+    const c = cover.chainOf[byOrd[storeAt[p]!]!]!;
     chain[p] = c;
     if (c >= chains) chains = c + 1;
   }
@@ -135,14 +147,14 @@ function copyCover(n: number, byPos: Uint32Array, cover: ChainCover, chain: Uint
 }
 
 /** A greedy cover: each node extends the chain of its first predecessor that still ends one. */
-function greedyCover(n: number, byPos: Uint32Array, pos: Uint32Array, store: GraphStore, chain: Uint32Array): number {
-  const { firstIn, nextIn, from } = store;
+function greedyCover(n: number, storeAt: Uint32Array, predStart: Uint32Array, pred: Uint32Array, pos: Uint32Array, chain: Uint32Array): number {
   let chains = 0;
   const ends = new Uint8Array(n); // 1 while p is the last node of its chain
   for (let q = 0; q < n; q++) {
     let c = -1;
-    for (let e = firstIn[byPos[q]!]!; e !== 0 && c < 0; e = nextIn[e]!) {
-      const p = pos[from[e]!]!;
+    const s = storeAt[q]!;
+    for (let i = predStart[s]!; i < predStart[s + 1]! && c < 0; i++) {
+      const p = pos[pred[i]!]!;
       if (ends[p] === 1) {
         ends[p] = 0;
         c = chain[p]!;
