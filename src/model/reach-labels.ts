@@ -37,7 +37,7 @@
  * (one mark per node, and queues that grow to the largest search so far). Measured figures: docs/model.md, "Reachability".
  */
 import type { GraphStore } from './graph-store.js';
-import { buildLayout, type ChainCover, type ReachLayout } from './reach-layout.js';
+import { buildLayout, HEAD, type ChainCover, type ReachLayout } from './reach-layout.js';
 import { ChainSweep } from './reach-search.js';
 
 /** Chains used when the caller does not say (8: 32 bytes a node), on graphs of MIN_HUB_LEVELS levels or more. */
@@ -101,7 +101,7 @@ export class ReachLabels {
     const rows16 = new Uint16Array(rows.buffer);
     for (let p = 0; p < n; p++) {
       rows[p * stride] = level[p]!;
-      rows[p * stride + 1] = g.out[g.start[p]! + 1]!;
+      rows[p * stride + 1] = g.fhead[HEAD * p + 2]!;
       rows16.fill(NONE_OUT, 2 * p * stride + 4, 2 * p * stride + 4 + k);
     }
     // out (at 2·stride·p + 4 + c): the minimum over successors, in reverse topological order; in

@@ -17,28 +17,28 @@
  * it goes on to the chain's next *exit* (a node with an edge to another chain); backward, to the
  * previous *entry* (a node with an edge from another chain).
  *
- * Why blocks. The search's cost is cache and TLB misses, and a random read from an array of
- * 24 MB (a record per node) costs about twice one from an array of 4 MB on the machine measured.
- * So what a sweep reads of a node sits in one place: `out[start[p] …]` is p's forward block —
- * its next exit (EXIT set when p is one), its chain, then its successors on other chains,
- * ascending — and `into[inStart[p] …]` the backward block: previous entry (ENTRY set when p is
- * one), chain, predecessors on other chains, ascending. Taking a node reads the offset (4 bytes a
- * node) and its block. 24 bytes a node (offsets and headers), 8 an edge between chains, 4 a
- * node for the renumbering unless it is the identity. A capture of many streams keeps about one
- * edge in twenty.
+ * Why heads. The search's cost is cache and TLB misses (a random read from an array of 24 MB
+ * costs about twice one from an array of 4 MB on the machine measured), so what it reads of a
+ * node sits together: `fhead[3p …]` is p's forward head — the offset of its successors on other
+ * chains in `out` (ascending; p + 1's offset ends them), its next exit (EXIT set when p is one),
+ * its chain word — and `bhead[3p …]` the backward one: offset of its predecessors on other chains
+ * in `into`, previous entry (ENTRY set when p is one), chain word. A node found across an edge is
+ * settled from its head alone (one read), an exit's successors are one more. 24 bytes a node, 8
+ * an edge between chains, 4 a node for the renumbering unless it is the identity. A capture of
+ * many streams keeps about one edge in twenty.
  */
 import type { GraphStore } from './graph-store.js';
 
 /** No position: no exit after, or entry before, on the chain. */
 export const NONE_POS = 0x7fff_ffff;
-/** Set in a forward block's first word when the node is an exit. */
+/** Set in a forward head's link when the node is an exit. */
 export const EXIT = 0x8000_0000;
-/** Set in a backward block's first word when the node is an entry. */
+/** Set in a backward head's link when the node is an entry. */
 export const ENTRY = 0x8000_0000;
-/** Set in a block's chain word when the chain is plain (see `makeBlocks`). */
+/** Set in a head's chain word when the chain is plain (see `makeHeads`). */
 export const PLAIN = 0x8000_0000;
-/** Words before the edges in a block (link, chain). */
-export const HEAD = 2;
+/** Words per node in a head: edge offset, link, chain word. */
+export const HEAD = 3;
 
 /** A chain cover by node id: consecutive nodes of a chain are joined by an edge (reachability.ts makes one). */
 export interface ChainCover {
@@ -54,11 +54,13 @@ export interface ReachLayout {
   readonly levelStart: Uint32Array;
   /** Chains in the cover. */
   readonly chains: number;
-  /** Forward block of p at `out[start[p] … start[p + 1])`. */
-  readonly start: Uint32Array;
+  /** Forward heads, HEAD words per position, n + 1 of them (the last holds only the end offset). */
+  readonly fhead: Uint32Array;
+  /** Successors on other chains: p's at `out[fhead[3p] … fhead[3p + 3])`. */
   readonly out: Uint32Array;
-  /** Backward block of p at `into[inStart[p] … inStart[p + 1])`. */
-  readonly inStart: Uint32Array;
+  /** Backward heads, as `fhead`. */
+  readonly bhead: Uint32Array;
+  /** Predecessors on other chains: p's at `into[bhead[3p] … bhead[3p + 3])`. */
   readonly into: Uint32Array;
 }
 
@@ -131,8 +133,8 @@ export function buildLayout(store: GraphStore, cover?: ChainCover): { layout: Re
 
   const chain = new Uint32Array(n);
   const chains = cover ? copyCover(n, byOrd, storeAt, cover, chain) : greedyCover(n, storeAt, predStart, pred, pos, chain);
-  const blocks = makeBlocks(n, chains, start, adj, chain);
-  return { layout: { pos: identity ? null : pos, levelStart, chains, ...blocks }, all: { start, adj }, level: lv };
+  const heads = makeHeads(n, chains, start, adj, chain);
+  return { layout: { pos: identity ? null : pos, levelStart, chains, ...heads }, all: { start, adj }, level: lv };
 }
 
 /** Writes `cover`'s chain of each position into `chain`; returns the number of chains. */
@@ -166,32 +168,33 @@ function greedyCover(n: number, storeAt: Uint32Array, predStart: Uint32Array, pr
   return chains;
 }
 
-/** The forward and backward blocks (see the file comment) from all successors by position. */
-function makeBlocks(n: number, chains: number, start: Uint32Array, adj: Uint32Array, chain: Uint32Array): Pick<ReachLayout, 'start' | 'out' | 'inStart' | 'into'> {
-  const outStart = new Uint32Array(n + 1);
-  const inStart = new Uint32Array(n + 1);
+/** The forward and backward heads and edge lists (see the file comment) from all successors by position. */
+function makeHeads(n: number, chains: number, start: Uint32Array, adj: Uint32Array, chain: Uint32Array): Pick<ReachLayout, 'fhead' | 'out' | 'bhead' | 'into'> {
+  const fhead = new Uint32Array(HEAD * (n + 1));
+  const bhead = new Uint32Array(HEAD * (n + 1));
+  // Counts at the next node's offset, then running sums.
   for (let p = 0; p < n; p++) {
     const c = chain[p]!;
     for (let i = start[p]!; i < start[p + 1]!; i++) {
       const q = adj[i]!;
       if (chain[q] !== c) {
-        outStart[p + 1]!++;
-        inStart[q + 1]!++;
+        fhead[HEAD * (p + 1)]!++;
+        bhead[HEAD * (q + 1)]!++;
       }
     }
   }
   for (let p = 0; p < n; p++) {
-    outStart[p + 1]! += outStart[p]! + HEAD;
-    inStart[p + 1]! += inStart[p]! + HEAD;
+    fhead[HEAD * (p + 1)]! += fhead[HEAD * p]!;
+    bhead[HEAD * (p + 1)]! += bhead[HEAD * p]!;
   }
-  const out = new Uint32Array(outStart[n]!);
-  const into = new Uint32Array(inStart[n]!);
+  const out = new Uint32Array(fhead[HEAD * n]!);
+  const into = new Uint32Array(bhead[HEAD * n]!);
   // Successors in ascending order as they are; predecessors appended in ascending source order.
-  const fill = inStart.slice(0, n);
-  for (let q = 0; q < n; q++) fill[q]! += HEAD;
+  const fill = new Uint32Array(n);
+  for (let q = 0; q < n; q++) fill[q] = bhead[HEAD * q]!;
+  let o = 0;
   for (let p = 0; p < n; p++) {
     const c = chain[p]!;
-    let o = outStart[p]! + HEAD;
     for (let i = start[p]!; i < start[p + 1]!; i++) {
       const q = adj[i]!;
       if (chain[q] !== c) {
@@ -208,8 +211,9 @@ function makeBlocks(n: number, chains: number, start: Uint32Array, adj: Uint32Ar
   const busy = new Uint8Array(chains);
   for (let p = n - 1; p >= 0; p--) {
     const c = chain[p]!;
-    const exit = outStart[p + 1]! - outStart[p]! > HEAD;
-    out[outStart[p]!] = ((exit ? EXIT : 0) | near[c]!) >>> 0;
+    const r = HEAD * p;
+    const exit = fhead[r + HEAD]! > fhead[r]!;
+    fhead[r + 1] = ((exit ? EXIT : 0) | near[c]!) >>> 0;
     if (exit) near[c] = p;
     else if (seen[c] === 1) busy[c] = 1;
     seen[c] = 1;
@@ -218,8 +222,9 @@ function makeBlocks(n: number, chains: number, start: Uint32Array, adj: Uint32Ar
   seen.fill(0);
   for (let p = 0; p < n; p++) {
     const c = chain[p]!;
-    const entry = inStart[p + 1]! - inStart[p]! > HEAD;
-    into[inStart[p]!] = ((entry ? ENTRY : 0) | near[c]!) >>> 0;
+    const r = HEAD * p;
+    const entry = bhead[r + HEAD]! > bhead[r]!;
+    bhead[r + 1] = ((entry ? ENTRY : 0) | near[c]!) >>> 0;
     if (entry) near[c] = p;
     else if (seen[c] === 1) busy[c] = 1;
     seen[c] = 1;
@@ -227,8 +232,8 @@ function makeBlocks(n: number, chains: number, start: Uint32Array, adj: Uint32Ar
   for (let p = 0; p < n; p++) {
     const c = chain[p]!;
     const word = (busy[c] === 1 ? c : c | PLAIN) >>> 0;
-    out[outStart[p]! + 1] = word;
-    into[inStart[p]! + 1] = word;
+    fhead[HEAD * p + 2] = word;
+    bhead[HEAD * p + 2] = word;
   }
-  return { start: outStart, out, inStart, into };
+  return { fhead, out, bhead, into };
 }

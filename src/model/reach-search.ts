@@ -54,7 +54,7 @@ export class ChainSweep {
   private readonly bwd = new LevelQueue();
 
   constructor(private readonly g: ReachLayout) {
-    this.marks = new Uint8Array(g.start.length - 1);
+    this.marks = new Uint8Array(g.fhead.length / HEAD - 1);
     this.cover = new Uint32Array(2 * g.chains);
     for (let c = 0; c < g.chains; c++) this.cover[2 * c] = NONE;
   }
@@ -123,18 +123,18 @@ export class ChainSweep {
   }
 
   private search(pa: number, pb: number): boolean {
-    const { levelStart, start, out, inStart, into } = this.g;
+    const { levelStart, fhead, out, bhead, into } = this.g;
     const levels = levelStart.length - 1;
     const { marks, cover, fwd, bwd } = this;
     fwd.clear();
     bwd.clear();
     // a covers its chain from a on, b its chain up to b; each sweep starts at its chain's exit
     // (entry) nearest to it.
-    const ea = out[start[pa]!]!;
-    const eb = into[inStart[pb]!]!;
+    const ea = fhead[HEAD * pa + 1]!;
+    const eb = bhead[HEAD * pb + 1]!;
     // Chain words (PLAIN set on a plain chain); a plain chain is tested only when it is a's or b's.
-    const caw = out[start[pa]! + 1]!;
-    const cbw = into[inStart[pb]! + 1]!;
+    const caw = fhead[HEAD * pa + 2]!;
+    const cbw = bhead[HEAD * pb + 2]!;
     const ca = caw & NONE_POS;
     const cb = cbw & NONE_POS;
     cover[2 * ca] = pa;
@@ -175,9 +175,9 @@ export class ChainSweep {
         const size = fwd.batchSize;
         level: for (let k = 0; k < size; k++) {
           const x = batch[k]!;
-          const o = start[x]!;
-          const link = out[o]!;
-          const cw = out[o + 1]!;
+          const r = HEAD * x;
+          const link = fhead[r + 1]!;
+          const cw = fhead[r + 2]!;
           if ((marks[x]! & FWD_CHAIN) === 0 && (cw < PLAIN || cw === cbw)) {
             // Found across an edge: the chain test, then x covers its chain from here on.
             const c = cw & NONE_POS;
@@ -192,8 +192,8 @@ export class ChainSweep {
           }
           if ((link & EXIT) !== 0) {
             // Its successors on other chains (a node queued as a chain's next exit is one).
-            const end = start[x + 1]!;
-            let i = o + HEAD;
+            const end = fhead[r + HEAD]!;
+            let i = fhead[r]!;
             for (; i < end; i++) {
               const y = out[i]!;
               if (y >= deep) break;
@@ -261,9 +261,9 @@ export class ChainSweep {
         const size = bwd.batchSize;
         level: for (let k = 0; k < size; k++) {
           const x = ~batch[k]! >>> 0;
-          const o = inStart[x]!;
-          const link = into[o]!;
-          const cw = into[o + 1]!;
+          const r = HEAD * x;
+          const link = bhead[r + 1]!;
+          const cw = bhead[r + 2]!;
           if ((marks[x]! & BWD_CHAIN) === 0 && (cw < PLAIN || cw === caw)) {
             const c = cw & NONE_POS;
             if (cover[2 * c]! <= x) {
@@ -277,8 +277,8 @@ export class ChainSweep {
           }
           if ((link & ENTRY) !== 0) {
             // Its predecessors on other chains, read from the end.
-            const first = o + HEAD;
-            let i = inStart[x + 1]! - 1;
+            const first = bhead[r]!;
+            let i = bhead[r + HEAD]! - 1;
             for (; i >= first; i--) {
               const y = into[i]!;
               if (y < shallow) break;
