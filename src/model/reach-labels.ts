@@ -37,17 +37,26 @@
  * (one mark per node, and queues that grow to the largest search so far). Measured figures: docs/model.md, "Reachability".
  */
 import type { GraphStore } from './graph-store.js';
-import { UintHeap } from './uint-heap.js';
+import { buildLayout, HEAD, type ChainCover, type ReachLayout } from './reach-layout.js';
+import { ChainSweep } from './reach-search.js';
 
-/** Chains used when the caller does not say (8: 32 bytes a node). */
+/** Chains used when the caller does not say (8: 32 bytes a node), on graphs of MIN_HUB_LEVELS levels or more. */
 export const DEFAULT_LABEL_CHAINS = 8;
+/**
+ * Fewest levels (longest path + 1) for which the default builds chain hubs. A hub is a path, so on
+ * a graph with few levels it is short and every pair is close: measured on 1M-node graphs of 2 to
+ * 24 levels (layered, uniform random), the hub tests settled under 2 % of the queries the level and
+ * chain tests left, while they cost a third of the build and 32 bytes a node; on captures (1,332
+ * levels) and graphs with locality (74,000) they settle most of them.
+ */
+export const MIN_HUB_LEVELS = 64;
 /** Largest stored chain position; larger positions are rounded so that they fit (0xffff is "none"). */
 const MAX_STORED = 0xfff0;
 const NONE_OUT = 0xffff;
 
 /** How to build the labels; the defaults suit every graph, the options let tests reach every branch. */
 export interface LabelOptions {
-  /** Number of chain hubs (≥ 0; default DEFAULT_LABEL_CHAINS). */
+  /** Number of chain hubs (≥ 0; default DEFAULT_LABEL_CHAINS, or 0 below MIN_HUB_LEVELS levels). */
   readonly chains?: number;
   /** Largest chain position stored unrounded (default 65,520); small values test the rounding. */
   readonly maxStored?: number;
@@ -56,216 +65,104 @@ export interface LabelOptions {
    * makes one): settles the pairs on one chain — a capture's ops on one stream — before any
    * search.
    */
-  readonly cover?: { readonly chainOf: Uint32Array; readonly posOf: Uint32Array };
+  readonly cover?: ChainCover;
 }
 
 /** Answers reachability for one version of a graph (see the file comment). */
 export class ReachLabels {
-  // Search state: visit marks (made on the first search; one stamp forward, the next backward)
-  // and the two sweeps' queues (the backward one holds complements, to pop the highest first).
-  private mark: Uint32Array | null = null;
-  private readonly fwd = new UintHeap();
-  private readonly bwd = new UintHeap();
-  private stamp = 0;
+  /** The search's state, made by the first search. */
+  private sweep: ChainSweep | null = null;
 
   private constructor(
-    private readonly ord: Uint32Array | null,
-    private readonly cover: LabelOptions['cover'] | null,
-    private readonly level: Uint32Array,
-    // Successor and predecessor lists by position, each ascending.
-    private readonly start: Uint32Array,
-    private readonly adj: Uint32Array,
-    private readonly inStart: Uint32Array,
-    private readonly inAdj: Uint32Array,
+    private readonly g: ReachLayout,
     /** Chain hubs built (fewer than asked when the graph has fewer nodes). */
     readonly chains: number,
-    /** `out(v, c)`, rounded up, at [pos(v)·K + c]; NONE_OUT when v reaches no node of c. */
-    private readonly out: Uint16Array,
-    /** 1 + `in(v, c)`, rounded down, at [pos(v)·K + c]; 0 when no node of c reaches v. */
-    private readonly into: Uint16Array,
+    /** Per position, 2 + K words: level, chain word (as in the blocks), then the K `out` and K `in` entries, 16 bits each. */
+    private readonly rows: Uint32Array,
+    /** `rows` as 16-bit words. */
+    private readonly rows16: Uint16Array,
   ) {}
 
   /** Builds the labels for `store` as it is now (the caller rebuilds after any change). */
   static build(store: GraphStore, options: LabelOptions = {}): ReachLabels {
+    const { layout: g, all, level } = buildLayout(store, options.cover);
     const n = store.n;
-    const ord = store.ord;
-    const { firstIn, nextIn, from } = store;
-    const byPos = new Uint32Array(n);
-    if (ord === null) for (let v = 0; v < n; v++) byPos[v] = v;
-    else for (let v = 0; v < n; v++) byPos[ord[v]!] = v;
-
-    // Successor lists by position, each ascending: walk targets in ascending position and append
-    // each to its sources' lists. Levels in the same pass (every predecessor comes earlier).
-    const start = new Uint32Array(n + 1);
-    for (let e = 1; e <= store.m; e++) start[(ord === null ? from[e]! : ord[from[e]!]!) + 1]!++;
-    for (let p = 0; p < n; p++) start[p + 1]! += start[p]!;
-    const adj = new Uint32Array(store.m);
-    const fill = start.slice(0, n);
-    const level = new Uint32Array(n);
-    for (let q = 0; q < n; q++) {
-      let lv = 0;
-      for (let e = firstIn[byPos[q]!]!; e !== 0; e = nextIn[e]!) {
-        const p = ord === null ? from[e]! : ord[from[e]!]!;
-        adj[fill[p]!++] = q;
-        if (level[p]! >= lv) lv = level[p]! + 1;
-      }
-      level[q] = lv;
-    }
-    // Predecessor lists by position, each ascending, from the successor lists.
-    const inStart = new Uint32Array(n + 1);
-    for (let i = 0; i < adj.length; i++) inStart[adj[i]! + 1]!++;
-    for (let p = 0; p < n; p++) inStart[p + 1]! += inStart[p]!;
-    const inAdj = new Uint32Array(store.m);
-    const inFill = inStart.slice(0, n);
-    for (let p = 0; p < n; p++) for (let i = start[p]!; i < start[p + 1]!; i++) inAdj[inFill[adj[i]!]!++] = p;
-
-    const k = Math.min(options.chains ?? DEFAULT_LABEL_CHAINS, n);
+    const { start, adj } = all;
+    const levels = g.levelStart.length - 1;
+    const k = Math.min(options.chains ?? (levels >= MIN_HUB_LEVELS ? DEFAULT_LABEL_CHAINS : 0), n);
     const maxStored = options.maxStored ?? MAX_STORED;
     const chainOf = new Int32Array(n).fill(-1);
     const chainPos = new Uint32Array(n);
     const quantum = pickChains(n, start, adj, k, maxStored, chainOf, chainPos);
 
-    // out: the minimum over successors, in reverse topological order; in: pushed forward to
-    // successors, in topological order. Rounding commutes with min and max, so both are computed
-    // on the stored (rounded) values.
-    const out = new Uint16Array(n * k).fill(NONE_OUT);
-    const into = new Uint16Array(n * k);
+    // One row per position holds all a query reads before it searches (one cache line or two).
+    const stride = 2 + k;
+    const rows = new Uint32Array(n * stride);
+    const rows16 = new Uint16Array(rows.buffer);
+    for (let p = 0; p < n; p++) {
+      rows[p * stride] = level[p]!;
+      rows[p * stride + 1] = g.fhead[HEAD * p + 2]!;
+      rows16.fill(NONE_OUT, 2 * p * stride + 4, 2 * p * stride + 4 + k);
+    }
+    // out (at 2·stride·p + 4 + c): the minimum over successors, in reverse topological order; in
+    // (k further on): pushed forward to successors, in topological order. Rounding commutes with
+    // min and max, so both are computed on the stored (rounded) values.
     for (let p = n - 1; p >= 0; p--) {
-      const row = p * k;
+      const row = 2 * p * stride + 4;
       for (let i = start[p]!; i < start[p + 1]!; i++) {
-        const srow = adj[i]! * k;
+        const srow = 2 * adj[i]! * stride + 4;
         for (let c = 0; c < k; c++) {
-          const r = out[srow + c]!;
-          if (r < out[row + c]!) out[row + c] = r;
+          const r = rows16[srow + c]!;
+          if (r < rows16[row + c]!) rows16[row + c] = r;
         }
       }
       const c = chainOf[p]!;
-      if (c >= 0) out[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
+      if (c >= 0) rows16[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
     }
     for (let p = 0; p < n; p++) {
-      const row = p * k;
+      const row = 2 * p * stride + 4 + k;
       const c = chainOf[p]!;
-      if (c >= 0) into[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
+      if (c >= 0) rows16[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
       for (let i = start[p]!; i < start[p + 1]!; i++) {
-        const srow = adj[i]! * k;
+        const srow = 2 * adj[i]! * stride + 4 + k;
         for (let c = 0; c < k; c++) {
-          const r = into[row + c]!;
-          if (r > into[srow + c]!) into[srow + c] = r;
+          const r = rows16[row + c]!;
+          if (r > rows16[srow + c]!) rows16[srow + c] = r;
         }
       }
     }
-    return new ReachLabels(ord, options.cover ?? null, level, start, adj, inStart, inAdj, k, out, into);
+    return new ReachLabels(g, k, rows, rows16);
   }
 
   /** True if there is a path a → b (a === b included). Ids must exist. */
   reachable(a: number, b: number): boolean {
     if (a === b) return true;
-    const ord = this.ord;
-    const pa = ord === null ? a : ord[a]!;
-    const pb = ord === null ? b : ord[b]!;
-    if (pa >= pb || this.level[pa]! >= this.level[pb]!) return false;
-    const cover = this.cover;
-    if (cover && cover.chainOf[a] === cover.chainOf[b]) return cover.posOf[a]! < cover.posOf[b]!;
-    const t = this.test(pa, pb);
-    return t === UNKNOWN ? this.search(pa, pb) : t === YES;
+    const pos = this.g.pos;
+    const pa = pos === null ? a : pos[a]!;
+    const pb = pos === null ? b : pos[b]!;
+    const rows = this.rows;
+    const stride = 2 + this.chains;
+    const ra = pa * stride;
+    const rb = pb * stride;
+    if (rows[ra]! >= rows[rb]!) return false;
+    // One chain: positions on it grow with the topological position.
+    if (rows[ra + 1] === rows[rb + 1]) return true;
+    const t = this.test(2 * ra + 4, 2 * rb + 4);
+    if (t !== UNKNOWN) return t === YES;
+    return (this.sweep ??= new ChainSweep(this.g)).reachable(pa, pb);
   }
 
-  /** The O(K) tests on positions x and b (see the file comment): YES, NO or UNKNOWN. */
+  /** The O(K) tests on the rows at 16-bit offsets x and b (see the file comment): YES, NO or UNKNOWN. */
   private test(x: number, b: number): number {
     const k = this.chains;
-    const out = this.out;
-    const into = this.into;
-    const rx = x * k;
-    const rb = b * k;
+    const r = this.rows16;
     for (let c = 0; c < k; c++) {
-      const ox = out[rx + c]!;
-      const ib = into[rb + c]!;
+      const ox = r[x + c]!;
+      const ib = r[b + k + c]!;
       if (ox < ib) return YES;
-      if (out[rb + c]! < ox || into[rx + c]! > ib) return NO;
+      if (r[b + c]! < ox || r[x + k + c]! > ib) return NO;
     }
     return UNKNOWN;
-  }
-
-  /**
-   * Two sweeps toward each other: forward from a, always expanding the discovered node of lowest
-   * position, and backward from b, always expanding the one of highest position; each step grows
-   * the side holding fewer nodes. Forward, a node is dropped when it lies at or after b, at b's
-   * level or deeper, or the tests rule it out; backward, symmetrically for a. Every node of a
-   * path a → b passes both sides' filters, which gives the three exits:
-   *
-   * - a node met by both sides lies on a path a → b;
-   * - sweeping in position order means that every node past the backward side's highest waiting
-   *   position that reaches b has already been found by it, so the forward side drops a node
-   *   there that the backward side has not found (and symmetrically) — on graphs whose cones
-   *   grow, each side stops near the middle instead of crossing the whole distance;
-   * - when the two fronts cross (lowest forward position above the highest backward one), or
-   *   either side runs out, there is no path: each path node would by then have been found by
-   *   one side, and a path edge from a forward node to a backward one would have been seen by
-   *   whichever side found its second end.
-   */
-  private search(pa: number, pb: number): boolean {
-    const n = this.level.length;
-    if (this.mark === null || this.stamp >= 0xffff_fffd) {
-      this.mark = new Uint32Array(n);
-      this.stamp = 0;
-    }
-    const mark = this.mark;
-    const fs = (this.stamp += 2) - 1;
-    const bs = fs + 1;
-    const { start, adj, inStart, inAdj, level, fwd, bwd } = this;
-    const la = level[pa]!;
-    const lb = level[pb]!;
-    fwd.clear();
-    bwd.clear();
-    fwd.push(pa);
-    bwd.push(~pb >>> 0);
-    mark[pa] = fs;
-    mark[pb] = bs;
-    while (fwd.size > 0 && bwd.size > 0) {
-      const fmin = fwd.top();
-      const bmax = ~bwd.top() >>> 0;
-      if (fmin > bmax) return false;
-      if (fwd.size <= bwd.size) {
-        const w = fwd.pop();
-        // Ascending lists: stop at b's position (nothing from there on reaches b).
-        const end = start[w + 1]!;
-        for (let i = start[w]!; i < end; i++) {
-          const x = adj[i]!;
-          if (x >= pb) {
-            if (x === pb) return true;
-            break;
-          }
-          const mx = mark[x]!;
-          if (mx === bs) return true;
-          if (mx === fs || x > bmax) continue;
-          mark[x] = fs;
-          if (level[x]! >= lb) continue;
-          const t = this.test(x, pb);
-          if (t === YES) return true;
-          if (t === UNKNOWN) fwd.push(x);
-        }
-      } else {
-        const w = ~bwd.pop() >>> 0;
-        // Ascending lists, read from the end: stop at a's position.
-        const first = inStart[w]!;
-        for (let i = inStart[w + 1]! - 1; i >= first; i--) {
-          const y = inAdj[i]!;
-          if (y <= pa) {
-            if (y === pa) return true;
-            break;
-          }
-          const my = mark[y]!;
-          if (my === fs) return true;
-          if (my === bs || y < fmin) continue;
-          mark[y] = bs;
-          if (level[y]! <= la) continue;
-          const t = this.test(pa, y);
-          if (t === YES) return true;
-          if (t === UNKNOWN) bwd.push(~y >>> 0);
-        }
-      }
-    }
-    return false;
   }
 }
 

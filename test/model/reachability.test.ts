@@ -94,7 +94,64 @@ const captureDag = fc
     return dag(n, slots, edges);
   });
 
-const anyDag = fc.oneof(randomDag, layeredDag, captureDag);
+/**
+ * Few wide layers, as bench:model's layered graphs: each node has 1–3 edges into the next layer
+ * (or, now and then, one further on), ids in random order so that levels and ids disagree.
+ */
+const wideLayers = fc
+  .tuple(fc.integer({ min: 2, max: 4 }), fc.integer({ min: 1, max: 30 }), fc.integer({ min: 1, max: 3 }), fc.double({ min: 0, max: 0.3, noNaN: true }), fc.integer())
+  .map(([layers, width, degree, skip, seed]) => {
+    let s = seed >>> 0;
+    const rand = (): number => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+    const n = layers * width;
+    const id = Array.from({ length: n }, (_, i) => i);
+    for (let i = n - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1));
+      [id[i], id[j]] = [id[j]!, id[i]!];
+    }
+    const edges: [number, number][] = [];
+    const seen = new Set<number>();
+    for (let l = 0; l + 1 < layers; l++) {
+      for (let i = 0; i < width; i++) {
+        for (let d = 0; d < degree; d++) {
+          const to = l + 1 + (l + 2 < layers && rand() < skip ? 1 : 0);
+          const u = id[l * width + i]!;
+          const v = id[to * width + Math.floor(rand() * width)]!;
+          if (!seen.has(u * n + v)) (seen.add(u * n + v), edges.push([u, v]));
+        }
+      }
+    }
+    return dag(n, new Array<number>(n).fill(-1), edges);
+  });
+
+/**
+ * Many streams with random joins across them, as a capture of hundreds of streams: each node on a
+ * random stream after the stream's last node, joined from up to three other streams' last nodes.
+ */
+const manyStreams = fc
+  .tuple(fc.integer({ min: 2, max: 120 }), fc.integer({ min: 2, max: 40 }), fc.double({ min: 0, max: 0.4, noNaN: true }), fc.integer())
+  .map(([n, streams, joins, seed]) => {
+    let s = seed >>> 0;
+    const rand = (): number => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+    const last = new Array<number>(streams).fill(-1);
+    const slots: number[] = [];
+    const edges: [number, number][] = [];
+    for (let v = 0; v < n; v++) {
+      const st = Math.floor(rand() * streams);
+      slots.push(st);
+      const from = new Set<number>();
+      if (last[st]! >= 0) from.add(last[st]!);
+      for (let j = 0; j < 3; j++) if (rand() < joins) {
+        const other = last[Math.floor(rand() * streams)]!;
+        if (other >= 0) from.add(other);
+      }
+      for (const u of from) edges.push([u, v]);
+      last[st] = v;
+    }
+    return dag(n, slots, edges);
+  });
+
+const anyDag = fc.oneof(randomDag, layeredDag, captureDag, wideLayers, manyStreams);
 
 function checkAll(n: number, succ: readonly number[][], reachable: (a: number, b: number) => boolean): void {
   const reach = reference(n, succ);
@@ -130,6 +187,18 @@ test('the labels answer every pair exactly with any number of chains and coarse 
       checkAll(store.n, succ, (a, b) => labels.reachable(a, b));
     }),
     { numRuns: 400 },
+  );
+});
+
+test('the labels search alone (no chain hubs, so no pair is settled before it) answers every pair on wide layers and many-stream captures', () => {
+  fc.assert(
+    fc.property(fc.oneof(wideLayers, manyStreams), fc.boolean(), ({ store, succ }, withCover) => {
+      // Either the cover reachability.ts makes (streams) or the labels' own greedy one.
+      const index = withCover ? withKind('labels', () => ReachabilityIndex.build(store)) : null;
+      const labels = withCover ? null : ReachLabels.build(store, { chains: 0 });
+      checkAll(store.n, succ, (a, b) => (index ? index.reachable(a, b) : labels!.reachable(a, b)));
+    }),
+    { numRuns: 600 },
   );
 });
 

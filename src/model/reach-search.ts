@@ -1,0 +1,387 @@
+/**
+ * The search behind the reachability labels (internal: reach-labels.ts), for the pairs their O(1)
+ * tests leave open: two sweeps toward each other over the layout of reach-layout.ts, forward from
+ * a in increasing position and backward from b in decreasing position, the side with fewer nodes
+ * waiting going first.
+ *
+ * Why this search. Its cost is memory traffic: on a million-node graph nearly every node it
+ * touches is a cache miss (about 100 ns on the machine measured), so it touches few nodes, and
+ * settles most edges from an array of one byte a node that stays in cache:
+ *
+ * - **Chains, not nodes.** A sweep covers chains of the cover: forward it keeps, per chain, the
+ *   lowest position it reached (the rest of the chain is reached too) and goes on only at the
+ *   chain's exits; backward, the highest position that reaches b, going on at the entries. A
+ *   capture of many streams is crossed in one step per join instead of one per op, and a chain
+ *   covered forward from p and backward up to q ≥ p holds a path a → b.
+ * - **Found is not taken.** A node found across an edge is only marked and queued; its data is
+ *   read when its turn comes, so the last nodes found before the sweeps meet cost one byte each.
+ * - **Levels.** Positions are level-major, so when the backward side waits at level L at most,
+ *   every node of level L or deeper on a path a → b has been found by it already (each is found
+ *   from its successor on the path, deeper, so taken already). The forward side needs nothing
+ *   but the mark of such a node: the backward side's, or it is on no path. Symmetrically
+ *   backward. When the lowest forward level reaches the highest backward one, every node of a
+ *   path a → b would be found by one side, and the path's edge from a node found forward to one
+ *   found backward seen by the side that took its first end: there is no path.
+ *
+ * Marks (one byte a position) and chain entries are put back after each search for what it
+ * touched, so a search costs what it touches, never n.
+ */
+import { ENTRY, EXIT, HEAD, NONE_POS, PLAIN, type ReachLayout } from './reach-layout.js';
+import { LevelQueue } from './level-queue.js';
+
+/** Found forward: a reaches the node. */
+const FWD = 1;
+/** Found backward: the node reaches b. */
+const BWD = 2;
+/** Queued forward as the next exit of a chain already covered (taken without the chain test). */
+const FWD_CHAIN = 4;
+/** Queued backward as the previous entry of a chain already covered. */
+const BWD_CHAIN = 8;
+const NONE = 0xffff_ffff;
+
+/** The reusable state of the search (one per labels object). */
+export class ChainSweep {
+  /** Per position: FWD, BWD, FWD_CHAIN, BWD_CHAIN (see above). */
+  private readonly marks: Uint8Array;
+  /** Per chain: the lowest position covered forward (NONE: none) at [2c], 1 + the highest covered backward (0: none) at [2c + 1]. */
+  private readonly cover: Uint32Array;
+  private touchedNodes: Uint32Array = new Uint32Array(256);
+  private nodeCount = 0;
+  private touchedChains: Uint32Array = new Uint32Array(256);
+  private chainCount = 0;
+  private readonly fwd = new LevelQueue();
+  // Complements: the highest position first.
+  private readonly bwd = new LevelQueue();
+
+  constructor(private readonly g: ReachLayout) {
+    this.marks = new Uint8Array(g.fhead.length / HEAD - 1);
+    this.cover = new Uint32Array(2 * g.chains);
+    for (let c = 0; c < g.chains; c++) this.cover[2 * c] = NONE;
+  }
+
+  /** Bytes held. */
+  get bytes(): number {
+    return this.marks.byteLength + this.cover.byteLength + this.touchedNodes.byteLength + this.touchedChains.byteLength;
+  }
+
+  /** True if a path runs from position pa to position pb (on different chains, level(pa) < level(pb)). */
+  reachable(pa: number, pb: number): boolean {
+    const found = this.search(pa, pb);
+    const { marks, cover, touchedNodes, touchedChains } = this;
+    for (let i = 0; i < this.nodeCount; i++) marks[touchedNodes[i]!] = 0;
+    for (let i = 0; i < this.chainCount; i++) {
+      const c = touchedChains[i]!;
+      cover[2 * c] = NONE;
+      cover[2 * c + 1] = 0;
+    }
+    this.nodeCount = 0;
+    this.chainCount = 0;
+    return found;
+  }
+
+  /** Marks p (first mark: remembered, to be put back). */
+  private mark(p: number, bits: number): void {
+    const m = this.marks[p]!;
+    if (m === 0) {
+      if (this.nodeCount === this.touchedNodes.length) this.touchedNodes = grown(this.touchedNodes);
+      this.touchedNodes[this.nodeCount++] = p;
+    }
+    this.marks[p] = m | bits;
+  }
+
+  private touchChain(c: number): void {
+    if (this.chainCount === this.touchedChains.length) this.touchedChains = grown(this.touchedChains);
+    this.touchedChains[this.chainCount++] = c;
+  }
+
+  /**
+   * Queues exit e forward as its chain's next one; true if e reaches b (a path). A node already
+   * found forward is still queued (its position is after every one taken so far): it only gains
+   * the flag.
+   */
+  private chainOnF(e: number): boolean {
+    const m = this.marks[e]!;
+    if (m & BWD) return true;
+    if (m & FWD) this.marks[e] = m | FWD_CHAIN;
+    else {
+      this.mark(e, FWD | FWD_CHAIN);
+      this.fwd.push(e);
+    }
+    return false;
+  }
+
+  /** Queues entry e backward as its chain's previous one; true if a reaches e. */
+  private chainOnB(e: number): boolean {
+    const m = this.marks[e]!;
+    if (m & FWD) return true;
+    if (m & BWD) this.marks[e] = m | BWD_CHAIN;
+    else {
+      this.mark(e, BWD | BWD_CHAIN);
+      this.bwd.push(~e >>> 0);
+    }
+    return false;
+  }
+
+  private search(pa: number, pb: number): boolean {
+    const { levelStart, fhead, out, bhead, into } = this.g;
+    const levels = levelStart.length - 1;
+    const { marks, cover, fwd, bwd } = this;
+    fwd.clear();
+    bwd.clear();
+    // a covers its chain from a on, b its chain up to b; each sweep starts at its chain's exit
+    // (entry) nearest to it.
+    const ea = fhead[HEAD * pa + 1]!;
+    const eb = bhead[HEAD * pb + 1]!;
+    // Chain words (PLAIN set on a plain chain); a plain chain is tested only when it is a's or b's.
+    const caw = fhead[HEAD * pa + 2]!;
+    const cbw = bhead[HEAD * pb + 2]!;
+    const ca = caw & NONE_POS;
+    const cb = cbw & NONE_POS;
+    cover[2 * ca] = pa;
+    cover[2 * cb + 1] = pb + 1;
+    this.touchChain(ca);
+    this.touchChain(cb);
+    const xa = (ea & EXIT) !== 0 ? pa : ea & NONE_POS;
+    const xb = (eb & ENTRY) !== 0 ? pb : eb & NONE_POS;
+    // (They lie on two chains, so neither finds the other here.)
+    if (xa !== pa) this.mark(pa, FWD);
+    if (xb !== pb) this.mark(pb, BWD);
+    if (xa !== NONE_POS) this.chainOnF(xa);
+    if (xb !== NONE_POS) this.chainOnB(xb);
+    // The level each side took last; its next-level array holds the level after (before) it.
+    let atF = 0;
+    let atB = levels - 1;
+    for (;;) {
+      if (fwd.size === 0 || bwd.size === 0) return false;
+      const lf = fwd.nextSize > 0 ? atF + 1 : levelUp(levelStart, levels, atF, fwd.heapTop());
+      const lb = bwd.nextSize > 0 ? atB - 1 : levelDown(levelStart, atB, ~bwd.heapTop() >>> 0);
+      if (lf >= lb) return false;
+      // The hot loops keep the queue's array and the lists of what to put back in locals, and
+      // write them back once a level is done (or the sweeps met).
+      let touched = this.touchedNodes;
+      let tn = this.nodeCount;
+      let chains = this.touchedChains;
+      let tc = this.chainCount;
+      let met = false;
+      if (fwd.size <= bwd.size) {
+        atF = lf;
+        fwd.take(levelStart[lf + 1]!);
+        const nextEnd = (fwd.nextEnd = levelStart[lf + 2]!);
+        let next = fwd.next;
+        let ns = 0;
+        // Nodes from `deep` on are at the backward side's level or deeper: only its marks count there.
+        const deep = levelStart[lb]!;
+        const batch = fwd.batch;
+        const size = fwd.batchSize;
+        level: for (let k = 0; k < size; k++) {
+          const x = batch[k]!;
+          const r = HEAD * x;
+          const link = fhead[r + 1]!;
+          const cw = fhead[r + 2]!;
+          if ((marks[x]! & FWD_CHAIN) === 0 && (cw < PLAIN || cw === cbw)) {
+            // Found across an edge: the chain test, then x covers its chain from here on.
+            const c = cw & NONE_POS;
+            if (cover[2 * c + 1]! > x) {
+              met = true;
+              break;
+            }
+            if (cover[2 * c]! <= x) continue;
+            cover[2 * c] = x;
+            if (tc === chains.length) chains = this.touchedChains = grown(chains);
+            chains[tc++] = c;
+          }
+          if ((link & EXIT) !== 0) {
+            // Its successors on other chains (a node queued as a chain's next exit is one).
+            const end = fhead[r + HEAD]!;
+            let i = fhead[r]!;
+            for (; i < end; i++) {
+              const y = out[i]!;
+              if (y >= deep) break;
+              const m = marks[y]!;
+              if (m & BWD) {
+                met = true;
+                break level;
+              }
+              if (m === 0) {
+                marks[y] = FWD;
+                if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+                touched[tn++] = y;
+                if (y < nextEnd) {
+                  if (ns === next.length) {
+                    fwd.nextSize = ns;
+                    next = fwd.grow();
+                  }
+                  next[ns++] = y;
+                } else fwd.pushFar(y);
+              }
+            }
+            for (; i < end; i++) {
+              const y = out[i]!;
+              if (y > pb) break;
+              if (marks[y]! & BWD) {
+                met = true;
+                break level;
+              }
+            }
+          }
+          // The chain's next exit (found already: it only gains the flag, being queued still).
+          const e = link & NONE_POS;
+          if (e !== NONE_POS) {
+            const m = marks[e]!;
+            if (m & BWD) {
+              met = true;
+              break;
+            }
+            if (m & FWD) marks[e] = m | FWD_CHAIN;
+            else {
+              marks[e] = FWD | FWD_CHAIN;
+              if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+              touched[tn++] = e;
+              if (e < nextEnd) {
+                if (ns === next.length) {
+                  fwd.nextSize = ns;
+                  next = fwd.grow();
+                }
+                next[ns++] = e;
+              } else fwd.pushFar(e);
+            }
+          }
+        }
+        fwd.nextSize = ns;
+      } else {
+        atB = lb;
+        // Complements: the level's keys are those at or below ~levelStart[lb].
+        bwd.take((~levelStart[lb]! >>> 0) + 1);
+        const nextEnd = (bwd.nextEnd = (~levelStart[lb - 1]! >>> 0) + 1);
+        let next = bwd.next;
+        let ns = 0;
+        // Nodes below `shallow` are at the forward side's level or shallower: only its marks count.
+        const shallow = levelStart[lf + 1]!;
+        const batch = bwd.batch;
+        const size = bwd.batchSize;
+        level: for (let k = 0; k < size; k++) {
+          const x = ~batch[k]! >>> 0;
+          const r = HEAD * x;
+          const link = bhead[r + 1]!;
+          const cw = bhead[r + 2]!;
+          if ((marks[x]! & BWD_CHAIN) === 0 && (cw < PLAIN || cw === caw)) {
+            const c = cw & NONE_POS;
+            if (cover[2 * c]! <= x) {
+              met = true;
+              break;
+            }
+            if (cover[2 * c + 1]! > x) continue;
+            cover[2 * c + 1] = x + 1;
+            if (tc === chains.length) chains = this.touchedChains = grown(chains);
+            chains[tc++] = c;
+          }
+          if ((link & ENTRY) !== 0) {
+            // Its predecessors on other chains, read from the end.
+            const first = bhead[r]!;
+            let i = bhead[r + HEAD]! - 1;
+            for (; i >= first; i--) {
+              const y = into[i]!;
+              if (y < shallow) break;
+              const m = marks[y]!;
+              if (m & FWD) {
+                met = true;
+                break level;
+              }
+              if (m === 0) {
+                marks[y] = BWD;
+                if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+                touched[tn++] = y;
+                const key = ~y >>> 0;
+                if (key < nextEnd) {
+                  if (ns === next.length) {
+                    bwd.nextSize = ns;
+                    next = bwd.grow();
+                  }
+                  next[ns++] = key;
+                } else bwd.pushFar(key);
+              }
+            }
+            for (; i >= first; i--) {
+              const y = into[i]!;
+              if (y < pa) break;
+              if (marks[y]! & FWD) {
+                met = true;
+                break level;
+              }
+            }
+          }
+          // The chain's previous entry.
+          const e = link & NONE_POS;
+          if (e !== NONE_POS) {
+            const m = marks[e]!;
+            if (m & FWD) {
+              met = true;
+              break;
+            }
+            if (m & BWD) marks[e] = m | BWD_CHAIN;
+            else {
+              marks[e] = BWD | BWD_CHAIN;
+              if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+              touched[tn++] = e;
+              const key = ~e >>> 0;
+              if (key < nextEnd) {
+                if (ns === next.length) {
+                  bwd.nextSize = ns;
+                  next = bwd.grow();
+                }
+                next[ns++] = key;
+              } else bwd.pushFar(key);
+            }
+          }
+        }
+        bwd.nextSize = ns;
+      }
+      this.nodeCount = tn;
+      this.chainCount = tc;
+      if (met) return true;
+    }
+  }
+}
+
+/**
+ * The level of position p, knowing it is `from` or more: a gallop up `levelStart` from there (the
+ * forward side's levels grow by little from one batch to the next).
+ */
+function levelUp(levelStart: Uint32Array, levels: number, from: number, p: number): number {
+  let lo = from; // levelStart[lo] ≤ p
+  let step = 1;
+  while (lo + step < levels && levelStart[lo + step]! <= p) {
+    lo += step;
+    step *= 2;
+  }
+  let hi = Math.min(lo + step, levels); // levelStart[hi] > p
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (levelStart[mid]! <= p) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The level of position p, knowing it is `from` or less: a gallop down `levelStart`. */
+function levelDown(levelStart: Uint32Array, from: number, p: number): number {
+  let hi = from + 1; // levelStart[hi] > p
+  let step = 1;
+  while (hi - step > 0 && levelStart[hi - step]! > p) {
+    hi -= step;
+    step *= 2;
+  }
+  let lo = Math.max(hi - step, 0); // levelStart[lo] ≤ p
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (levelStart[mid]! <= p) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function grown(a: Uint32Array): Uint32Array<ArrayBuffer> {
+  const b = new Uint32Array(a.length * 2);
+  b.set(a);
+  return b;
+}
