@@ -31,10 +31,12 @@ const NONE = -1;
 export class OrderList {
   /** Label of node v; grows along the list. */
   label: Float64Array;
-  /** The node before v, or −1. */
-  prev: Int32Array;
-  /** The node after v, or −1. */
-  next: Int32Array;
+  /**
+   * The node before v at [2v], the node after it at [2v + 1] (−1: none). One array, so that moving
+   * a node reads and writes one cache line of it and one of each neighbour, where two arrays took
+   * two.
+   */
+  links: Int32Array;
   head = NONE;
   tail = NONE;
   /** Bumped whenever a node moves, so a dense numbering built from the list knows it is stale. */
@@ -46,8 +48,7 @@ export class OrderList {
   /** A list of the nodes `order[0], order[1], …` in that order; `capacity` ≥ their count. */
   constructor(order: ArrayLike<number>, count: number, capacity: number) {
     this.label = new Float64Array(capacity);
-    this.prev = new Int32Array(capacity);
-    this.next = new Int32Array(capacity);
+    this.links = new Int32Array(2 * capacity);
     this.assign(order, count);
   }
 
@@ -58,14 +59,24 @@ export class OrderList {
     for (let i = 0; i < count; i++) {
       const v = order[i]!;
       this.label[v] = (i + 1) * step;
-      this.prev[v] = p;
-      if (p !== NONE) this.next[p] = v;
+      this.links[2 * v] = p;
+      if (p !== NONE) this.links[2 * p + 1] = v;
       p = v;
     }
-    if (p !== NONE) this.next[p] = NONE;
+    if (p !== NONE) this.links[2 * p + 1] = NONE;
     this.head = count > 0 ? order[0]! : NONE;
     this.tail = p;
     this.moves++;
+  }
+
+  /** The node before v, or −1. */
+  prev(v: number): number {
+    return this.links[2 * v]!;
+  }
+
+  /** The node after v, or −1. */
+  next(v: number): number {
+    return this.links[2 * v + 1]!;
   }
 
   /** True if node a comes before node b. */
@@ -75,22 +86,20 @@ export class OrderList {
 
   /** Room for node ids below `capacity`. */
   grow(capacity: number): void {
-    const grow = <T extends Float64Array | Int32Array>(a: T): T => {
-      const b = new (a.constructor as new (n: number) => T)(capacity);
-      b.set(a.subarray(0, Math.min(a.length, capacity)) as never);
+    const grow = <T extends Float64Array | Int32Array>(a: T, length: number): T => {
+      const b = new (a.constructor as new (n: number) => T)(length);
+      b.set(a.subarray(0, Math.min(a.length, length)) as never);
       return b;
     };
-    this.label = grow(this.label);
-    this.prev = grow(this.prev);
-    this.next = grow(this.next);
+    this.label = grow(this.label, capacity);
+    this.links = grow(this.links, 2 * capacity);
   }
 
   /** A copy sharing nothing with this list. */
   clone(): OrderList {
     const c = new OrderList([], 0, 0);
     c.label = this.label.slice();
-    c.prev = this.prev.slice();
-    c.next = this.next.slice();
+    c.links = this.links.slice();
     c.head = this.head;
     c.tail = this.tail;
     return c;
@@ -107,12 +116,13 @@ export class OrderList {
 
   /** Takes node x out of the list (its label stays, unused, until x is linked again). */
   unlink(x: number): void {
-    const p = this.prev[x]!;
-    const q = this.next[x]!;
+    const links = this.links;
+    const p = links[2 * x]!;
+    const q = links[2 * x + 1]!;
     if (p === NONE) this.head = q;
-    else this.next[p] = q;
+    else links[2 * p + 1] = q;
     if (q === NONE) this.tail = p;
-    else this.prev[q] = p;
+    else links[2 * q] = p;
     this.moves++;
   }
 
@@ -135,7 +145,7 @@ export class OrderList {
       at = xs[i]!;
     }
     const lo = a === NONE ? 0 : this.label[a]!;
-    const q = this.next[at]!;
+    const q = this.links[2 * at + 1]!;
     const hi = q === NONE ? UNIVERSE : this.label[q]!;
     const gap = Math.floor((hi - lo) / (k + 1));
     if (gap >= 1) for (let i = 0; i < k; i++) this.label[xs[i]!] = lo + (i + 1) * gap;
@@ -144,17 +154,18 @@ export class OrderList {
 
   /** Links node x (unlinked) right before node b. */
   insertBefore(x: number, b: number): void {
-    this.insertAfter(x, this.prev[b]!);
+    this.insertAfter(x, this.links[2 * b]!);
   }
 
   private link(x: number, a: number): void {
-    const q = a === NONE ? this.head : this.next[a]!;
-    this.prev[x] = a;
-    this.next[x] = q;
+    const links = this.links;
+    const q = a === NONE ? this.head : links[2 * a + 1]!;
+    links[2 * x] = a;
+    links[2 * x + 1] = q;
     if (a === NONE) this.head = x;
-    else this.next[a] = x;
+    else links[2 * a + 1] = x;
     if (q === NONE) this.tail = x;
-    else this.prev[q] = x;
+    else links[2 * q] = x;
     this.moves++;
   }
 
@@ -163,21 +174,21 @@ export class OrderList {
    * (linked, not yet labelled) that is sparse enough, labelling the run between its neighbours.
    */
   private relabel(first: number, last: number, k: number): void {
-    const { label, prev, next } = this;
+    const { label, links } = this;
     // The range is grown around the run's left neighbour's label (or 0 at the front).
-    const at = prev[first] === NONE ? 0 : label[prev[first]!]!;
+    const at = links[2 * first] === NONE ? 0 : label[links[2 * first]!]!;
     let lo = first; // first node of the range
     let hi = last; // last node of the range
     let count = k;
     for (let size = 2, allowed = DENSITY; ; size *= 2, allowed *= DENSITY) {
       const base = size >= UNIVERSE ? 0 : Math.floor(at / size) * size;
       const end = size >= UNIVERSE ? UNIVERSE : base + size;
-      while (prev[lo] !== NONE && label[prev[lo]!]! >= base) {
-        lo = prev[lo]!;
+      while (links[2 * lo] !== NONE && label[links[2 * lo]!]! >= base) {
+        lo = links[2 * lo]!;
         count++;
       }
-      while (next[hi] !== NONE && label[next[hi]!]! < end) {
-        hi = next[hi]!;
+      while (links[2 * hi + 1] !== NONE && label[links[2 * hi + 1]!]! < end) {
+        hi = links[2 * hi + 1]!;
         count++;
       }
       if (count <= allowed || size >= UNIVERSE) {
@@ -188,7 +199,7 @@ export class OrderList {
         let v = lo;
         for (let i = 1; i <= count; i++) {
           label[v] = start + i * gap;
-          v = next[v]!;
+          v = links[2 * v + 1]!;
         }
         this.relabelled += count;
         return;
