@@ -171,7 +171,7 @@ export class ComputeGraph {
       const s = graph.#store;
       const e = s.findEdge(u, v);
       if (e === 0 || s.edgeCodeOf(e) !== PLAIN_EDGE) return false;
-      const problem = endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
+      const problem = code === PLAIN_EDGE ? null : endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
       if (problem !== null) throw new InvalidArgumentError(op, 'data', `edge ${u} → ${v}: ${problem}`);
       s.setEdgeCode(e, code);
       return true;
@@ -512,7 +512,7 @@ export class ComputeGraph {
     const s = this.#store;
     // In a batch, refusals say which entry: `edges[2]: edge 0 → 1: …`.
     const at = label === null ? '' : `${label.replace(/:$/, '')}: `;
-    const problem = endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
+    const problem = code === PLAIN_EDGE ? null : endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
     if (problem !== null) throw new InvalidArgumentError(op, dataName, `${at}edge ${u} → ${v}: ${problem}`);
     // Every edge goes forward in the topological order, so an edge against it is not there: only
     // the others are looked up (the lookup walks two lists, a cache miss a step on a large graph).
