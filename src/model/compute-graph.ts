@@ -171,7 +171,7 @@ export class ComputeGraph {
       const s = graph.#store;
       const e = s.findEdge(u, v);
       if (e === 0 || s.edgeCodeOf(e) !== PLAIN_EDGE) return false;
-      const problem = endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
+      const problem = code === PLAIN_EDGE ? null : endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
       if (problem !== null) throw new InvalidArgumentError(op, 'data', `edge ${u} → ${v}: ${problem}`);
       s.setEdgeCode(e, code);
       return true;
@@ -489,8 +489,9 @@ export class ComputeGraph {
     this.#writable(op);
     const u = this.#id(op, fromName, from);
     const v = this.#id(op, toName, to);
-    this.#checkEdgeData(op, null, dataName, u, v, code);
-    const r = this.#order.addEdge(this.#store, u, v);
+    // The data check looks the edge up anyway: an edge found there is a duplicate with the same data.
+    if (this.#checkEdgeData(op, null, dataName, u, v, code) !== 0) return false;
+    const r = this.#order.addEdge(this.#store, u, v, true);
     if (r === 'cycle') {
       throw new GraphError(
         'CycleDetected',
@@ -505,14 +506,17 @@ export class ComputeGraph {
   /**
    * Refuses edge data against the nodes it joins (CUDA's rules, edge-data.ts), or against the data
    * of the edge already there (an edge is one dependency: it cannot be plain and programmatic at once).
+   * Returns the number of the edge already there (same data), or 0.
    */
-  #checkEdgeData(op: string, label: string | null, dataName: string, u: number, v: number, code: number): void {
+  #checkEdgeData(op: string, label: string | null, dataName: string, u: number, v: number, code: number): number {
     const s = this.#store;
     // In a batch, refusals say which entry: `edges[2]: edge 0 → 1: …`.
     const at = label === null ? '' : `${label.replace(/:$/, '')}: `;
-    const problem = endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
+    const problem = code === PLAIN_EDGE ? null : endpointProblem(code, u, NODE_KINDS[s.kind[u]!]!, v, NODE_KINDS[s.kind[v]!]!);
     if (problem !== null) throw new InvalidArgumentError(op, dataName, `${at}edge ${u} → ${v}: ${problem}`);
-    const e = s.findEdge(u, v);
+    // Every edge goes forward in the topological order, so an edge against it is not there: only
+    // the others are looked up (the lookup walks two lists, a cache miss a step on a large graph).
+    const e = s.before(u, v) ? s.findEdge(u, v) : 0;
     if (e !== 0 && s.edgeCodeOf(e) !== code) {
       throw new GraphError(
         'ValidationFailed',
@@ -520,6 +524,7 @@ export class ComputeGraph {
         `${op}: ${at}edge ${u} → ${v} already exists as a ${edgeDataText(s.edgeCodeOf(e))} edge; it cannot also be ${edgeDataText(code)}`,
       );
     }
+    return e;
   }
 
   /**

@@ -40,115 +40,141 @@ export type AddEdgeResult = 'added' | 'duplicate' | 'cycle';
  */
 export type AddEdgesResult = { ok: true; added: boolean[] } | { ok: false; index: number; cycle: number[] };
 
+const F_SEEN = 1;
+const F_DONE = 2;
+const B_SEEN = 3;
+const B_DONE = 4;
+
 /** Keeps a store's topological order valid as edges are added (one per `ComputeGraph`). */
 export class DynamicOrder {
-  // Search marks: stamp + F_SEEN/F_DONE/B_SEEN/B_DONE for the current edge, allocated on the first
-  // edge that disagrees with the order.
-  private mark: Uint32Array = new Uint32Array(0);
-  private stamp = 0;
+  // Search marks, one byte a node (F_SEEN, F_DONE, B_SEEN, B_DONE; 0: not met), made on the first
+  // edge that disagrees with the order and put back after each search for the nodes it marked
+  // (`touched`): a byte a node keeps the marks of a graph of half a million nodes in the
+  // processor's cache, where the 32-bit stamps this replaced took four times the room.
+  private mark: Uint8Array = new Uint8Array(0);
+  private touched: Uint32Array = new Uint32Array(64);
+  private touchedCount = 0;
   private readonly ahead = new LabelHeap(1);
   private readonly behind = new LabelHeap(-1);
   private readonly doneF: number[] = [];
   private readonly doneB: number[] = [];
+  /** The block of nodes to move, in their new order (reused). */
+  private run = new Uint32Array(64);
   /** Nodes taken and edges scanned by the searches so far: the work, for tests and benchmarks. */
   scanned = 0;
+  /**
+   * A sum of what the searches read ahead, kept so that the reads are not optimised away. Each
+   * step of a search waits for a chain of cache misses (the node, its first edge, that edge's
+   * target); reading a queued node's first edge when it is queued, long before its turn, lets
+   * those misses overlap: 10–20 % off edges added in random order on half a million nodes.
+   */
+  warm = 0;
 
   /**
    * Adds u → v to `store` unless it is a duplicate or would close a cycle (self-loops included).
-   * On 'duplicate' and 'cycle' the store is unchanged (the order too).
+   * On 'duplicate' and 'cycle' the store is unchanged (the order too). `isNew`: the caller has
+   * looked the edge up already and it is not there (so it is not looked up again).
    */
-  addEdge(store: GraphStore, u: number, v: number): AddEdgeResult {
+  addEdge(store: GraphStore, u: number, v: number, isNew = false): AddEdgeResult {
     if (u === v) return 'cycle';
-    if (store.hasEdge(u, v)) return 'duplicate';
+    if (!isNew && store.hasEdge(u, v)) return 'duplicate';
     if (store.before(u, v)) {
       store.appendEdge(u, v);
       return 'added';
     }
     const list = store.orderList();
-    const label = list.label;
-    if (this.mark.length < store.n) this.mark = new Uint32Array(Math.max(store.n, this.mark.length * 2));
-    if (this.stamp >= 0xffff_fff0) {
-      this.mark.fill(0);
-      this.stamp = 0;
-    }
+    const label = list.label; // the label of x at [2x]
+    if (this.mark.length < store.n) this.mark = new Uint8Array(Math.max(store.n, this.mark.length * 2));
     const mark = this.mark;
-    const fSeen = this.stamp + 1;
-    const fDone = this.stamp + 2;
-    const bSeen = this.stamp + 3;
-    const bDone = this.stamp + 4;
-    this.stamp += 4;
     const ahead = this.ahead;
     const behind = this.behind;
     ahead.clear();
     behind.clear();
-    ahead.label = label;
-    behind.label = label;
     const doneF = this.doneF;
     const doneB = this.doneB;
     doneF.length = 0;
     doneB.length = 0;
-    const lu = label[u]!;
-    const lv = label[v]!;
-    mark[v] = fSeen;
-    ahead.push(v);
-    mark[u] = bSeen;
-    behind.push(u);
+    const lu = label[2 * u]!;
+    const lv = label[2 * v]!;
+    mark[v] = F_SEEN;
+    ahead.push(v, lv);
+    mark[u] = B_SEEN;
+    behind.push(u, lu);
+    this.touch(v);
+    this.touch(u);
     const { firstOut, nextOut, to, firstIn, nextIn, from } = store;
     let workF = 0;
     let workB = 0;
+    let warm = 0;
     while (ahead.size > 0 && behind.size > 0) {
-      const a = ahead.top();
-      const b = behind.top();
-      if (label[a]! > label[b]!) break;
+      if (ahead.topLabel() > behind.topLabel()) break;
       if (workF <= workB) {
-        ahead.pop();
-        mark[a] = fDone;
+        const a = ahead.pop();
+        mark[a] = F_DONE;
         doneF.push(a);
         workF++;
         for (let e = firstOut[a]!; e !== 0; e = nextOut[e]!) {
           workF++;
           const x = to[e]!;
           const mx = mark[x]!;
-          if (mx === bSeen || mx === bDone) return this.refuse(workF + workB);
-          if (mx !== fSeen && mx !== fDone && label[x]! < lu) {
-            mark[x] = fSeen;
-            ahead.push(x);
+          if (mx >= B_SEEN) return this.refuse(workF + workB);
+          if (mx === 0) {
+            const lx = label[2 * x]!;
+            if (lx < lu) {
+              mark[x] = F_SEEN;
+              this.touch(x);
+              ahead.push(x, lx);
+              // Read x's first edge now (see `warm`): its cache misses overlap the rest of the search.
+              const f = firstOut[x]!;
+              warm += to[f]! + nextOut[f]!;
+            }
           }
         }
       } else {
-        behind.pop();
-        mark[b] = bDone;
+        const b = behind.pop();
+        mark[b] = B_DONE;
         doneB.push(b);
         workB++;
         for (let e = firstIn[b]!; e !== 0; e = nextIn[e]!) {
           workB++;
           const x = from[e]!;
           const mx = mark[x]!;
-          if (mx === fSeen || mx === fDone) return this.refuse(workF + workB);
-          if (mx !== bSeen && mx !== bDone && label[x]! > lv) {
-            mark[x] = bSeen;
-            behind.push(x);
+          if (mx === F_SEEN || mx === F_DONE) return this.refuse(workF + workB);
+          if (mx === 0) {
+            const lx = label[2 * x]!;
+            if (lx > lv) {
+              mark[x] = B_SEEN;
+              this.touch(x);
+              behind.push(x, lx);
+              const f = firstIn[x]!;
+              warm += from[f]! + nextIn[f]!;
+            }
           }
         }
       }
     }
     this.scanned += workF + workB;
+    this.warm = warm;
+    this.untouch();
     // No cycle. Move u's ancestors after p, then v's descendants before p, to p (file comment).
-    const byLabel = (x: number, y: number): number => label[x]! - label[y]!;
+    // Each search took its nodes in order, so doneF is ascending by label and doneB descending:
+    // the block to move is doneB reversed, then the part of doneF before p, with no sorting.
+    if (this.run.length < doneB.length + doneF.length) this.run = new Uint32Array(2 * (doneB.length + doneF.length));
+    const run = this.run;
+    let k = 0;
+    for (let i = doneB.length - 1; i >= 0; i--) run[k++] = doneB[i]!;
     if (behind.size > 0) {
-      // p is just after the backward search's next node b, which stays where it is.
+      // p is just after the backward search's next node b, which stays where it is; every node
+      // the backward search took lies after it.
       const b = behind.top();
-      const lb = label[b]!;
-      const moved = doneB.filter((x) => label[x]! > lb).sort(byLabel);
-      const low = doneF.filter((x) => label[x]! < lb).sort(byLabel);
-      for (const x of low) moved.push(x);
-      for (const x of moved) list.unlink(x);
-      list.insertRunAfter(moved, moved.length, b);
+      const lb = behind.topLabel();
+      for (let i = 0; i < doneF.length && label[2 * doneF[i]!]! < lb; i++) run[k++] = doneF[i]!;
+      for (let i = 0; i < k; i++) list.unlink(run[i]!);
+      list.insertRunAfter(run, k, b);
     } else {
       // The backward search found every ancestor of u after v: p is just before v, and only they move.
-      doneB.sort(byLabel);
-      for (const x of doneB) list.unlink(x);
-      list.insertRunAfter(doneB, doneB.length, list.prev[v]!);
+      for (let i = 0; i < k; i++) list.unlink(run[i]!);
+      list.insertRunAfter(run, k, list.prev(v));
     }
     store.appendEdge(u, v);
     return 'added';
@@ -156,7 +182,25 @@ export class DynamicOrder {
 
   private refuse(work: number): AddEdgeResult {
     this.scanned += work;
+    this.untouch();
     return 'cycle';
+  }
+
+  /** Remembers that node x was marked (its first mark of this search). */
+  private touch(x: number): void {
+    if (this.touchedCount === this.touched.length) {
+      const t = new Uint32Array(this.touched.length * 2);
+      t.set(this.touched);
+      this.touched = t;
+    }
+    this.touched[this.touchedCount++] = x;
+  }
+
+  /** Clears the marks of the nodes the search marked. */
+  private untouch(): void {
+    const { mark, touched } = this;
+    for (let i = 0; i < this.touchedCount; i++) mark[touched[i]!] = 0;
+    this.touchedCount = 0;
   }
 
   /**

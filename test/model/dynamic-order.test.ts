@@ -37,7 +37,7 @@ function reaches(succ: Set<number>[], from: number, to: number): boolean {
  */
 function snapshot(s: GraphStore, withList: boolean): string {
   const list = s.order;
-  const links = !withList || list === null ? '' : `${list.head} ${list.tail} ${[...list.next.subarray(0, s.n)]} ${[...list.label.subarray(0, s.n)]}`;
+  const links = !withList || list === null ? '' : `${list.head} ${list.tail} ${Array.from({ length: s.n }, (_, v) => list.next(v))} ${Array.from({ length: s.n }, (_, v) => list.labelOf(v))}`;
   const ord = s.ord ?? Uint32Array.from({ length: s.n }, (_, i) => i);
   return `${s.m} ${[...s.from.subarray(1, s.m + 1)]} ${[...s.to.subarray(1, s.m + 1)]} ${[...ord]} ${links}`;
 }
@@ -50,10 +50,10 @@ function checkOrder(s: GraphStore, succ: Set<number>[]): void {
     let count = 0;
     let last = -1;
     let prev = -1;
-    for (let v = list.head; v >= 0; v = list.next[v]!) {
-      assert.equal(list.prev[v], prev, `list: prev of ${v}`);
-      assert.ok(list.label[v]! > last, `list: labels grow at ${v}`);
-      last = list.label[v]!;
+    for (let v = list.head; v >= 0; v = list.next(v)) {
+      assert.equal(list.prev(v), prev, `list: prev of ${v}`);
+      assert.ok(list.labelOf(v) > last, `list: labels grow at ${v}`);
+      last = list.labelOf(v);
       prev = v;
       count++;
       assert.ok(count <= n, 'list: no loop');
@@ -164,9 +164,9 @@ test('the order list keeps labels growing through thousands of insertions at one
   for (let x = n / 2; x < n; x++) list.insertAfter(x, -1);
   const seen: number[] = [];
   let last = 0;
-  for (let v = list.head; v >= 0; v = list.next[v]!) {
-    assert.ok(list.label[v]! > last, `label of ${v}`);
-    last = list.label[v]!;
+  for (let v = list.head; v >= 0; v = list.next(v)) {
+    assert.ok(list.labelOf(v) > last, `label of ${v}`);
+    last = list.labelOf(v);
     seen.push(v);
   }
   assert.equal(seen.length, n);
