@@ -64,9 +64,12 @@ export class ChainSweep {
     return this.marks.byteLength + this.cover.byteLength + this.touchedNodes.byteLength + this.touchedChains.byteLength;
   }
 
-  /** True if a path runs from position pa to position pb (on different chains, level(pa) < level(pb)). */
-  reachable(pa: number, pb: number): boolean {
-    const found = this.search(pa, pb);
+  /**
+   * True if a path runs from position pa to position pb, on different chains, at levels la < lb
+   * (the caller has read them).
+   */
+  reachable(pa: number, pb: number, la: number, lb: number): boolean {
+    const found = this.search(pa, pb, la, lb);
     const { marks, cover, touchedNodes, touchedChains } = this;
     for (let i = 0; i < this.nodeCount; i++) marks[touchedNodes[i]!] = 0;
     for (let i = 0; i < this.chainCount; i++) {
@@ -122,7 +125,7 @@ export class ChainSweep {
     return false;
   }
 
-  private search(pa: number, pb: number): boolean {
+  private search(pa: number, pb: number, la: number, lb0: number): boolean {
     const { levelStart, fhead, out, bhead, into } = this.g;
     const levels = levelStart.length - 1;
     const { marks, cover, fwd, bwd } = this;
@@ -149,8 +152,8 @@ export class ChainSweep {
     if (xa !== NONE_POS) this.chainOnF(xa);
     if (xb !== NONE_POS) this.chainOnB(xb);
     // The level each side took last; its next-level array holds the level after (before) it.
-    let atF = 0;
-    let atB = levels - 1;
+    let atF = la;
+    let atB = lb0;
     for (;;) {
       if (fwd.size === 0 || bwd.size === 0) return false;
       const lf = fwd.nextSize > 0 ? atF + 1 : levelUp(levelStart, levels, atF, fwd.heapTop());
