@@ -69,7 +69,14 @@ export class ChainSweep {
    * (the caller has read them).
    */
   reachable(pa: number, pb: number, la: number, lb: number): boolean {
-    const found = this.search(pa, pb, la, lb);
+    // No exit after a on its chain: a reaches only its chain; no entry before b: only b's chain
+    // reaches b. Settled before the search touches anything (sinks and sources of random graphs).
+    const ea = this.g.fhead[HEAD * pa + 1]!;
+    const eb = this.g.bhead[HEAD * pb + 1]!;
+    const xa = (ea & EXIT) !== 0 ? pa : ea & NONE_POS;
+    const xb = (eb & ENTRY) !== 0 ? pb : eb & NONE_POS;
+    if (xa === NONE_POS || xb === NONE_POS) return false;
+    const found = this.search(pa, pb, la, lb, xa, xb);
     const { marks, cover, touchedNodes, touchedChains } = this;
     for (let i = 0; i < this.nodeCount; i++) marks[touchedNodes[i]!] = 0;
     for (let i = 0; i < this.chainCount; i++) {
@@ -125,16 +132,14 @@ export class ChainSweep {
     return false;
   }
 
-  private search(pa: number, pb: number, la: number, lb0: number): boolean {
+  private search(pa: number, pb: number, la: number, lb0: number, xa: number, xb: number): boolean {
     const { levelStart, fhead, out, bhead, into } = this.g;
     const levels = levelStart.length - 1;
     const { marks, cover, fwd, bwd } = this;
     fwd.clear();
     bwd.clear();
     // a covers its chain from a on, b its chain up to b; each sweep starts at its chain's exit
-    // (entry) nearest to it.
-    const ea = fhead[HEAD * pa + 1]!;
-    const eb = bhead[HEAD * pb + 1]!;
+    // (entry) nearest to it, xa (xb).
     // Chain words (PLAIN set on a plain chain); a plain chain is tested only when it is a's or b's.
     const caw = fhead[HEAD * pa + 2]!;
     const cbw = bhead[HEAD * pb + 2]!;
@@ -144,13 +149,11 @@ export class ChainSweep {
     cover[2 * cb + 1] = pb + 1;
     this.touchChain(ca);
     this.touchChain(cb);
-    const xa = (ea & EXIT) !== 0 ? pa : ea & NONE_POS;
-    const xb = (eb & ENTRY) !== 0 ? pb : eb & NONE_POS;
     // (They lie on two chains, so neither finds the other here.)
     if (xa !== pa) this.mark(pa, FWD);
     if (xb !== pb) this.mark(pb, BWD);
-    if (xa !== NONE_POS) this.chainOnF(xa);
-    if (xb !== NONE_POS) this.chainOnB(xb);
+    this.chainOnF(xa);
+    this.chainOnB(xb);
     // The level each side took last; its next-level array holds the level after (before) it.
     let atF = la;
     let atB = lb0;
