@@ -77,7 +77,7 @@ export class ReachLabels {
     private readonly g: ReachLayout,
     /** Chain hubs built (fewer than asked when the graph has fewer nodes). */
     readonly chains: number,
-    /** Per position, 2 + K words: level, chain word (as in the blocks), then the K `out` and K `in` entries, 16 bits each. */
+    /** Per node id, 2 + K words: level, chain word (as in the heads), then the K `out` and K `in` entries, 16 bits each. */
     private readonly rows: Uint32Array,
     /** `rows` as 16-bit words. */
     private readonly rows16: Uint16Array,
@@ -95,7 +95,8 @@ export class ReachLabels {
     const chainPos = new Uint32Array(n);
     const quantum = pickChains(n, start, adj, k, maxStored, chainOf, chainPos);
 
-    // One row per position holds all a query reads before it searches (one cache line or two).
+    // One row a node holds all a query reads before it searches (one cache line or two); built by
+    // position (the hubs' passes run in topological order), then stored by node id.
     const stride = 2 + k;
     const rows = new Uint32Array(n * stride);
     const rows16 = new Uint16Array(rows.buffer);
@@ -131,25 +132,29 @@ export class ReachLabels {
         }
       }
     }
-    return new ReachLabels(g, k, rows, rows16);
+    // The rows by node id, so that a query reads them before (and mostly instead of) mapping its
+    // ids to positions.
+    const pos = g.pos;
+    if (pos === null) return new ReachLabels(g, k, rows, rows16);
+    const byId = new Uint32Array(n * stride);
+    for (let v = 0; v < n; v++) byId.set(rows.subarray(pos[v]! * stride, (pos[v]! + 1) * stride), v * stride);
+    return new ReachLabels(g, k, byId, new Uint16Array(byId.buffer));
   }
 
   /** True if there is a path a → b (a === b included). Ids must exist. */
   reachable(a: number, b: number): boolean {
     if (a === b) return true;
-    const pos = this.g.pos;
-    const pa = pos === null ? a : pos[a]!;
-    const pb = pos === null ? b : pos[b]!;
     const rows = this.rows;
     const stride = 2 + this.chains;
-    const ra = pa * stride;
-    const rb = pb * stride;
+    const ra = a * stride;
+    const rb = b * stride;
     if (rows[ra]! >= rows[rb]!) return false;
     // One chain: positions on it grow with the topological position.
     if (rows[ra + 1] === rows[rb + 1]) return true;
     const t = this.test(2 * ra + 4, 2 * rb + 4);
     if (t !== UNKNOWN) return t === YES;
-    return (this.sweep ??= new ChainSweep(this.g)).reachable(pa, pb);
+    const pos = this.g.pos;
+    return (this.sweep ??= new ChainSweep(this.g)).reachable(pos === null ? a : pos[a]!, pos === null ? b : pos[b]!, rows[ra]!, rows[rb]!);
   }
 
   /** The O(K) tests on the rows at 16-bit offsets x and b (see the file comment): YES, NO or UNKNOWN. */

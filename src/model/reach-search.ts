@@ -64,9 +64,19 @@ export class ChainSweep {
     return this.marks.byteLength + this.cover.byteLength + this.touchedNodes.byteLength + this.touchedChains.byteLength;
   }
 
-  /** True if a path runs from position pa to position pb (on different chains, level(pa) < level(pb)). */
-  reachable(pa: number, pb: number): boolean {
-    const found = this.search(pa, pb);
+  /**
+   * True if a path runs from position pa to position pb, on different chains, at levels la < lb
+   * (the caller has read them).
+   */
+  reachable(pa: number, pb: number, la: number, lb: number): boolean {
+    // No exit after a on its chain: a reaches only its chain; no entry before b: only b's chain
+    // reaches b. Settled before the search touches anything (sinks and sources of random graphs).
+    const ea = this.g.fhead[HEAD * pa + 1]!;
+    const eb = this.g.bhead[HEAD * pb + 1]!;
+    const xa = (ea & EXIT) !== 0 ? pa : ea & NONE_POS;
+    const xb = (eb & ENTRY) !== 0 ? pb : eb & NONE_POS;
+    if (xa === NONE_POS || xb === NONE_POS) return false;
+    const found = this.search(pa, pb, la, lb, xa, xb);
     const { marks, cover, touchedNodes, touchedChains } = this;
     for (let i = 0; i < this.nodeCount; i++) marks[touchedNodes[i]!] = 0;
     for (let i = 0; i < this.chainCount; i++) {
@@ -122,16 +132,14 @@ export class ChainSweep {
     return false;
   }
 
-  private search(pa: number, pb: number): boolean {
+  private search(pa: number, pb: number, la: number, lb0: number, xa: number, xb: number): boolean {
     const { levelStart, fhead, out, bhead, into } = this.g;
     const levels = levelStart.length - 1;
     const { marks, cover, fwd, bwd } = this;
     fwd.clear();
     bwd.clear();
     // a covers its chain from a on, b its chain up to b; each sweep starts at its chain's exit
-    // (entry) nearest to it.
-    const ea = fhead[HEAD * pa + 1]!;
-    const eb = bhead[HEAD * pb + 1]!;
+    // (entry) nearest to it, xa (xb).
     // Chain words (PLAIN set on a plain chain); a plain chain is tested only when it is a's or b's.
     const caw = fhead[HEAD * pa + 2]!;
     const cbw = bhead[HEAD * pb + 2]!;
@@ -141,16 +149,14 @@ export class ChainSweep {
     cover[2 * cb + 1] = pb + 1;
     this.touchChain(ca);
     this.touchChain(cb);
-    const xa = (ea & EXIT) !== 0 ? pa : ea & NONE_POS;
-    const xb = (eb & ENTRY) !== 0 ? pb : eb & NONE_POS;
     // (They lie on two chains, so neither finds the other here.)
     if (xa !== pa) this.mark(pa, FWD);
     if (xb !== pb) this.mark(pb, BWD);
-    if (xa !== NONE_POS) this.chainOnF(xa);
-    if (xb !== NONE_POS) this.chainOnB(xb);
+    this.chainOnF(xa);
+    this.chainOnB(xb);
     // The level each side took last; its next-level array holds the level after (before) it.
-    let atF = 0;
-    let atB = levels - 1;
+    let atF = la;
+    let atB = lb0;
     for (;;) {
       if (fwd.size === 0 || bwd.size === 0) return false;
       const lf = fwd.nextSize > 0 ? atF + 1 : levelUp(levelStart, levels, atF, fwd.heapTop());
