@@ -79,8 +79,6 @@ const TEXT = 3;
 const INITIAL_NODES = 64;
 const INITIAL_EDGES = 64;
 const TWO_32 = 2 ** 32;
-/** Edges out of u that `findEdge` reads before it walks both lists in step. */
-const SHORT_OUT = 2;
 /** Steps `findEdge` may walk on any graph before it builds the edge set (small graphs never do). */
 const EDGE_SET_MIN_STEPS = 4096;
 
@@ -441,35 +439,22 @@ export class GraphStore {
    */
   findEdge(u: number, v: number): number {
     if (this.edgeSet !== null) return this.edgeSet.find(this.from, this.to, u, v);
-    const { to, from, nextOut, nextIn } = this;
     let a = this.firstOut[u]!;
-    // The first SHORT_OUT edges out of u alone: on a sparse graph that is the whole list, and
-    // each step reads one edge where the walk in step reads two (a cache miss each on a large
-    // graph). The walk in step then goes on from there, so the bound stays the smaller degree.
+    let b = this.firstIn[v]!;
     let steps = 0;
     let found = 0;
-    for (; a !== 0 && steps < SHORT_OUT; steps++) {
-      if (to[a] === v) {
+    while (a !== 0 && b !== 0) {
+      if (this.to[a] === v) {
         found = a;
         break;
       }
-      a = nextOut[a]!;
-    }
-    if (found === 0 && a !== 0) {
-      let b = this.firstIn[v]!;
-      while (a !== 0 && b !== 0) {
-        if (to[a] === v) {
-          found = a;
-          break;
-        }
-        if (from[b] === u) {
-          found = b;
-          break;
-        }
-        a = nextOut[a]!;
-        b = nextIn[b]!;
-        steps++;
+      if (this.from[b] === u) {
+        found = b;
+        break;
       }
+      a = this.nextOut[a]!;
+      b = this.nextIn[b]!;
+      steps++;
     }
     this.walked += steps;
     if (this.walked > 2 * this.m + EDGE_SET_MIN_STEPS) this.edgeSet = new EdgeSet(this.from, this.to, this.m);

@@ -3,13 +3,14 @@
  * be too large or too slow to build (many chains: wide hand-built graphs, captures of many streams).
  *
  * Why this algorithm. Exact answers at microseconds on million-node graphs of any shape need (1)
- * O(1) tests that settle most queries, both ways, and (2) a search for the rest that those same
- * tests keep small. The labels, per node, in topological positions (the store's `ord`):
+ * O(1) tests that settle most queries, both ways, and (2) a search for the rest that touches few
+ * nodes. The tests read one row a node (by node id, so a query reads two rows before anything
+ * else):
  *
- * - **One chain**: with a chain cover (a capture's streams), two nodes on one chain are settled by
- *   their positions on it.
  * - **Level** (longest path from a source): a → b needs level(a) < level(b). Settles the pairs in
- *   one layer of a layered graph, which the topological position alone cannot.
+ *   one layer of a layered graph, which a topological position alone cannot.
+ * - **One chain**: with a chain cover (a capture's streams), two nodes on one chain are settled by
+ *   their levels (they grow along a chain).
  * - **Chain hubs** ("3-hop" style, Jin et al., SIGMOD 2009): K long paths through the graph, and
  *   for each node v and chain c the earliest position of c that v reaches (`out`) and the latest
  *   position of c that reaches v (`in`). A chain is a hub that covers all time, not a point:
@@ -18,23 +19,19 @@
  *   a ↛ b. On graphs where work mixes (captures, graphs with locality) the positive test settles
  *   the pairs further apart than the mixing distance; the negative tests settle nodes whose
  *   reach is small or lies apart from b's. Each entry is 16 bits: positions on chains longer than
- *   65,520 are rounded (out up, in down), which keeps every test sound and only weakens it.
- * - **Search** for what the tests leave: two sweeps in topological order toward each other
- *   (forward from a, lowest position first; backward from b, highest first; the smaller side
- *   grows), over successor and predecessor lists stored by position and sorted, so a list is
- *   read only up to the other end. Every node met is tested as above (a positive test ends the
- *   search, a negative one drops the node), and a side drops the nodes beyond the other side's
- *   front that the other side has not found (see `search`). On layered or random graphs a node's
- *   cone grows several-fold a step, and two cones that stop near the middle are far smaller than
- *   one crossing the whole distance.
+ *   65,520 are rounded (out up, in down), which keeps every test sound and only weakens it. Built
+ *   only on graphs of MIN_HUB_LEVELS levels or more.
+ * - **Search** for what the tests leave: two sweeps toward each other over chains and levels
+ *   (reach-search.ts, over the layout of reach-layout.ts).
  *
  * Chains are picked greedily: the longest path among the nodes not yet on a chain, K times (one
  * longest-path pass over the DAG each). Long chains spread over the whole topological order, so
  * every pair has a chance of a hub between them.
  *
- * Cost: build O((n + m)·K) time; memory 4·K bytes a node for the chain labels (K = 8: 32), 4 for
- * the level, 8 for the chain cover, and 8·(n + m) for the two edge lists; a search allocates nothing after the first
- * (one mark per node, and queues that grow to the largest search so far). Measured figures: docs/model.md, "Reachability".
+ * Cost: build O((n + m)·K) time; memory 8 + 4·K bytes a node for the rows (K = 8: 40), plus the
+ * layout (reach-layout.ts: 24 bytes a node, 8 an edge between chains); a search allocates
+ * nothing after the first (a byte a node and 8 bytes a chain, and queues that grow to the largest
+ * search so far). Measured figures: docs/model.md, "Reachability".
  */
 import type { GraphStore } from './graph-store.js';
 import { buildLayout, HEAD, type ChainCover, type ReachLayout } from './reach-layout.js';

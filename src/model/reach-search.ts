@@ -23,6 +23,11 @@
  *   path a → b would be found by one side, and the path's edge from a node found forward to one
  *   found backward seen by the side that took its first end: there is no path.
  *
+ * - **Plain chains skip the chain test.** On a chain whose every node is an exit and an entry
+ *   (most of a layered or random graph), a sweep walking it marks every node, so marks alone
+ *   find where two sweeps meet on it and its chain entry is never read; a's and b's own chains
+ *   are still tested (their first cover, a's suffix and b's prefix, is not made of marks).
+ *
  * Marks (one byte a position) and chain entries are put back after each search for what it
  * touched, so a search costs what it touches, never n.
  */
