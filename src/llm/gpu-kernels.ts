@@ -21,7 +21,7 @@
  * same bits, eager or replayed.
  */
 
-/** Batch sizes with a GEMV of their own (registers hold one accumulator per sequence). */
+/** The batch buckets: a step of B sequences is padded up to the next one, whose GEMVs have a tile of their own (`GEMV_TILES`). */
 export const GEMV_BATCHES = [1, 2, 4, 8, 16, 32] as const;
 
 /** Positions a block of the attention kernel covers (a score each in shared memory); longer contexts are split over blocks. */
