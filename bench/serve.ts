@@ -3,7 +3,9 @@
  * (bench/serve-step.ts, in a child process), then the server under load: for each GPU engine,
  * `cudagraph serve --engine <gpu|gpu-eager>` on 127.0.0.1 and the bounded load generator
  * (bench/serve-load.ts) at concurrency 1, 4, 16, 64, with the server's own figures from `/metrics`
- * after each run (step time, batch sizes, the event loop's delay). Between the two, the same model
+ * after the runs (step time, batch sizes, the event loop's delay). The servers run at once and the
+ * load takes them in turn, round after round (bench/serve-rounds.ts); `--baseline <dir>` adds the
+ * same two engines from another checkout (built), to measure a change side by side. Between the two, the same model
  * (same config, same weights, written as a Hugging Face model directory) in PyTorch: transformers'
  * LlamaForCausalLM eager, with a static cache, in a CUDA graph and under
  * `torch.compile(mode="reduce-overhead")` (scripts/torch-decode-bench.py, where python3 has torch
@@ -16,7 +18,8 @@
  * to first token by prompt length, chunked prefill against token by token (bench/serve-prefill.ts;
  * `--no-prefill` skips it).
  *
- *   npm run bench:serve -- [--requests 64] [--max-tokens 32] [--concurrency 1,4,16,64]
+ *   npm run bench:serve -- [--requests N (default max(64, 4 × concurrency))] [--max-tokens 32]
+ *       [--concurrency 1,4,16,64] [--load-rounds 3] [--baseline dir]
  *       [--batches 1,4,16] [--rounds 5] [--reps 40] [--torch-modes eager,static,cuda-graph,compile]
  *       [--soak 10000] [--prefill-lengths 16,128,512,1024] [--prefill-requests 8]
  *   (writes $OUT/serve.json, serve-step.json and torch-step.json when OUT is set)
@@ -25,7 +28,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatLoadReport, loadTest, type LevelReport } from './serve-load.js';
+import { defaultRequests, formatRounds, interleavedLoad, pairedRatios, summarizeRounds, type LoadTarget } from './serve-rounds.js';
 import { flag as flagValue } from './args.js';
 import { runStepBenches } from './serve-compare.js';
 import { formatSoakReport, soak, type SoakReport } from './serve-soak.js';
@@ -59,29 +62,45 @@ if (argv.includes('--steps-only')) {
   if (process.env['OUT']) writeFileSync(join(process.env['OUT'], 'serve.json'), JSON.stringify(out, null, 2));
   process.exit(0);
 }
-const loads: Record<string, { levels: LevelReport[]; server: string[]; soak?: SoakReport }> = {};
 const soakRequests = Number(flag('--soak', '0'));
 const given = argv.includes('--url') ? flag('--url', '') : null;
-for (const [i, engine] of (given !== null ? ['given'] : ['gpu', 'gpu-eager']).entries()) {
-  const server = given !== null ? null : await startServer(root, 8431 + i, ['--engine', engine, '--slots', '64', '--max-batch', '32', '--queue', '256']);
-  const url = given ?? server!.url;
-  try {
-    if (given !== null) await waitHealthy(url, 120_000);
-    const levels = await loadTest({ url, concurrency, requests, maxTokens });
-    process.stdout.write(`== cudagraph serve --engine ${engine}\n${formatLoadReport(levels)}\n`);
-    const server = await serverFigures(url);
-    process.stdout.write(server.map((l) => `  ${l}`).join('\n') + '\n');
-    loads[engine] = { levels, server };
-    if (soakRequests > 0 && engine !== 'gpu-eager') {
-      const report = await soak({ url, requests: soakRequests, concurrency: 64 });
-      process.stdout.write(`== soak of cudagraph serve --engine ${engine}\n${formatSoakReport(report)}\n`);
-      loads[engine].soak = report;
-    }
-  } finally {
-    await server?.stop();
+const baseline = argv.includes('--baseline') ? flag('--baseline', '') : null;
+const rounds = Number(flag('--load-rounds', '3'));
+if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`bench:serve: --load-rounds must be an integer ≥ 1, got ${flag('--load-rounds', '3')}`);
+const requestsFlag = argv.includes('--requests') ? requests : null;
+// Every server runs from the start to the end, so that the rounds can take them in turn.
+const plans: { name: string; root: string; engine: string }[] = given !== null ? [] : [
+  { name: 'graphed', root, engine: 'gpu' },
+  { name: 'eager', root, engine: 'gpu-eager' },
+  ...(baseline !== null ? [{ name: 'baseline graphed', root: baseline, engine: 'gpu' }, { name: 'baseline eager', root: baseline, engine: 'gpu-eager' }] : []),
+];
+const servers = await Promise.all(plans.map((p, i) => startServer(p.root, 8431 + i, ['--engine', p.engine, '--slots', '64', '--max-batch', '32', '--queue', '256'])));
+const load: Record<string, unknown> = {};
+try {
+  const targets: LoadTarget[] = given !== null ? [{ name: 'given', url: given }] : plans.map((p, i) => ({ name: p.name, url: servers[i]!.url }));
+  if (given !== null) await waitHealthy(given, 120_000);
+  const result = await interleavedLoad({ targets, concurrency, rounds, requests: (c) => requestsFlag ?? defaultRequests(c), maxTokens });
+  const pairs: [string, string][] = [['graphed', 'eager'], ['graphed', 'baseline graphed'], ['eager', 'baseline eager']];
+  process.stdout.write(`== cudagraph serve under load, ${targets.map((t) => t.name).join(', ')}\n${formatRounds(result, pairs)}\n`);
+  load['rounds'] = result;
+  load['summary'] = summarizeRounds(result);
+  load['ratios'] = Object.fromEntries(pairs.filter(([a, b]) => result[a] && result[b]).map(([a, b]) => [`${a} / ${b}`, pairedRatios(result, a, b)]));
+  const figures: Record<string, string[]> = {};
+  for (const t of targets) {
+    figures[t.name] = await serverFigures(t.url);
+    process.stdout.write(`  ${t.name}:\n${figures[t.name]!.map((l) => `    ${l}`).join('\n')}\n`);
   }
+  load['server'] = figures;
+  if (soakRequests > 0) {
+    const t = targets[0]!;
+    const report = await soak({ url: t.url, requests: soakRequests, concurrency: 64 });
+    process.stdout.write(`== soak of cudagraph serve (${t.name})\n${formatSoakReport(report)}\n`);
+    load['soak'] = report;
+  }
+} finally {
+  await Promise.all(servers.map((s) => s.stop()));
 }
-out['load'] = loads;
+out['load'] = load;
 if (given === null && !argv.includes('--no-prefill')) {
   const prefill = await prefillBench({ root, port: 8433, lengths: flag('--prefill-lengths', '16,128,512,1024').split(',').map(Number), requests: Number(flag('--prefill-requests', '8')) });
   process.stdout.write(`== time to first token by prompt length, chunked prefill against token by token (cudagraph serve --engine gpu, one request at a time)\n${formatPrefillReport(prefill)}\n`);

@@ -26,9 +26,15 @@
  *     cancelled ('cancelled': `generation.cancel()`, its `AbortSignal`, or a consumer leaving the
  *     token iterator); its slot is free for the next step. A cancellation takes effect at the next
  *     step boundary: the step in flight finishes, its token for that sequence is dropped.
- *   - One step is in flight at a time, awaited, so the event loop stays free during it; between
- *     steps the scheduler also yields to the event loop (`setImmediate`), so I/O, timers and
- *     cancellations are handled even with an engine whose steps resolve at once.
+ *   - One step is in flight at a time, awaited, so the event loop stays free during it. When a
+ *     step ends, the sequences move on (positions, their tokens, the ends by `eos` and
+ *     `maxTokens`, whose slots are free at once), waiting requests take free slots, the next step
+ *     is launched, and only then are the tokens handed out (the iterators, `onToken`): what the
+ *     consumers do with them (a stream's write) runs while the GPU computes the next step. A
+ *     cancellation or a throwing `onToken` during the hand-out takes effect one step later (the
+ *     step in flight holds the sequence; its token there is dropped). Between steps the scheduler
+ *     also yields to the event loop (`setImmediate`), so I/O, timers and cancellations are handled
+ *     even with an engine whose steps resolve at once.
  *   - A step that fails (the engine rejects, or answers badly) ends each sequence of that step with
  *     an `EngineStepError` and frees their slots; the queue goes on.
  */
@@ -68,8 +74,9 @@ export interface GenerationRequest {
    */
   readonly sampling?: SamplingParams;
   /**
-   * Called with each generated token (never the `EOS`), in order, as its step ends. An exception
-   * it throws cancels the generation and rejects `result` with that exception.
+   * Called with each generated token (never the `EOS`), in order, once its step has ended and the
+   * next one is launched. An exception it throws cancels the generation and rejects `result` with
+   * that exception.
    */
   readonly onToken?: (token: number) => void;
 }
@@ -258,7 +265,30 @@ interface Sequence {
   cancelled: boolean;
   /** What `onToken` threw, which ends it at the boundary. */
   callbackError: { error: unknown } | null;
+  /** Released: out of the queue and the running batch (its generation settled, or about to be). */
+  ended: boolean;
 }
+
+/** A step handed to the engine and not landed yet. */
+interface Flight {
+  /** The sequences it advances, in entry order. */
+  readonly batch: readonly Sequence[];
+  readonly entries: readonly DecodeEntry[];
+  /** For each sequence of `batch`, the index of its last entry. */
+  readonly lastEntry: Int32Array;
+  /** Whether the step returns logits. */
+  readonly logits: boolean;
+  /** `performance.now()` at the launch. */
+  readonly started: number;
+  /** The engine's answer, or what it threw or rejected with (never rejects). */
+  readonly outcome: Promise<StepOutcome>;
+}
+
+/** How a step ended: its result, or its failure (boxed: a failure may be any value). */
+type StepOutcome = { readonly result: StepResult; readonly error: null } | { readonly result: null; readonly error: { readonly error: unknown } };
+
+/** What a landed step gives the consumers: per sequence, its token (−1: none to deliver) and its end. */
+type HandOut = { readonly s: Sequence; readonly token: number; readonly end: FinishReason | null }[];
 
 const OP = 'Scheduler.submit';
 
@@ -396,6 +426,7 @@ export class Scheduler {
       lastTokenAt: -1,
       cancelled: false,
       callbackError: null,
+      ended: false,
     };
     m.requests.submitted++;
     this.#waiting.set(id, seq);
@@ -478,11 +509,22 @@ export class Scheduler {
 
   async #loop(): Promise<void> {
     try {
+      // The next step goes to the GPU before the tokens of the one just ended are handed out: the
+      // consumers' work (a stream's write per token, the stop-string checks) runs while the GPU
+      // computes instead of between steps, where the GPU would wait for it.
+      let flight: Flight | null = null;
       for (;;) {
+        if (flight === null) {
+          this.#reap();
+          this.#admit();
+          if (this.#running.size === 0) break;
+          flight = this.#launch();
+        }
+        const handOut = this.#land(flight, await flight.outcome);
         this.#reap();
         this.#admit();
-        if (this.#running.size === 0) break;
-        await this.#step();
+        flight = this.#running.size > 0 ? this.#launch() : null;
+        this.#handOut(handOut);
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } finally {
@@ -507,7 +549,8 @@ export class Scheduler {
     }
   }
 
-  async #step(): Promise<void> {
+  /** Builds the step of every running sequence and hands it to the engine (not awaited). */
+  #launch(): Flight {
     const batch = [...this.#running.values()];
     // Each sequence's entries: one, or for one still in its prompt up to prefillChunk of the
     // prompt's tokens while the step has room (the oldest first). The last entry of each is the
@@ -529,15 +572,43 @@ export class Scheduler {
     // Logits cross from the device only when a sequence of the step draws its token from them.
     const logits = batch.some((s, i) => s.sampler !== null && entries[lastEntry[i]!]!.position + 1 >= s.prompt.length);
     const started = performance.now();
-    let result: StepResult;
+    let done: Promise<StepResult>;
     try {
-      result = await this.#engine.step(entries, logits ? { logits: true } : undefined);
-      this.#checkResult(result, entries.length, logits);
+      done = this.#engine.step(entries, logits ? { logits: true } : undefined);
     } catch (e) {
+      done = Promise.reject(e);
+    }
+    // Settled here so that a failure is never unhandled while the tokens before it are handed out.
+    const outcome = done.then(
+      (result): StepOutcome => ({ result, error: null }),
+      (error: unknown): StepOutcome => ({ result: null, error: { error } }),
+    );
+    return { batch, entries, lastEntry, logits, started, outcome };
+  }
+
+  /**
+   * Awaits a step and moves its sequences on: positions, the token each generated, the ends by
+   * `eos` and `maxTokens` (their slots free for the next step). What the consumers see of it
+   * (tokens, onToken, finishes) is returned for `#handOut`, once the next step is launched;
+   * synchronous, so that no other code runs between the two.
+   */
+  #land(flight: Flight, { result, error }: StepOutcome): HandOut {
+    const { batch, entries, lastEntry, logits, started } = flight;
+    const out: HandOut = [];
+    let failure: unknown = error !== null ? error.error : null;
+    if (result !== null) {
+      try {
+        this.#checkResult(result, entries.length, logits);
+      } catch (e) {
+        failure = e;
+      }
+    }
+    if (result === null || failure !== null) {
       this.#metrics.step(performance.now() - started, entries.length, true);
-      const error = new EngineStepError(`Scheduler: a decode step of ${entries.length} sequence(s) failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-      for (const s of batch) this.#end(s, error);
-      return;
+      const e = failure;
+      const stepError = new EngineStepError(`Scheduler: a decode step of ${entries.length} sequence(s) failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      for (const s of batch) if (!s.ended) this.#end(s, stepError);
+      return out;
     }
     const now = performance.now();
     this.#metrics.step(now - started, entries.length, false);
@@ -545,7 +616,8 @@ export class Scheduler {
     let generated = 0;
     for (let i = 0; i < batch.length; i++) {
       const s = batch[i]!;
-      if (s.cancelled) continue; // released by the next #reap, its token dropped
+      // Cancelled (released by the next #reap) or ended while the step ran: its token is dropped.
+      if (s.cancelled || s.ended) continue;
       const at = lastEntry[i]!;
       const fed = entries[at]!.position + 1 - s.position;
       prompt += Math.min(fed, Math.max(0, s.prompt.length - s.position));
@@ -561,23 +633,37 @@ export class Scheduler {
       } else this.#metrics.interToken(now - s.lastTokenAt);
       s.lastTokenAt = now;
       if (t === this.#eos) {
-        this.#end(s, 'stop');
+        this.#release(s);
+        out.push({ s, token: -1, end: 'stop' });
         continue;
       }
       s.last = t;
-      s.control.token(t);
-      if (s.onToken !== undefined) {
-        try {
-          s.onToken(t);
-        } catch (error) {
-          s.callbackError = { error };
-          this.#end(s, 'cancelled');
-          continue;
-        }
-      }
-      if (s.generated === s.maxTokens) this.#end(s, 'length');
+      const end = s.generated === s.maxTokens ? 'length' : null;
+      if (end !== null) this.#release(s);
+      out.push({ s, token: t, end });
     }
     this.#metrics.tokens(now, prompt, generated);
+    return out;
+  }
+
+  /** Hands a landed step's tokens to their consumers, and settles the generations it ended. */
+  #handOut(out: HandOut): void {
+    for (const { s, token, end } of out) {
+      if (token >= 0 && !s.cancelled) {
+        s.control.token(token);
+        if (s.onToken !== undefined) {
+          try {
+            s.onToken(token);
+          } catch (error) {
+            s.callbackError = { error };
+            // Still in the step in flight: its slot is free at once, its token there dropped.
+            this.#end(s, 'cancelled');
+            continue;
+          }
+        }
+      }
+      if (end !== null) this.#settle(s, s.cancelled ? 'cancelled' : end);
+    }
   }
 
   #checkResult(result: StepResult, n: number, logits: boolean): void {
@@ -595,6 +681,12 @@ export class Scheduler {
 
   /** Ends a sequence: frees its slot (if any), drops its listener, settles its generation. */
   #end(s: Sequence, how: FinishReason | EngineStepError): void {
+    this.#release(s);
+    this.#settle(s, how);
+  }
+
+  /** Frees a sequence's slot (or takes it out of the queue) and drops its listener. */
+  #release(s: Sequence): void {
     if (s.slot >= 0) {
       this.#running.delete(s.slot);
       this.#free.push(s.slot);
@@ -602,6 +694,11 @@ export class Scheduler {
     } else this.#waiting.delete(s.id);
     s.unlisten?.();
     s.unlisten = null;
+    s.ended = true;
+  }
+
+  /** Settles a released sequence's generation: finished with `how`, or failed. */
+  #settle(s: Sequence, how: FinishReason | EngineStepError): void {
     const r = this.#metrics.requests;
     if (how instanceof EngineStepError || s.callbackError !== null) {
       r.failed++;

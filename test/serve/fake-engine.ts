@@ -96,6 +96,11 @@ export class FakeEngine implements DecodeEngine {
     this.#manual = o.manual ?? false;
   }
 
+  /** Whether a step is in flight (called, not yet settled). */
+  get inFlight(): boolean {
+    return this.#inFlight;
+  }
+
   /** Manual: the entries of the step in flight, once it is called (each step is handed out once). */
   waitForStep(): Promise<DecodeEntry[]> {
     const p = this.#pending;

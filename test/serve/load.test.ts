@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatLoadReport, loadTest, parseLoadArgs } from '../../bench/serve-load.js';
+import { defaultRequests, formatRounds, interleavedLoad, pairedRatios, summarizeRounds } from '../../bench/serve-rounds.js';
 import { closedPort, withServer } from './helpers.js';
 
 const T = { timeout: 30_000 };
@@ -54,4 +55,38 @@ test('parseLoadArgs: the script\'s options', () => {
   assert.throws(() => parseLoadArgs(['--concurrency', '1,,2']), /comma-separated/);
   assert.throws(() => parseLoadArgs(['--what']), /unknown option '--what'/);
   assert.throws(() => parseLoadArgs(['--url']), /--url needs a value/);
+});
+
+test('interleavedLoad: every target at every level each round, the order rotated; summaries and paired ratios from those rounds', T, async () => {
+  await withServer({ engine: { slots: 4, delayMs: 1 } }, async (fast) => {
+    await withServer({ engine: { slots: 4, delayMs: 4 } }, async (slow) => {
+      const targets = [{ name: 'fast', url: fast.url }, { name: 'slow', url: slow.url }];
+      const result = await interleavedLoad({ targets, concurrency: [1, 4], rounds: 3, requests: (c) => 2 * c, maxTokens: 4 });
+      assert.deepEqual(Object.keys(result), ['fast', 'slow']);
+      for (const name of ['fast', 'slow']) {
+        assert.deepEqual(result[name]!.map((rounds) => rounds.length), [3, 3]);
+        assert.deepEqual(result[name]!.map((rounds) => rounds.map((r) => [r.concurrency, r.requests, r.ok])), [[[1, 2, 2], [1, 2, 2], [1, 2, 2]], [[4, 8, 8], [4, 8, 8], [4, 8, 8]]]);
+      }
+      const s = summarizeRounds(result);
+      const t = s['fast']![1]!.tokensPerSecond;
+      assert.ok(t.lo <= t.median && t.median <= t.hi && t.lo > 0);
+      assert.equal(s['slow']![0]!.failed, 0);
+      const r = pairedRatios(result, 'fast', 'slow');
+      assert.equal(r.length, 2);
+      const byRound = result['fast']![1]!.map((x, i) => x.tokensPerSecond / result['slow']![1]![i]!.tokensPerSecond);
+      assert.equal(r[1]!.lo, Math.min(...byRound));
+      assert.equal(r[1]!.hi, Math.max(...byRound));
+      // 1 ms steps against 4 ms: the fast server is ahead in every round.
+      assert.ok(r[1]!.lo > 1, JSON.stringify(r));
+      const table = formatRounds(result, [['fast', 'slow'], ['fast', 'missing']]);
+      assert.match(table, /^3 interleaved rounds/);
+      assert.match(table, /\n\| slow \| 4 \| [\d.]+ \[[\d.]+–[\d.]+\] \|/);
+      assert.match(table, /fast \/ slow, tokens\/s, per round: c=1 [\d.]+× \[[\d.]+–[\d.]+\], c=4 /);
+      assert.doesNotMatch(table, /missing/);
+    });
+  });
+});
+
+test('defaultRequests: at least 64 a level, 4 a client', () => {
+  assert.deepEqual([1, 16, 64, 256].map(defaultRequests), [64, 64, 256, 1024]);
 });

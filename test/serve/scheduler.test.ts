@@ -367,6 +367,59 @@ test('an onToken that throws cancels its generation and rejects its result with 
   assert.equal((await s.submit({ prompt: [BOS], maxTokens: 2 }).result).finishReason, 'length');
 });
 
+test('the next step is in flight while the tokens of the step before are handed out', T, async () => {
+  const engine = new FakeEngine({ slots: 2, delayMs: 1 });
+  const s = new Scheduler(engine, { prefillChunk: 1 });
+  // Seen by each token's callback: whether the engine was running a step, and which step it was.
+  const seen: [boolean, number][] = [];
+  const a = s.submit({ prompt: prompt(3, 1), maxTokens: 6, onToken: () => seen.push([engine.inFlight, engine.stepCount]) });
+  const b = s.submit({ prompt: prompt(2, 2), maxTokens: 3 });
+  const [ra, rb] = await Promise.all([a.result, b.result]);
+  assert.deepEqual([...ra.tokens], expectedTokens(prompt(3, 1), 6).tokens);
+  assert.deepEqual([...rb.tokens], expectedTokens(prompt(2, 2), 3).tokens);
+  assert.equal(seen.length, 6);
+  // A's tokens come from steps 3..8 (its prompt takes 3); each but the last is handed out with the
+  // following step already launched (stepCount counts the launched steps).
+  seen.slice(0, -1).forEach(([inFlight, launched], i) => assert.deepEqual([inFlight, launched], [true, 4 + i], `token ${i}`));
+  assert.deepEqual(seen.at(-1), [false, 8]);
+});
+
+test('an onToken that throws while the next step runs: that step\'s token is dropped, the slot reused after it, the others go on', T, async () => {
+  const engine = new FakeEngine({ slots: 2, manual: true });
+  const s = new Scheduler(engine, { prefillChunk: 1 });
+  const boom = new Error('boom');
+  const other: number[] = [];
+  const a = s.submit({ prompt: [BOS], maxTokens: 10, onToken: () => { throw boom; } });
+  const b = s.submit({ prompt: [BOS], maxTokens: 4, onToken: (t) => other.push(t) });
+  assert.deepEqual((await engine.waitForStep()).length, 2);
+  engine.release();
+  // A's callback threw as its token was handed out, with step 2 (A and B) already launched.
+  await assert.rejects(a.result, (e: unknown) => e === boom);
+  assert.equal(engine.inFlight, true);
+  assert.equal((await engine.waitForStep()).length, 2);
+  // C arrives now; it takes A's slot only after the step in flight.
+  const c = s.submit({ prompt: [BOS], maxTokens: 2 });
+  assert.equal(c.state, 'queued');
+  engine.release();
+  await engine.releaseUntil(Promise.all([b.result, c.result]));
+  assert.deepEqual(other, expectedTokens([BOS], 4).tokens);
+  assert.deepEqual([...(await c.result).tokens], expectedTokens([BOS], 2).tokens);
+  const m = s.metrics();
+  assert.deepEqual([m.requests.failed, m.requests.length, m.freeSlots], [1, 2, 2]);
+});
+
+test('a step that fails after an onToken threw: each generation is settled once, with its own error', T, async () => {
+  const engine = new FakeEngine({ slots: 2, failSteps: [1] });
+  const s = new Scheduler(engine, { prefillChunk: 1 });
+  const boom = new Error('boom');
+  const a = s.submit({ prompt: [BOS], maxTokens: 10, onToken: () => { throw boom; } });
+  const b = s.submit({ prompt: [BOS], maxTokens: 10 });
+  await assert.rejects(a.result, (e: unknown) => e === boom);
+  await assert.rejects(b.result, (e: unknown) => e instanceof EngineStepError);
+  const m = s.metrics();
+  assert.deepEqual([m.requests.failed, m.running, m.freeSlots], [2, 0, 2]);
+});
+
 test('submit refuses bad requests with InvalidArgumentError; close() refuses new ones and waits for the accepted', T, async () => {
   const engine = new FakeEngine({ slots: 1, delayMs: 1 });
   const s = new Scheduler(engine);
