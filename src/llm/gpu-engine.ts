@@ -319,11 +319,17 @@ export class GpuDecodeEngine implements DecodeEngine {
       const last = new Map<number, { position: number; at: number }>();
       let prefill = false;
       const rows: [number, number, number][] = [];
-      entries.forEach((e, i) => {
+      const slots = this.slots;
+      const vocab = this.config.vocab;
+      const maxPositions = this.maxPositions;
+      for (let i = 0; i < n; i++) {
+        const e = entries[i] as DecodeEntry;
         if (typeof e !== 'object' || e === null) throw new InvalidArgumentError(op, `entries[${i}]`, `must be { slot, token, position }, got ${describe(e)}`);
-        const slot = requireInt(op, `entries[${i}].slot`, e.slot, 0, this.slots - 1);
-        const token = requireInt(op, `entries[${i}].token`, e.token, 0, this.config.vocab - 1);
-        const position = requireInt(op, `entries[${i}].position`, e.position, 0, this.maxPositions - 1);
+        const { slot, token, position } = e;
+        // The checks of every entry of every step: names are made only for a refusal.
+        if (!(Number.isInteger(slot) && slot >= 0 && slot < slots)) requireInt(op, `entries[${i}].slot`, slot, 0, slots - 1);
+        if (!(Number.isInteger(token) && token >= 0 && token < vocab)) requireInt(op, `entries[${i}].token`, token, 0, vocab - 1);
+        if (!(Number.isInteger(position) && position >= 0 && position < maxPositions)) requireInt(op, `entries[${i}].position`, position, 0, maxPositions - 1);
         const before = last.get(slot);
         if (before !== undefined) {
           if (position !== before.position + 1) {
@@ -333,7 +339,7 @@ export class GpuDecodeEngine implements DecodeEngine {
         }
         last.set(slot, { position, at: i });
         rows.push([token, slot, position]);
-      });
+      }
       const inp = this.#in;
       for (let b = 0; b < B; b++) {
         const r = rows[b];

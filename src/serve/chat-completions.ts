@@ -8,7 +8,7 @@ import { InvalidArgumentError } from '../errors/base.js';
 import { describe } from '../util/validate.js';
 import { argumentRefusal, badRequest, ApiError } from './api-error.js';
 import { checkMessages, END_OF_TURN, renderChat, type ChatMessage } from './chat.js';
-import type { AnswerShape, ChoiceFinish, EndpointRequest, Usage } from './endpoint.js';
+import { type AnswerShape, type ChoiceFinish, type EndpointRequest, type Usage, pieceEvents } from './endpoint.js';
 import { generationFields, unknownField, type TokenLimits } from './request-fields.js';
 
 /** The fields a chat completion request may have; anything else is refused. */
@@ -75,9 +75,11 @@ export function chatAnswer(model: string, includeUsage: boolean): AnswerShape {
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
     ...(includeUsage ? { usage: null } : {}),
   });
+  const piece = (content: string): object => chunk({ content }, null);
   return {
     first: () => chunk({ role: 'assistant', content: '' }, null),
-    piece: (content) => chunk({ content }, null),
+    piece,
+    pieceEvent: pieceEvents(piece),
     last: (finish) => chunk({}, finish),
     usage: (usage: Usage) => (includeUsage ? { ...chunk({}, null), choices: [], usage } : null),
     whole: (content, finish, usage) => ({

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe } from '../util/validate.js';
 import { badRequest, ApiError } from './api-error.js';
-import type { AnswerShape, ChoiceFinish, EndpointRequest, Usage } from './endpoint.js';
+import { type AnswerShape, type ChoiceFinish, type EndpointRequest, type Usage, pieceEvents } from './endpoint.js';
 import { generationFields, unknownField, type TokenLimits } from './request-fields.js';
 
 /** The fields a completion request may have; anything else is refused. */
@@ -35,9 +35,11 @@ export function completionAnswer(model: string, includeUsage: boolean): AnswerSh
     // With include_usage every chunk says `usage: null` until the last one carries it, as OpenAI's do.
     ...(includeUsage ? { usage: null } : {}),
   });
+  const piece = (text: string): object => chunk(text, null);
   return {
     first: () => null,
-    piece: (text) => chunk(text, null),
+    piece,
+    pieceEvent: pieceEvents(piece),
     last: (finish) => chunk('', finish),
     usage: (usage: Usage) => (includeUsage ? { ...chunk('', null), choices: [], usage } : null),
     whole: (text, finish, usage) => ({ ...chunk(text, finish), usage }),

@@ -367,7 +367,7 @@ export class CompletionServer {
     const deliver = (piece: string): void => {
       if (piece === '') return;
       if (!params.stream) collected += piece;
-      else if (writable(res)) res.write(sseEvent(answer.piece(piece)));
+      else if (writable(res)) res.write(answer.pieceEvent(piece));
     };
     try {
       generation = this.#scheduler.submit({

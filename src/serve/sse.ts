@@ -9,8 +9,9 @@ export const SSE_DONE = '[DONE]';
 
 /** One event carrying `data` (a string is sent as is; anything else as JSON, which has no newlines). */
 export function sseEvent(data: unknown): string {
-  const text = typeof data === 'string' ? data : JSON.stringify(data);
-  return `data: ${text.split(/\r\n|\r|\n/).join('\ndata: ')}\n\n`;
+  // JSON text holds no line breaks (JSON.stringify escapes them in strings): one data line.
+  if (typeof data !== 'string') return `data: ${JSON.stringify(data)}\n\n`;
+  return `data: ${data.split(/\r\n|\r|\n/).join('\ndata: ')}\n\n`;
 }
 
 /**
