@@ -5,8 +5,11 @@
  * `/metrics` (resident set, V8 heap, external memory, the device's memory in use) every
  * `sampleEvery` requests. At the end it waits for the server to free every slot, then reports the
  * samples and whether memory stayed flat: the last sample's resident set within `max(32 MiB, 10 %)`
- * of the sample after the first tenth (the warm-up: allocator pools, JIT), the heap within
- * `max(16 MiB, 25 %)`, the device's memory in use the same to the MiB.
+ * of the sample after the first tenth (the warm-up: allocator pools, JIT), the heap's floor within
+ * `max(16 MiB, 25 %)`, the device's memory in use the same to the MiB. The heap is judged by its
+ * floors, the least of the first three samples after the warm-up against the least of the last
+ * three: a sample holds whatever garbage the collector has not taken yet (tens of MiB between two
+ * collections), while a leak raises the floor.
  *
  *   node dist/bench/serve-soak.js [--url http://127.0.0.1:8000] [--requests 10000] [--concurrency 64] [--json]
  *
@@ -176,9 +179,6 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
     last = await sample(root, requests);
   }
   samples.push(last);
-  const warm = samples.find((s) => s.afterRequests >= every) ?? samples[0]!;
-  const MiB = 1 << 20;
-  const within = (a: number, b: number, abs: number, rel: number): boolean => b - a <= Math.max(abs, rel * a);
   return {
     requests,
     outcomes,
@@ -186,12 +186,30 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
     wallSeconds,
     samples,
     drained: last.running === 0 && last.queueDepth === 0,
-    flat: {
-      rss: within(warm.rssBytes, last.rssBytes, 32 * MiB, 0.1),
-      heap: within(warm.heapUsedBytes, last.heapUsedBytes, 16 * MiB, 0.25),
-      device: warm.deviceUsedBytes === null || last.deviceUsedBytes === null ? null : Math.abs(last.deviceUsedBytes - warm.deviceUsedBytes) < MiB,
-    },
+    flat: judgeFlat(samples, every),
   };
+}
+
+/**
+ * Whether memory stayed flat over `samples` (the first at 0 requests, the last after the end),
+ * taken every `every` requests: the file's comment gives the rules.
+ */
+export function judgeFlat(samples: readonly MemorySample[], every: number): SoakReport['flat'] {
+  const warm = samples.find((s) => s.afterRequests >= every) ?? samples[0]!;
+  const last = samples.at(-1)!;
+  const MiB = 1 << 20;
+  const within = (a: number, b: number, abs: number, rel: number): boolean => b - a <= Math.max(abs, rel * a);
+  const at = samples.indexOf(warm);
+  return {
+    rss: within(warm.rssBytes, last.rssBytes, 32 * MiB, 0.1),
+    heap: within(heapFloor(samples.slice(at, at + 3)), heapFloor(samples.slice(-3)), 16 * MiB, 0.25),
+    device: warm.deviceUsedBytes === null || last.deviceUsedBytes === null ? null : Math.abs(last.deviceUsedBytes - warm.deviceUsedBytes) < MiB,
+  };
+}
+
+/** The least heap in use among `samples`. */
+function heapFloor(samples: readonly MemorySample[]): number {
+  return Math.min(...samples.map((s) => s.heapUsedBytes));
 }
 
 /** The report as Markdown. */

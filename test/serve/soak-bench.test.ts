@@ -1,7 +1,7 @@
 /** bench/serve-soak.ts against a server over the fake engine: the mix's outcomes, the memory samples, the verdict, the bounds. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatSoakReport, metricValue, soak } from '../../bench/serve-soak.js';
+import { formatSoakReport, judgeFlat, metricValue, soak, type MemorySample } from '../../bench/serve-soak.js';
 import { withServer } from './helpers.js';
 
 const T = { timeout: 60_000 };
@@ -40,4 +40,21 @@ test('metricValue: a plain sample, a labelled one, absent names', () => {
   assert.equal(metricValue(text, 'c', 'stat="y"'), 3);
   assert.equal(metricValue(text, 'c'), null);
   assert.equal(metricValue(text, 'd'), null);
+});
+
+test('judgeFlat: a heap that saws between collections is flat; a rising floor, a growing resident set or device memory is not', () => {
+  const MiB = 1 << 20;
+  const at = (i: number, heapMiB: number, rssMiB = 300, deviceMiB: number | null = 1000): MemorySample => ({
+    afterRequests: i * 500, rssBytes: rssMiB * MiB, heapUsedBytes: heapMiB * MiB, externalBytes: 0, deviceUsedBytes: deviceMiB === null ? null : deviceMiB * MiB, running: 0, queueDepth: 0,
+  });
+  // The H200 run's shape: garbage piles up to 47 MiB before a collection; the floor stays near 20.
+  const saw = [35, 26, 27, 20, 25, 29, 28, 30, 32, 37, 48].map((h, i) => at(i, h));
+  assert.deepEqual(judgeFlat(saw, 500), { rss: true, heap: true, device: true });
+  const leak = [20, 20, 22, 24, 27, 30, 33, 36, 40, 44, 48].map((h, i) => at(i, h));
+  assert.equal(judgeFlat(leak, 500).heap, false);
+  const rss = [300, 300, 310, 320, 330, 340, 350, 360, 370, 380, 390].map((r, i) => at(i, 20, r));
+  assert.equal(judgeFlat(rss, 500).rss, false);
+  const device = [1000, 1000, 1000, 1002].map((d, i) => at(i, 20, 300, d));
+  assert.equal(judgeFlat(device, 500).device, false);
+  assert.equal(judgeFlat([at(0, 20, 300, null), at(1, 20, 300, null)], 500).device, null);
 });
