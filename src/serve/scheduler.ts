@@ -574,7 +574,8 @@ export class Scheduler {
     const started = performance.now();
     let done: Promise<StepResult>;
     try {
-      done = this.#engine.step(entries, logits ? { logits: true } : undefined);
+      // Promise.resolve: an engine that answers a plain value gets its answer checked like any other.
+      done = Promise.resolve(this.#engine.step(entries, logits ? { logits: true } : undefined));
     } catch (e) {
       done = Promise.reject(e);
     }
@@ -587,7 +588,7 @@ export class Scheduler {
   }
 
   /**
-   * Awaits a step and moves its sequences on: positions, the token each generated, the ends by
+   * Takes a step's outcome and moves its sequences on: positions, the token each generated, the ends by
    * `eos` and `maxTokens` (their slots free for the next step). What the consumers see of it
    * (tokens, onToken, finishes) is returned for `#handOut`, once the next step is launched;
    * synchronous, so that no other code runs between the two.

@@ -356,6 +356,13 @@ test('an engine that answers badly fails the step, not the scheduler', T, async 
     throw new Error('synchronous');
   };
   await assert.rejects(new Scheduler(throwing).submit({ prompt: [BOS], maxTokens: 2 }).result, /synchronous/);
+  // Not a promise at all: a good answer is taken, a bad one fails the step.
+  const plain = new FakeEngine({ slots: 1 });
+  plain.step = (() => ({ tokens: Int32Array.of(66) })) as unknown as typeof plain.step;
+  assert.deepEqual([...(await new Scheduler(plain).submit({ prompt: [BOS], maxTokens: 2 }).result).tokens], [66, 66]);
+  const nothing = new FakeEngine({ slots: 1 });
+  nothing.step = (() => undefined) as unknown as typeof nothing.step;
+  await assert.rejects(new Scheduler(nothing).submit({ prompt: [BOS], maxTokens: 2 }).result, /answered undefined for 1 entries/);
 });
 
 test('an onToken that throws cancels its generation and rejects its result with that exception', T, async () => {
