@@ -84,17 +84,21 @@ export interface KernelNodeBatch {
   readonly depStart: Uint32Array;
   readonly depIndex: Int32Array;
   readonly depHandle: BigUint64Array;
+  /** Where the handles go (as long as `launchOf`); default: a new array. */
+  readonly out?: BigUint64Array;
 }
 
 /**
- * Adds the nodes of `batch` in order (`cuGraphAddKernelNode_v2` each), returning their handles.
+ * Adds the nodes of `batch` in order (`cuGraphAddKernelNode_v2` each), returning their handles
+ * (`batch.out` where given).
  * Where the addon is loaded, the loop runs in C: one Node-API call for the batch, the driver calls
  * back to back as a C program makes them. All or nothing: when a call fails, the nodes added
  * before it are removed (`cuGraphDestroyNode`, which takes their edges too) and the error thrown.
  */
 export function addKernelNodes(op: string, graph: bigint, batch: KernelNodeBatch): BigUint64Array {
   const n = batch.launchOf.length;
-  const out = new BigUint64Array(n);
+  const out = batch.out ?? new BigUint64Array(n);
+  if (out.length !== n) throw new Error(`${op}: internal error: ${out.length} handle slots for ${n} nodes`);
   if (n === 0) return out;
   const blocks = new Uint8Array(K.size * batch.launches.length);
   batch.launches.forEach((p, i) => encodeKernelParamsInto(blocks.subarray(i * K.size, (i + 1) * K.size), p));
