@@ -31,6 +31,7 @@ export function setKernelBytes(op: string, exec: bigint, node: bigint, params: U
   }
   const b = kernelNodeBlock(0);
   b.bytes.set(params);
+  b.encoded = null;
   const box = mailboxOf(hot);
   box.u64[MAILBOX.EXEC] = exec;
   box.u64[MAILBOX.NODE] = node;

@@ -77,7 +77,11 @@ export function addKernelNode(op: string, graph: bigint, p: KernelNodeInput, dep
   if (hot === null) return koffiAddKernelNode(op, add, graph, encodeKernelParamsInto(kernelScratch, p, kernelScratchView), deps);
   const n = deps?.length ?? 0;
   const b = kernelNodeBlock(n);
-  encodeKernelParamsInto(b.bytes, p, b.view);
+  // A frozen launch cannot have changed since it was encoded (the memo of a checked configuration hands out one).
+  if (b.encoded !== p || !Object.isFrozen(p)) {
+    encodeKernelParamsInto(b.bytes, p, b.view);
+    b.encoded = p;
+  }
   if (n !== 0) b.handles.set(deps!);
   const box = mailboxOf(hot);
   box.u64[MAILBOX.GRAPH] = graph;

@@ -18,6 +18,12 @@ export interface KernelNodeBlock {
   readonly deps: bigint;
   readonly handles: BigUint64Array;
   readonly capacity: number;
+  /**
+   * The launch whose parameters `bytes` hold now, or null: adding many nodes with one checked
+   * configuration (the usual loop, which hands the same frozen launch object each time) encodes it
+   * once. Whoever writes `bytes` otherwise sets it to null.
+   */
+  encoded: object | null;
 }
 
 let block: KernelNodeBlock | null = null;
@@ -37,6 +43,7 @@ export function kernelNodeBlock(deps: number): KernelNodeBlock {
     deps: address + BigInt(K.size),
     handles: new BigUint64Array(view.buffer, view.byteOffset + K.size, capacity),
     capacity,
+    encoded: null,
   };
   return block;
 }

@@ -198,6 +198,32 @@ test('consecutive batches, and a batch started from inside another, each get the
   });
 });
 
+test('addKernelNode with one configuration object: each node gets it as it is now, also after an exec update and a change in place', { skip }, () => {
+  const d = Device.get(0);
+  const m = Module.load(d, '// stand-in: any text\n');
+  const k = m.function('add2');
+  onBothBindings((binding) => {
+    using g = Graph.create(d);
+    const cfg = { grid: [3, 1, 1] as [number, number, number], block: 32, args: [arg.i32(30)] };
+    let from = added!();
+    const a = g.addKernelNode(k, cfg);
+    g.addKernelNode(k, cfg, [a]);
+    assert.deepEqual(logSince(from), [[3, 30], [3, 30]], binding);
+    // An exec update in between writes other parameters where the driver reads them.
+    using exec = g.instantiate();
+    exec.setKernelArgs(a, [arg.i32(5)]);
+    from = added!();
+    g.addKernelNode(k, cfg, [a]);
+    assert.deepEqual(logSince(from), [[3, 30]], `${binding}: after an exec update`);
+    cfg.grid[0] = 4;
+    from = added!();
+    g.addKernelNode(k, cfg);
+    g.addKernelNode(k, { ...cfg, args: [arg.i32(40)] });
+    g.addKernelNode(k, cfg);
+    assert.deepEqual(logSince(from), [[4, 30], [4, 40], [4, 30]], `${binding}: a change in place is seen, and another config in between`);
+  });
+});
+
 test('a driver failure part way through addKernelNodes takes back the nodes already added', { skip }, () => {
   const d = Device.get(0);
   const m = Module.load(d, '// stand-in: any text\n');
