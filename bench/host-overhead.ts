@@ -9,10 +9,16 @@
  *     its mailbox (the binding's floor);
  *   - `PreparedLaunch.launch`: the public call, eager, and on a capturing stream;
  *   - the same on koffi (the addon switched off in-process);
- *   - the addon's graph launch, both forms, and `GraphExec.launch`.
+ *   - the addon's graph launch, both forms, and `GraphExec.launch`;
+ *   - building a chain of 10,000 kernel nodes, per node: one `Graph.addKernelNodes` batch, and
+ *     `Graph.addKernelNode` one call a node; and `GraphExec.setKernelArgs`, one call (the rows
+ *     bench:gpu times on the GPU: bench/gpu/cudagraph-worker.ts, `buildBatch`, `build`, `updateRow`).
  *
  * The driver does nothing, so each figure is the cost of the call itself: the JS checks, the FFI
  * transition and the argument conversion. On the GPU the driver's own work comes on top (bench:gpu).
+ * Kernels report two parameters of 8 and 4 bytes (cuFuncGetParamInfo), as `add2` does on the GPU,
+ * so the argument checks run as there. The construction rows time the adding call only, as the GPU
+ * worker does: the graph's creation, the entries and the dispose are outside the span.
  *
  *   node dist/bench/host-overhead.js [--rounds 7] [--calls 200000] [--out file.json]
  */
@@ -22,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { createRequire } from 'node:module';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string' }, calls: { type: 'string' }, out: { type: 'string' } } });
 const ROUNDS = Number(values.rounds ?? 7);
@@ -36,14 +43,22 @@ const source = fileURLToPath(new URL('../../fixtures/stand-in-driver.c', import.
 const dir = mkdtempSync(join(tmpdir(), 'cudagraph-bench-host-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 const so = join(dir, 'libcuda-stand-in.so');
-const cc = spawnSync('gcc', ['-O2', '-fPIC', '-shared', '-o', so, source], { encoding: 'utf8' });
+const cc = spawnSync('gcc', ['-O2', '-fPIC', '-shared', '-DSTAND_IN_PARAM_INFO', '-o', so, source], { encoding: 'utf8' });
 if (cc.status !== 0) {
   process.stderr.write(`bench:host: building the stand-in driver with gcc failed${cc.error ? `: ${cc.error.message}` : `:\n${cc.stderr}`}\n`);
   process.exit(1);
 }
 process.env['CUDA_DRIVER_PATH'] = so;
+{
+  // Every kernel takes (pointer, int): set before any kernel is loaded.
+  const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
+  const lib = koffi.load(so);
+  const u64s = (name: string, n: number): BigUint64Array => new BigUint64Array(koffi.view(lib.symbol(name) as bigint, 8 * n));
+  u64s('param_sizes', 2).set([8n, 4n]);
+  u64s('param_count', 1)[0] = 2n;
+}
 
-const { Device, Module, StreamGraphCapture, DeviceBuffer, arg } = await import('../src/index.js');
+const { Device, Module, StreamGraphCapture, DeviceBuffer, Graph, arg } = await import('../src/index.js');
 const { nativeAddon, nativeStatus, setNativeAddonForTesting, mailboxOf, MAILBOX, bindNativeSymbol } = await import('../src/driver/hot.js');
 
 const device = Device.get(0);
@@ -69,7 +84,37 @@ exec.launch(stream); // and cuGraphLaunch
 const id = hot !== null ? prepared.callFor('bench').idIn(hot) : -1;
 if (hot !== null) bindNativeSymbol('bench', hot, 'cuLaunchKernel');
 
-type Column = { name: string; run: (n: number) => void };
+/** The chain the construction rows build (the GPU bench's chain). */
+const CHAIN = 10_000;
+const config = { grid: 1, block: 256, args: [buffer, arg.i32(256)] };
+type Node = ReturnType<InstanceType<typeof Graph>['addKernelNode']>;
+/** Builds chains with `add` until `n` nodes are added (at least one chain); ns per node of the adding calls alone. */
+const chains = (n: number, add: (g: InstanceType<typeof Graph>, first: Node) => number): number => {
+  let ns = 0;
+  let nodes = 0;
+  do {
+    const g = Graph.create(device);
+    const first = g.addKernelNode(kernel, config);
+    ns += add(g, first);
+    nodes += CHAIN - 1;
+    g.dispose();
+  } while (nodes < n);
+  return ns / nodes;
+};
+const now = (): number => Number(process.hrtime.bigint());
+// An exec of a short chain for the update row; its middle node gets new arguments, two sets alternated.
+const updateGraph = Graph.create(device);
+const updateNodes: Node[] = [updateGraph.addKernelNode(kernel, config)];
+for (let i = 1; i < 16; i++) updateNodes.push(updateGraph.addKernelNode(kernel, config, [updateNodes[i - 1]!]));
+const updateExec = updateGraph.instantiate();
+const updateNode = updateNodes[8]!;
+const updateArgs = [
+  [buffer, arg.i32(255)],
+  [buffer, arg.i32(256)],
+] as const;
+
+/** A row: `run(n)` makes n calls; it returns ns per call where it times only part of its work. */
+type Column = { name: string; run: (n: number) => number | void };
 const columns: Column[] = [
   {
     name: 'empty loop',
@@ -152,6 +197,34 @@ const columns: Column[] = [
       for (let i = 0; i < n; i++) exec.launch(stream);
     },
   },
+  {
+    name: `Graph.addKernelNodes, ${CHAIN.toLocaleString('en')}-node chain, per node`,
+    run: (n) =>
+      chains(n, (g, first) => {
+        const entries = new Array<{ kernel: typeof kernel; config: typeof config; after: (Node | number)[] }>(CHAIN - 1);
+        entries[0] = { kernel, config, after: [first] };
+        for (let i = 1; i < CHAIN - 1; i++) entries[i] = { kernel, config, after: [i - 1] };
+        const t0 = now();
+        g.addKernelNodes(entries);
+        return now() - t0;
+      }),
+  },
+  {
+    name: 'Graph.addKernelNode, per node of a chain',
+    run: (n) =>
+      chains(n, (g, first) => {
+        let prev = first;
+        const t0 = now();
+        for (let i = 1; i < CHAIN; i++) prev = g.addKernelNode(kernel, config, [prev]);
+        return now() - t0;
+      }),
+  },
+  {
+    name: 'GraphExec.setKernelArgs, one call',
+    run: (n) => {
+      for (let i = 0; i < n; i++) updateExec.setKernelArgs(updateNode, updateArgs[i & 1]!);
+    },
+  },
 ];
 
 const median = (xs: number[]): number => {
@@ -170,8 +243,8 @@ for (let r = 0; r < ROUNDS; r++) {
     const batches: number[] = [];
     for (let b = 0; b < 5; b++) {
       const t0 = process.hrtime.bigint();
-      c.run(CALLS);
-      batches.push(Number(process.hrtime.bigint() - t0) / CALLS);
+      const part = c.run(CALLS);
+      batches.push(typeof part === 'number' ? part : Number(process.hrtime.bigint() - t0) / CALLS);
     }
     perRound.get(c.name)!.push(median(batches));
   }
@@ -187,5 +260,7 @@ process.stdout.write(`${header}\n\n| call | ns per call | [min–max of round me
 for (const r of rows) process.stdout.write(`| ${r.column} | ${r.ns.toFixed(1)} | [${r.min.toFixed(1)}–${r.max.toFixed(1)}] |\n`);
 if (values.out !== undefined) writeFileSync(values.out, JSON.stringify({ header, rounds: ROUNDS, calls: CALLS, rows, perRound: Object.fromEntries(perRound) }, null, 2) + '\n');
 exec.dispose();
+updateExec.dispose();
+updateGraph.dispose();
 prepared.dispose();
 preparedKoffi.dispose();

@@ -10,10 +10,12 @@
  *   - cuGraphLaunch(exec, stream);
  *   - a batch of kernel nodes added to a graph: one call that loops cuGraphAddKernelNode_v2 here,
  *     each node's dependencies being nodes of the graph or nodes added earlier in the batch;
+ *   - one kernel node added (cuGraphAddKernelNode_v2), and one exec's kernel node updated
+ *     (cuGraphExecKernelNodeSetParams_v2), in mailbox form only;
  *   - waits for GPU work that leave the event loop free (completion.c: one polling thread per
  *     environment, finished waits handed to JS in batches).
  *
- * The two per-call hot functions also have a "mailbox" form that takes no Node-API arguments and
+ * The per-call hot functions also have a "mailbox" form that takes no Node-API arguments and
  * returns nothing: the JS side writes the launch id, stream and graph into a small ArrayBuffer
  * shared with this addon (one per Node environment, made once by mailbox()), calls
  * launchFromMailbox() / graphLaunchFromMailbox(), and reads the CUresult back from the same buffer.
@@ -41,7 +43,7 @@
 #include <string.h>
 
 /* Bumped whenever a function's signature or meaning changes; the JS loader refuses other values. */
-#define HOT_ABI 5
+#define HOT_ABI 6
 
 /* Negative results are the addon's own; zero and positive ones are CUresult values. */
 #define HOT_NOT_BOUND (-1)  /* the driver function has not been bound yet */
@@ -54,6 +56,7 @@ typedef int (*cu_launch_kernel_fn)(void *f, unsigned gx, unsigned gy, unsigned g
 typedef int (*cu_graph_launch_fn)(void *exec, void *stream);
 typedef int (*cu_graph_add_kernel_node_fn)(uint64_t *node, void *graph, const uint64_t *deps, size_t n_deps,
                                            const void *params);
+typedef int (*cu_graph_exec_kernel_node_set_params_fn)(void *exec, void *node, const void *params);
 
 typedef struct {
   void *fn;
@@ -68,8 +71,13 @@ typedef struct {
  * The mailbox's layout (little-endian, as the JS typed arrays over it see it):
  *   bytes 0-3   u32  id      registered launch to launch (launchFromMailbox)
  *   bytes 4-7   i32  result  what the last mailbox call returned: a CUresult or HOT_NOT_BOUND/BAD_ID
- *   bytes 8-15  u64  stream  the stream of both calls
- *   bytes 16-23 u64  exec    the executable graph (graphLaunchFromMailbox)
+ *   bytes 8-15  u64  stream  the stream of both launches
+ *   bytes 16-23 u64  exec    the executable graph (graphLaunchFromMailbox, execKernelParamsFromMailbox)
+ *   bytes 24-31 u64  graph   the graph a node is added to (addKernelNodeFromMailbox)
+ *   bytes 32-39 u64  params  the address of a CUDA_KERNEL_NODE_PARAMS_v2 (both kernel node calls)
+ *   bytes 40-47 u64  deps    the address of `count` node handles, the new node's dependencies
+ *   bytes 48-51 u32  count   how many
+ *   bytes 56-63 u64  node    the node added (out), or the exec's node to update (in)
  */
 #define MAILBOX_BYTES 64
 typedef struct {
@@ -77,12 +85,20 @@ typedef struct {
   int32_t result;
   uint64_t stream;
   uint64_t exec;
+  uint64_t graph;
+  uint64_t params;
+  uint64_t deps;
+  uint32_t count;
+  uint32_t unused;
+  uint64_t node;
 } mailbox_layout;
+_Static_assert(sizeof(mailbox_layout) == MAILBOX_BYTES, "the mailbox's layout fills it");
 
 typedef struct {
   cu_launch_kernel_fn cu_launch_kernel;
   cu_graph_launch_fn cu_graph_launch;
   cu_graph_add_kernel_node_fn cu_graph_add_kernel_node;
+  cu_graph_exec_kernel_node_set_params_fn cu_graph_exec_kernel_node_set_params;
   prepared *slots;
   uint32_t capacity;
   uint32_t used;       /* slots handed out at least once: [0, used) */
@@ -188,6 +204,45 @@ static napi_value hot_graph_launch_from_mailbox(napi_env env, napi_callback_info
   m->result = st->cu_graph_launch == NULL
                   ? HOT_NOT_BOUND
                   : st->cu_graph_launch((void *)(uintptr_t)m->exec, (void *)(uintptr_t)m->stream);
+  return NULL;
+}
+
+/*
+ * addKernelNodeFromMailbox(): undefined -- cuGraphAddKernelNode_v2(&mailbox.node, mailbox.graph,
+ * mailbox.deps (NULL when mailbox.count is 0), mailbox.count, mailbox.params), the result into
+ * mailbox.result (mailbox.node is 0 unless it is 0). The driver reads the parameters and the
+ * dependencies during the call only.
+ */
+static napi_value hot_add_kernel_node_from_mailbox(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  mailbox_layout *m = st->mailbox;
+  if (m == NULL) return NULL;
+  uint64_t node = 0;
+  if (st->cu_graph_add_kernel_node == NULL) {
+    m->result = HOT_NOT_BOUND;
+  } else {
+    m->result = st->cu_graph_add_kernel_node(&node, (void *)(uintptr_t)m->graph,
+                                             m->count == 0 ? NULL : (const uint64_t *)(uintptr_t)m->deps, m->count,
+                                             (const void *)(uintptr_t)m->params);
+  }
+  m->node = m->result == 0 ? node : 0;
+  return NULL;
+}
+
+/*
+ * execKernelParamsFromMailbox(): undefined -- cuGraphExecKernelNodeSetParams_v2(mailbox.exec,
+ * mailbox.node, mailbox.params), the result into mailbox.result.
+ */
+static napi_value hot_exec_kernel_params_from_mailbox(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  mailbox_layout *m = st->mailbox;
+  if (m == NULL) return NULL;
+  m->result = st->cu_graph_exec_kernel_node_set_params == NULL
+                  ? HOT_NOT_BOUND
+                  : st->cu_graph_exec_kernel_node_set_params((void *)(uintptr_t)m->exec, (void *)(uintptr_t)m->node,
+                                                             (const void *)(uintptr_t)m->params);
   return NULL;
 }
 
@@ -481,16 +536,17 @@ static napi_value hot_waits_pending(napi_env env, napi_callback_info info) {
 
 /*
  * bind(name: string, address: bigint): boolean -- sets the driver function `name`
- * ("cuLaunchKernel", "cuGraphLaunch", "cuGraphAddKernelNode_v2", and for the waits "cuEventQuery",
- * "cuStreamQuery", "cuEventRecord", "cuCtxSetCurrent") to `address` (0n unbinds); false for an unknown name. A wait
- * keeps the functions bound when it was handed over.
+ * ("cuLaunchKernel", "cuGraphLaunch", "cuGraphAddKernelNode_v2", "cuGraphExecKernelNodeSetParams_v2",
+ * and for the waits "cuEventQuery", "cuStreamQuery", "cuEventRecord", "cuCtxSetCurrent") to
+ * `address` (0n unbinds); false for an unknown name. A wait keeps the functions bound when it was
+ * handed over.
  */
 static napi_value hot_bind(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   hot_state *st;
   napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&st);
-  char name[32];
+  char name[48];
   size_t len;
   uint64_t address;
   if (napi_get_value_string_utf8(env, argv[0], name, sizeof name, &len) != napi_ok || !get_u64(env, argv[1], &address)) {
@@ -501,6 +557,8 @@ static napi_value hot_bind(napi_env env, napi_callback_info info) {
   else if (strcmp(name, "cuGraphLaunch") == 0) st->cu_graph_launch = (cu_graph_launch_fn)(uintptr_t)address;
   else if (strcmp(name, "cuGraphAddKernelNode_v2") == 0)
     st->cu_graph_add_kernel_node = (cu_graph_add_kernel_node_fn)(uintptr_t)address;
+  else if (strcmp(name, "cuGraphExecKernelNodeSetParams_v2") == 0)
+    st->cu_graph_exec_kernel_node_set_params = (cu_graph_exec_kernel_node_set_params_fn)(uintptr_t)address;
   else if (strcmp(name, "cuEventQuery") == 0) st->completion.cu_event_query = (cu_event_query_fn)(uintptr_t)address;
   else if (strcmp(name, "cuStreamQuery") == 0) st->completion.cu_stream_query = (cu_stream_query_fn)(uintptr_t)address;
   else if (strcmp(name, "cuEventRecord") == 0) st->completion.cu_event_record = (cu_event_record_fn)(uintptr_t)address;
@@ -542,6 +600,8 @@ NAPI_MODULE_INIT() {
       {"bind", hot_bind},             {"launchSequence", hot_launch_sequence},
       {"mailbox", hot_mailbox},       {"launchFromMailbox", hot_launch_from_mailbox},
       {"graphLaunchFromMailbox", hot_graph_launch_from_mailbox}, {"addKernelNodes", hot_add_kernel_nodes},
+      {"addKernelNodeFromMailbox", hot_add_kernel_node_from_mailbox},
+      {"execKernelParamsFromMailbox", hot_exec_kernel_params_from_mailbox},
       {"waiterStart", hot_waiter_start}, {"waitEvent", hot_wait_event}, {"waitStream", hot_wait_stream},
       {"eventRecord", hot_event_record}, {"eventQuery", hot_event_query}, {"waitsPending", hot_waits_pending},
   };

@@ -2,9 +2,11 @@
  * The one home of the hot calls: the optional Node-API addon for the two hot driver calls
  * (`native/cudagraph_hot.c`) — the prepared kernel launch (`cuLaunchKernel` of a launch registered
  * once, by a small integer id; also a whole sequence of them in one call) and `cuGraphLaunch` — and
- * everything around it: loading the addon, its mailbox, binding the driver functions into it, and
- * the koffi fallback. koffi stays the binding for everything else, and for these two calls too where
- * the addon is absent: docs/ffi-decision.md has the measurements. The result layer's launch objects
+ * for the calls that build and update graphs node by node (`cuGraphAddKernelNode_v2`, one node or
+ * a batch, and `cuGraphExecKernelNodeSetParams_v2`), and everything around it: loading the addon,
+ * its mailbox, binding the driver functions into it, and the koffi fallback. koffi stays the
+ * binding for everything else, and for these calls too where the addon is absent:
+ * docs/ffi-decision.md has the measurements. The result layer's launch objects
  * (`result/launch.ts`, `result/graph.ts`) are built on the few functions at the end of this file.
  *
  * The addon ships prebuilt (`native/prebuilt/<platform>-<arch>/cudagraph_hot.node`, built by
@@ -24,10 +26,18 @@ import { fileURLToPath } from 'node:url';
 import { driverSymbol, symbolAddress, onLibrariesReset, type DriverApi } from './sys.js';
 
 /** The ABI version this code speaks; the addon reports its own as `abi`. */
-export const NATIVE_ABI = 5;
+export const NATIVE_ABI = 6;
 
 /** The driver functions the addon calls. */
-export type HotSymbol = 'cuLaunchKernel' | 'cuGraphLaunch' | 'cuGraphAddKernelNode_v2' | 'cuEventQuery' | 'cuStreamQuery' | 'cuEventRecord' | 'cuCtxSetCurrent';
+export type HotSymbol =
+  | 'cuLaunchKernel'
+  | 'cuGraphLaunch'
+  | 'cuGraphAddKernelNode_v2'
+  | 'cuGraphExecKernelNodeSetParams_v2'
+  | 'cuEventQuery'
+  | 'cuStreamQuery'
+  | 'cuEventRecord'
+  | 'cuCtxSetCurrent';
 
 /**
  * A kernel launch's shape in `cuLaunchKernel`'s argument order: function, grid x/y/z, block x/y/z,
@@ -74,6 +84,14 @@ export interface HotAddon {
   launchFromMailbox(): void;
   /** `graphLaunch(mailbox exec, mailbox stream)`, the result written to the mailbox. */
   graphLaunchFromMailbox(): void;
+  /**
+   * `cuGraphAddKernelNode_v2(&node, graph, deps, count, params)` from the mailbox (`GRAPH`, `DEPS`:
+   * the address of `COUNT` handles, `PARAMS`: the address of the node's parameters), the result and
+   * the node (`NODE`, 0 on a failure) written to it.
+   */
+  addKernelNodeFromMailbox(): void;
+  /** `cuGraphExecKernelNodeSetParams_v2(exec, node, params)` from the mailbox (`EXEC`, `NODE`, `PARAMS`), the result written to it. */
+  execKernelParamsFromMailbox(): void;
   /**
    * `cuGraphAddKernelNode_v2(&out[i], graph, deps, blocks + 72 * blockOf[i])` for every i in order,
    * stopping at the first failure: returns 0 when all were added, else that call's CUresult, with
@@ -131,15 +149,22 @@ export interface HotAddon {
  * (docs/ffi-decision.md, "mailbox"). Write the inputs, call, read `i32[RESULT]`.
  */
 export interface Mailbox {
-  /** Index `ID` (u32): the registered launch. Index `RESULT` (i32, read as i32): the last result. */
+  /**
+   * Index `ID` (u32): the registered launch. Index `RESULT` (i32, read as i32): the last result.
+   * Index `COUNT` (u32): how many dependencies `DEPS` points at. `NODE_LO`, `NODE_HI`: the halves of `NODE`.
+   */
   readonly u32: Uint32Array;
   readonly i32: Int32Array;
-  /** Index `STREAM` (u64): the stream. Index `EXEC` (u64): the executable graph. */
+  /**
+   * Index `STREAM` (u64): the stream. `EXEC`: the executable graph. `GRAPH`: the graph a node is
+   * added to. `PARAMS`, `DEPS`: addresses of a kernel node's parameters and dependencies. `NODE`:
+   * the node added, or the exec's node to update.
+   */
   readonly u64: BigUint64Array;
 }
 
 /** Slots of the mailbox, by view (must match `mailbox_layout` in native/cudagraph_hot.c). */
-export const MAILBOX = { ID: 0, RESULT: 1, STREAM: 1, EXEC: 2 } as const;
+export const MAILBOX = { ID: 0, RESULT: 1, STREAM: 1, EXEC: 2, GRAPH: 3, PARAMS: 4, DEPS: 5, COUNT: 12, NODE: 7, NODE_LO: 14, NODE_HI: 15 } as const;
 
 const mailboxes = new WeakMap<HotAddon, Mailbox>();
 /** The last addon asked for and its mailbox: the hot paths ask every call, and it is almost always the same addon. */

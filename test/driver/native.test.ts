@@ -27,7 +27,7 @@ import {
 } from '../../src/driver/hot.js';
 import { resetLibrariesForTesting } from '../../src/driver/sys.js';
 import { setCaptureErrorListener } from '../../src/driver/result/check.js';
-import { launch as ln, graph as gr } from '../../src/driver/result/index.js';
+import { launch as ln, graph as gr, graphBuild as gb, execUpdate as xu } from '../../src/driver/result/index.js';
 import type { KoffiLibrary } from '../../src/driver/koffi.js';
 import { bindings } from '../support/bindings.js';
 
@@ -45,7 +45,7 @@ test('the prebuilt addon loads without libcuda, and names no CUDA library', { sk
   assert.deepEqual(status, { active: true, path: prebuiltAddonPath(), reason: 'loaded' });
   assert.ok(addon !== null);
   assert.equal(addon.abi, NATIVE_ABI);
-  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind', 'addKernelNodes', 'waiterStart', 'waitEvent', 'waitStream', 'eventRecord', 'eventQuery', 'waitsPending'] as const) {
+  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind', 'addKernelNodes', 'addKernelNodeFromMailbox', 'execKernelParamsFromMailbox', 'waiterStart', 'waitEvent', 'waitStream', 'eventRecord', 'eventQuery', 'waitsPending'] as const) {
     assert.equal(typeof addon[f], 'function', f);
   }
   // The driver's addresses come from the loader: the file must not link or dlopen libcuda itself.
@@ -177,6 +177,15 @@ test('the mailbox: one buffer per environment; the mailbox calls report NOT_BOUN
     box.i32[MAILBOX.RESULT] = 12345;
     hot.graphLaunchFromMailbox();
     assert.equal(box.i32[MAILBOX.RESULT], hot.NOT_BOUND);
+    hot.bind('cuGraphAddKernelNode_v2', 0n);
+    hot.bind('cuGraphExecKernelNodeSetParams_v2', 0n);
+    box.i32[MAILBOX.RESULT] = 12345;
+    box.u64[MAILBOX.NODE] = 99n;
+    hot.addKernelNodeFromMailbox();
+    assert.deepEqual([box.i32[MAILBOX.RESULT], box.u64[MAILBOX.NODE]], [hot.NOT_BOUND, 0n], 'no node on a failure');
+    box.i32[MAILBOX.RESULT] = 12345;
+    hot.execKernelParamsFromMailbox();
+    assert.equal(box.i32[MAILBOX.RESULT], hot.NOT_BOUND);
     // Bound to a harmless address only to get past the NOT_BOUND check: BAD_ID comes before any call.
     hot.bind('cuLaunchKernel', 8n);
     try {
@@ -202,6 +211,8 @@ test('the mailbox: one buffer per environment; the mailbox calls report NOT_BOUN
      const hot = createRequire(${JSON.stringify(path)})(${JSON.stringify(path)});
      hot.launchFromMailbox();
      hot.graphLaunchFromMailbox();
+     hot.addKernelNodeFromMailbox();
+     hot.execKernelParamsFromMailbox();
      const box = new Int32Array(hot.mailbox());
      box[1] = 7;
      parentPort.postMessage([box[1], new Int32Array(hot.mailbox())[1]]);`,
@@ -217,7 +228,9 @@ test('the mailbox: one buffer per environment; the mailbox calls report NOT_BOUN
 });
 
 const RECORDER = `
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 /* rec[0] launches, [1] f, [2..8] grid, block, shared memory, [9] stream, [10] params, [11] extra,
    [12] graph launches, [13] exec, [14] stream */
 uint64_t rec[16];
@@ -241,6 +254,28 @@ int cuGraphLaunch(void *exec, void *stream) {
   rec[12]++; rec[13] = (uintptr_t)exec; rec[14] = (uintptr_t)stream;
   return next_rc;
 }
+/* Kernel node calls: kn[0] nodes added, [1] graph, [2] dependencies, [3] the first, [4] the last,
+   [5] func, [6] gridDimX, [7] kernelParams of the last add; [8] exec updates, [9] exec, [10] node,
+   [11] func, [12] gridDimX, [13] kernelParams of the last update. A node added is 0x4e000 + its number. */
+uint64_t kn[16];
+static void read_params(const unsigned char *p, uint64_t *at) {
+  unsigned grid;
+  memcpy(&at[0], p, 8);
+  memcpy(&grid, p + 8, 4);
+  at[1] = grid;
+  memcpy(&at[2], p + 40, 8);
+}
+int cuGraphAddKernelNode_v2(uint64_t *node, void *graph, const uint64_t *deps, size_t n, const unsigned char *p) {
+  kn[0]++; kn[1] = (uintptr_t)graph; kn[2] = n; kn[3] = n ? deps[0] : 0; kn[4] = n ? deps[n - 1] : 0;
+  read_params(p, &kn[5]);
+  if (next_rc == 0) *node = 0x4e000 + kn[0];
+  return next_rc;
+}
+int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const unsigned char *p) {
+  kn[8]++; kn[9] = (uintptr_t)exec; kn[10] = (uintptr_t)node;
+  read_params(p, &kn[11]);
+  return next_rc;
+}
 `;
 
 /** What the recording library saw and how it answers. */
@@ -249,6 +284,8 @@ interface Recorder {
   launches(): Array<[bigint, bigint, bigint]>;
   /** Launch number `at` (1-based, counted from the start) answers `rc`; 0 turns it off. */
   failAt(at: number, rc: number): void;
+  /** What the kernel node calls received (`kn` in the C). */
+  readonly kernelNodes: BigUint64Array;
 }
 
 /** Runs `body` with the recording library standing in for libcuda; `load` may wrap koffi's library. */
@@ -270,6 +307,7 @@ function withRecorder(
     const failAtAddress = lib.symbol('fail_at') as bigint;
     const failRcAddress = lib.symbol('fail_rc') as bigint;
     const recorder: Recorder = {
+      kernelNodes: new BigUint64Array(koffi.view(lib.symbol('kn') as bigint, 16 * 8)),
       launches: () => Array.from({ length: Math.min(64, Number(rec[0])) }, (_, k) => [log[3 * k]!, log[3 * k + 1]!, log[3 * k + 2]!]),
       failAt: (at, rc) => {
         koffi.encode(failAtAddress, 'int', at);
@@ -306,6 +344,35 @@ test('both bindings pass every argument of cuLaunchKernel and cuGraphLaunch thro
       gr.graphLaunch('GraphExec.launch', 0xe0e0e0e0e0n, stream);
       gr.graphLaunch('GraphExec.launch', 0xe0e0e0e0e8n, 0n);
       assert.deepEqual([...rec.subarray(12, 15)], [2n, 0xe0e0e0e0e8n, 0n], name);
+    });
+  }
+});
+
+test('both bindings pass every argument of cuGraphAddKernelNode_v2 and cuGraphExecKernelNodeSetParams_v2 through unchanged, and fail alike', { skip: noCc }, () => {
+  for (const [name, hot] of bindings()) {
+    withRecorder((_rec, setRc, recorder) => {
+      setNativeAddonForTesting(hot);
+      const kn = recorder.kernelNodes;
+      const op = 'Graph.addKernelNode';
+      const input = { func: 0x7f00aa00n, grid: [5, 1, 1], block: [64, 1, 1], sharedMem: 0, kernelParams: 0x7fbb0000n } as const;
+      const node = gb.addKernelNode(op, 0x9900n, input, BigUint64Array.of(0x1110n, 0x2220n, 0x3330n));
+      assert.equal(node, 0x4e001n, name);
+      assert.deepEqual([...kn.subarray(0, 8)], [1n, 0x9900n, 3n, 0x1110n, 0x3330n, 0x7f00aa00n, 5n, 0x7fbb0000n], name);
+      gb.addKernelNode(op, 0x9900n, { ...input, grid: [6, 1, 1], kernelParams: 0n });
+      assert.deepEqual([kn[0], kn[2], kn[3], kn[6], kn[7]], [2n, 0n, 0n, 6n, 0n], `${name}: no dependencies, no arguments`);
+      // More dependencies than the mailbox's block first holds.
+      const many = BigUint64Array.from({ length: 40 }, (_, i) => BigInt(0x100 + i));
+      assert.equal(gb.addKernelNode(op, 0x9900n, input, many), 0x4e003n, name);
+      assert.deepEqual([kn[2], kn[3], kn[4]], [40n, 0x100n, 0x127n], name);
+      xu.setKernelBytes('GraphExec.setKernelNodeParams', 0xe0e0n, 0x4e001n, gb.encodeKernelParams({ ...input, grid: [7, 1, 1] }));
+      assert.deepEqual([...kn.subarray(8, 14)], [1n, 0xe0e0n, 0x4e001n, 0x7f00aa00n, 7n, 0x7fbb0000n], name);
+      setRc(719);
+      const failed = (operation: string, call: string) => (e: unknown) =>
+        e instanceof CudaError && e.code === 719 && e.operation === operation && e.driverCall === call && e.message.startsWith(`${operation}: CUDA_ERROR_LAUNCH_FAILED (719)`);
+      assert.throws(() => gb.addKernelNode(op, 0x9900n, input), failed(op, 'cuGraphAddKernelNode_v2'), name);
+      assert.throws(() => xu.setKernelBytes('GraphExec.setKernelArgs', 1n, 2n, new Uint8Array(72)), failed('GraphExec.setKernelArgs', 'cuGraphExecKernelNodeSetParams_v2'), name);
+      setRc(0);
+      assert.equal(gb.addKernelNode(op, 0x9900n, input), 0x4e005n, `${name}: the next call works`);
     });
   }
 });
@@ -360,6 +427,14 @@ test('with the addon, a library that gives no symbol addresses still launches, t
     assert.deepEqual([rec[0], rec[1], rec[5], rec[9], rec[12], rec[13]], [3n, 6n, 64n, 9n, 1n, 3n]);
     call.release();
   }, noAddresses);
+  withRecorder((_rec, _setRc, recorder) => {
+    setNativeAddonForTesting(hot);
+    const input = { func: 0x51n, grid: [2, 1, 1], block: [32, 1, 1], sharedMem: 0, kernelParams: 0n } as const;
+    assert.equal(gb.addKernelNode('Graph.addKernelNode', 0x77n, input, BigUint64Array.of(0x4e0n)), 0x4e001n);
+    xu.setKernelBytes('GraphExec.setKernelArgs', 0x88n, 0x4e001n, gb.encodeKernelParams(input));
+    assert.deepEqual([...recorder.kernelNodes.subarray(0, 4)], [1n, 0x77n, 1n, 0x4e0n], 'the node added through koffi');
+    assert.deepEqual([...recorder.kernelNodes.subarray(8, 12)], [1n, 0x88n, 0x4e001n, 0x51n], 'the exec updated through koffi');
+  }, noAddresses);
 });
 
 test('with the addon, a driver that lacks the symbol fails the launch (and a launch sequence) with the same 801 as koffi', { skip: noPrebuilt }, () => {
@@ -374,6 +449,8 @@ test('with the addon, a driver that lacks the symbol fails the launch (and a lau
         ['cuLaunchKernel', () => call.launch('PreparedLaunch.launch', 0n)],
         ['cuGraphLaunch', () => gr.graphLaunch('GraphExec.launch', 1n, 0n)],
         ['cuLaunchKernel', () => ln.prepareSequence([call, call], [0n, 0n]).launch('LaunchSequence.launch')],
+        ['cuGraphAddKernelNode_v2', () => gb.addKernelNode('Graph.addKernelNode', 1n, { func: 1n, grid: [1, 1, 1], block: [1, 1, 1], sharedMem: 0, kernelParams: 0n })],
+        ['cuGraphExecKernelNodeSetParams_v2', () => xu.setKernelBytes('GraphExec.setKernelArgs', 1n, 2n, new Uint8Array(72))],
       ] as const) {
         assert.throws(run, (e: unknown) => e instanceof CudaError && e.code === 801 && e.driverCall === sym && e.message.includes(`The symbol ${sym} is missing`), `${name} ${sym}`);
       }

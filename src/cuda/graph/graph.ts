@@ -96,6 +96,11 @@ export class Graph {
    * loop adding thousands pays no map insert each); the first lookup moves them into the map.
    */
   readonly #added: CudaNode[] = [];
+  /**
+   * The same for the nodes of each `addKernelNodes` call, one array per call: a copy of the array
+   * returned (which the program may change) costs far less than a push per node.
+   */
+  readonly #addedBatches: CudaNode[][] = [];
   /** Whether the graph has allocation or free nodes (CUDA's extra rules apply), null until known. */
   #memoryNodes: boolean | null;
   /** Live execs instantiated from this graph (a graph with memory nodes allows one). */
@@ -135,6 +140,7 @@ export class Graph {
     const destroyed = this.#destroyed;
     const nodes = this.#nodes;
     const added = this.#added;
+    const addedBatches = this.#addedBatches;
     this[LIFETIME] = new Lifetime(`Graph 0x${handle.toString(16)}`, this, () => {
       try {
         // A body's CUgraph is its node's: the driver destroys it with the node.
@@ -151,8 +157,10 @@ export class Graph {
         bodies.clear();
         for (const n of nodes.values()) n.markRemoved();
         for (const n of added) n.markRemoved();
+        for (const batch of addedBatches) for (const n of batch) n.markRemoved();
         nodes.clear();
         added.length = 0;
+        addedBatches.length = 0;
         for (const l of keep) l.release();
         keep.clear();
         for (const h of owned.splice(0)) h.dispose();
@@ -283,15 +291,15 @@ export class Graph {
     }
     const n = handles.length;
     const nodes = new Array<CudaNode>(n);
-    const added = this.#added;
     // Each handle read as two 32-bit halves: reading a BigUint64Array element makes a BigInt, which
     // costs as much as the node object.
     const words = new Uint32Array(handles.buffer, handles.byteOffset, 2 * n);
     for (let i = 0; i < n; i++) {
       const hi = words[2 * i + 1]!;
       const handle = hi < 0x200000 ? words[2 * i]! + hi * 0x100000000 : handles[i]!;
-      added.push((nodes[i] = new CudaNode(INTERNAL, this, handle, type, null)));
+      nodes[i] = new CudaNode(INTERNAL, this, handle, type, null);
     }
+    this.#addedBatches.push(nodes.slice());
     this.#jsHostFunctions = null;
     return nodes;
   }
@@ -358,6 +366,11 @@ export class Graph {
     if (added.length !== 0) {
       for (const n of added) this.#nodes.set(Number(n.handleKey()), n);
       added.length = 0;
+    }
+    const batches = this.#addedBatches;
+    if (batches.length !== 0) {
+      for (const batch of batches) for (const n of batch) this.#nodes.set(Number(n.handleKey()), n);
+      batches.length = 0;
     }
     return this.#nodes;
   }

@@ -47,9 +47,12 @@ export function addKernels(graph: Graph, specs: unknown): CudaNode[] {
   const n = list.length;
   if (n === 0) return [];
   const launches: Launch[] = [];
-  const launchOf = new Uint32Array(n);
-  const depStart = new Uint32Array(n + 1);
-  const deps = new Dependencies(n);
+  const arrays = takeArrays(n);
+  const launchOf = arrays.launchOf.subarray(0, n);
+  const depStart = arrays.depStart.subarray(0, n + 1);
+  depStart[0] = 0;
+  const deps = arrays.deps;
+  deps.length = 0;
   const blocks: PackedArgs[] = [];
   // Launches already resolved in this call, by config object and then kernel function.
   const byConfig = new Map<object, Map<KernelFunction, number>>();
@@ -114,6 +117,7 @@ export function addKernels(graph: Graph, specs: unknown): CudaNode[] {
       depStart,
       depIndex: deps.index.subarray(0, deps.length),
       depHandle: deps.handle.subarray(0, deps.length),
+      out: arrays.out.subarray(0, n),
     });
     setAttributes(op, launches, launchOf, handles);
     const holds = new Set<Lifetime>();
@@ -122,10 +126,46 @@ export function addKernels(graph: Graph, specs: unknown): CudaNode[] {
   } finally {
     // The driver has copied every argument value (or added nothing): the batch's own blocks can go.
     for (const b of blocks) b.free();
+    giveArrays(arrays);
   }
 }
 
-/** The dependency entries of a batch, in growable typed arrays (-1 with a handle: a node of the graph). */
+/** The typed arrays of a batch: each entry's launch, where its dependencies start, the dependencies, the handles added. */
+interface BatchArrays {
+  readonly launchOf: Uint32Array;
+  readonly depStart: Uint32Array;
+  readonly deps: Dependencies;
+  readonly out: BigUint64Array;
+}
+
+/**
+ * The arrays of the last batch, kept for the next: a 10,000-node batch needs about 280 KB of them,
+ * and allocating (and zeroing) that much per call costs a few ns a node and brings the next
+ * garbage collection closer. A call takes them (null while in use: a batch started from inside
+ * another, by a getter of an entry, gets its own) and gives them back; only arrays for at most
+ * `KEPT_NODES` nodes are kept, so one huge batch does not pin its memory.
+ */
+let spare: BatchArrays | null = null;
+const KEPT_NODES = 1 << 16;
+
+function takeArrays(n: number): BatchArrays {
+  const s = spare;
+  if (s !== null && s.launchOf.length >= n) {
+    spare = null;
+    return s;
+  }
+  return { launchOf: new Uint32Array(n), depStart: new Uint32Array(n + 1), deps: new Dependencies(n), out: new BigUint64Array(n) };
+}
+
+function giveArrays(a: BatchArrays): void {
+  if (a.launchOf.length > KEPT_NODES || a.deps.index.length > 4 * KEPT_NODES) return;
+  if (spare === null || spare.launchOf.length < a.launchOf.length) spare = a;
+}
+
+/**
+ * The dependency entries of a batch, in growable typed arrays (-1 with a handle: a node of the
+ * graph). Slots past `length` hold an earlier batch's entries: nothing reads them.
+ */
 class Dependencies {
   index: Int32Array;
   handle: BigUint64Array;

@@ -214,6 +214,11 @@ interface CheckedKernelConfig {
   readonly holds: readonly Lifetime[];
   /** The arguments packed once (buffer addresses do not change while the buffers live). */
   readonly packed: PackedArgs;
+  /**
+   * The launch every use of the memo returns: one object, never changed, so that the driver layer
+   * can tell it encoded this very launch last time and skip encoding it again.
+   */
+  readonly input: gb.KernelNodeInput;
 }
 const checkedConfigs = new WeakMap<object, CheckedKernelConfig>();
 /** Frees a memo's packed arguments once its configuration object is collected. */
@@ -260,7 +265,7 @@ export function resolveKernel(
     const c = memo.checked;
     // Each buffer alive, as packing would check (a buffer disposed since is refused).
     for (const a of c.args) if (a.buffer !== null) a.buffer[LIFETIME].assertAlive(op);
-    return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams: memo.packed.address }, holds: memo.holds, attributes: null };
+    return { input: memo.input, holds: memo.holds, attributes: null };
   }
   const c = checkConfig(op, fn.name, config as LaunchConfig, fn.paramSizes);
   if (c.attributes !== null && (c.attributes.programmaticStreamSerialization || c.attributes.programmaticEvent !== null)) {
@@ -291,6 +296,7 @@ export function resolveKernel(
     previous.packed.free();
   }
   const packed = packArgs(c.args, (b) => b.ptrFor(op));
+  const input: gb.KernelNodeInput = Object.freeze({ func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams: packed.address });
   const entry: CheckedKernelConfig = {
     fn,
     grid: o.grid,
@@ -304,8 +310,9 @@ export function resolveKernel(
     checked: c,
     holds,
     packed,
+    input,
   };
   checkedConfigs.set(config, entry);
   packedBlocks.register(config, packed, entry);
-  return { input: { func: fn.func, grid: c.grid, block: c.block, sharedMem: c.sharedMem, kernelParams: packed.address }, holds, attributes: null };
+  return { input, holds, attributes: null };
 }

@@ -123,10 +123,24 @@ export const arg = {
   },
 } as const;
 
+/**
+ * The `ptr` value of each buffer passed bare, made once: a value is immutable and names its buffer
+ * (whose liveness packing checks), so one serves every call, and a call that passes buffers (an
+ * exec's `setKernelArgs` in a loop) allocates none.
+ */
+const bufferArgs = new WeakMap<DeviceBuffer, KernelArgValue>();
+
+/** The `ptr` value of buffer `b` (checked a DeviceBuffer by the caller). */
+function bufferArg(b: DeviceBuffer): KernelArgValue {
+  let v = bufferArgs.get(b);
+  if (v === undefined) bufferArgs.set(b, (v = new KernelArgValue('ptr', 0n, b)));
+  return v;
+}
+
 /** Checks one argument and returns it typed. @throws InvalidArgumentError naming `args[i]`. */
 export function normalizeArg(op: string, index: number, a: unknown): KernelArgValue {
   if (KernelArgValue.is(a)) return a;
-  if (brands.DeviceBuffer.is(a)) return new KernelArgValue('ptr', 0n, a);
+  if (brands.DeviceBuffer.is(a)) return bufferArg(a);
   const hint =
     typeof a === 'number' || typeof a === 'bigint'
       ? ': plain numbers are refused because the C type must be explicit (arg.i32(n), arg.f32(x), arg.u64(n), …)'

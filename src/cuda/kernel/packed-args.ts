@@ -59,14 +59,19 @@ export function packArgs(args: readonly KernelArgValue[], ptrOf: (b: DeviceBuffe
  * One reusable block for one-off launches (`kernel.launch`): the driver copies the argument
  * values during `cuLaunchKernel`, so the block may be rewritten for the next launch. Grows as needed.
  */
-let scratch: { address: bigint; view: DataView; capacity: number } | null = null;
+/**
+ * `laidFor`: the argument count whose pointer array the block holds now (-1: none), so that calls
+ * with as many arguments as the last (the usual loop) write only the values: laying the pointers
+ * costs a BigInt sum per argument, about as much as the rest of packing.
+ */
+let scratch: { address: bigint; view: DataView; capacity: number; laidFor: number } | null = null;
 
 /** The scratch block, grown to at least `need` bytes. */
-function scratchOf(need: number): { address: bigint; view: DataView } {
+function scratchOf(need: number): { address: bigint; view: DataView; capacity: number; laidFor: number } {
   if (scratch === null || scratch.capacity < need) {
     if (scratch !== null) host.freeHostBlock(scratch.address);
     const capacity = Math.max(need, 64 * SLOT);
-    scratch = { ...host.allocHostBlock(capacity), capacity };
+    scratch = { ...host.allocHostBlock(capacity), capacity, laidFor: -1 };
   }
   return scratch;
 }
@@ -76,8 +81,11 @@ export function packScratch(args: readonly KernelArgValue[], ptrOf: (b: DeviceBu
   const n = args.length;
   if (n === 0) return 0n;
   const s = scratchOf(packedSize(n));
-  layPointers(s.view, s.address, n);
-  args.forEach((a, i) => writeArg(s.view, n * SLOT + i * SLOT, a, ptrOf));
+  if (s.laidFor !== n) {
+    layPointers(s.view, s.address, n);
+    s.laidFor = n;
+  }
+  for (let i = 0; i < n; i++) writeArg(s.view, n * SLOT + i * SLOT, args[i]!, ptrOf);
   return s.address;
 }
 
@@ -97,6 +105,8 @@ export function packScratchBytes(values: readonly Uint8Array[]): bigint {
     end += Math.max(SLOT, Math.ceil(v.length / SLOT) * SLOT);
   }
   const s = scratchOf(end);
+  // Its own pointer layout: the next `packScratch` lays its pointers again.
+  s.laidFor = -1;
   const bytes = new Uint8Array(s.view.buffer, s.view.byteOffset, end);
   values.forEach((v, i) => {
     s.view.setBigUint64(i * SLOT, s.address + BigInt(offsets[i]!), true);

@@ -195,6 +195,12 @@ test('exec setters refuse a node of another graph, another kind, a bad index or 
   g.dispose();
   exec.setKernelArgs(a, [x, arg.i32(32)]);
   exec.setNodeEnabled(a, true);
+  // A buffer passed bare again (its argument value is made once) is still checked alive each call.
+  const y = DeviceBuffer.alloc(d, 1024);
+  exec.setKernelArgs(a, [y, arg.i32(1)]);
+  exec.setKernelArgs(a, [y, arg.i32(2)]);
+  y.dispose();
+  noUpdate(() => exec.setKernelArgs(a, [y, arg.i32(3)]), DisposedError, 'GraphExec.setKernelArgs', /DeviceBuffer/);
   exec.dispose();
   noUpdate(() => exec.setKernelArgs(a, cfg.args), DisposedError, 'GraphExec.setKernelArgs', /GraphExec/);
   noUpdate(() => exec.setNodeEnabled(a, true), DisposedError, 'GraphExec.setNodeEnabled', /GraphExec/);

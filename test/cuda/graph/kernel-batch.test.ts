@@ -154,6 +154,76 @@ test('addKernelNodes refuses bad entries before the driver, naming the entry', {
   x.dispose();
 });
 
+test('consecutive batches, and a batch started from inside another, each get their own launches and dependencies', { skip }, () => {
+  const d = Device.get(0);
+  const m = Module.load(d, '// stand-in: any text\n');
+  const k = m.function('add2');
+  const cfg = (v: number) => ({ grid: v, block: 32, args: [arg.i32(v)] });
+  onBothBindings((binding) => {
+    using g = Graph.create(d);
+    const a = g.addKernelNode(k, cfg(1));
+    // A long batch, then a short one with more dependencies a node, then a long one again: the
+    // arrays one batch leaves behind must not leak into the next.
+    const long = g.addKernelNodes(Array.from({ length: 300 }, (_, i) => ({ kernel: k, config: cfg(2), after: i === 0 ? [a] : [i - 1] })));
+    let from = added!();
+    const short = g.addKernelNodes([
+      { kernel: k, config: cfg(3), after: [long[299]!, a, long[5]!] },
+      { kernel: k, config: cfg(4) },
+    ]);
+    assert.deepEqual(logSince(from), [[3, 3], [4, 4]], binding);
+    assert.deepEqual(new Set(short[0]!.dependencies()), new Set([long[299], a, long[5]]), binding);
+    assert.deepEqual(short[1]!.dependencies(), [], `${binding}: no dependency left over from the batch before`);
+    from = added!();
+    const again = g.addKernelNodes(Array.from({ length: 250 }, (_, i) => ({ kernel: k, config: cfg(5 + (i % 2)), after: i === 0 ? [] : [i - 1] })));
+    assert.deepEqual(logSince(from).slice(0, 3), [[5, 5], [6, 6], [5, 5]], binding);
+    assert.deepEqual(again[0]!.dependencies(), [], binding);
+    assert.deepEqual(again[249]!.dependencies(), [again[248]], binding);
+    // An entry's getter adds a batch of its own while the outer one is being read.
+    let inner: CudaNode[] = [];
+    const sneaky = {
+      config: cfg(7),
+      after: [0],
+      get kernel() {
+        if (inner.length === 0) inner = g.addKernelNodes([{ kernel: k, config: cfg(8), after: [a] }, { kernel: k, config: cfg(9), after: [0] }]);
+        return k;
+      },
+    };
+    from = added!();
+    const outer = g.addKernelNodes([{ kernel: k, config: cfg(10), after: [a] }, sneaky as never, { kernel: k, config: cfg(11), after: [1] }]);
+    assert.deepEqual(logSince(from), [[8, 8], [9, 9], [10, 10], [7, 7], [11, 11]], `${binding}: the inner batch first, then the outer one intact`);
+    assert.deepEqual(inner[1]!.dependencies(), [inner[0]], binding);
+    assert.deepEqual(outer[1]!.dependencies(), [outer[0]], binding);
+    assert.deepEqual(outer[2]!.dependencies(), [outer[1]], binding);
+    assert.deepEqual(outer[0]!.dependencies(), [a], binding);
+  });
+});
+
+test('addKernelNode with one configuration object: each node gets it as it is now, also after an exec update and a change in place', { skip }, () => {
+  const d = Device.get(0);
+  const m = Module.load(d, '// stand-in: any text\n');
+  const k = m.function('add2');
+  onBothBindings((binding) => {
+    using g = Graph.create(d);
+    const cfg = { grid: [3, 1, 1] as [number, number, number], block: 32, args: [arg.i32(30)] };
+    let from = added!();
+    const a = g.addKernelNode(k, cfg);
+    g.addKernelNode(k, cfg, [a]);
+    assert.deepEqual(logSince(from), [[3, 30], [3, 30]], binding);
+    // An exec update in between writes other parameters where the driver reads them.
+    using exec = g.instantiate();
+    exec.setKernelArgs(a, [arg.i32(5)]);
+    from = added!();
+    g.addKernelNode(k, cfg, [a]);
+    assert.deepEqual(logSince(from), [[3, 30]], `${binding}: after an exec update`);
+    cfg.grid[0] = 4;
+    from = added!();
+    g.addKernelNode(k, cfg);
+    g.addKernelNode(k, { ...cfg, args: [arg.i32(40)] });
+    g.addKernelNode(k, cfg);
+    assert.deepEqual(logSince(from), [[4, 30], [4, 40], [4, 30]], `${binding}: a change in place is seen, and another config in between`);
+  });
+});
+
 test('a driver failure part way through addKernelNodes takes back the nodes already added', { skip }, () => {
   const d = Device.get(0);
   const m = Module.load(d, '// stand-in: any text\n');

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { arg, KernelArgValue, InvalidArgumentError } from '../../../src/index.js';
 import { normalizeArg, writeArg } from '../../../src/cuda/kernel/arg.js';
 import { parseDim3, checkConfig } from '../../../src/cuda/kernel/launch-config.js';
-import { packArgs, packScratch, packedSize } from '../../../src/cuda/kernel/packed-args.js';
+import { packArgs, packScratch, packScratchBytes, packedSize } from '../../../src/cuda/kernel/packed-args.js';
 
 const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
 const noBuffer = () => {
@@ -117,6 +117,24 @@ test('the one-off scratch block is reused and grows', () => {
   const many = Array.from({ length: 100 }, (_, i) => arg.i32(i));
   const c = packScratch(many, noBuffer);
   assert.equal(koffi.decode(koffi.decode(c, 99 * 8, 'uint64_t'), 'int32_t'), 99);
+});
+
+test('the scratch block keeps its pointer array between calls of one count, and lays it again for another count or after byte values', () => {
+  // Argument i of the block at `at`: read through pointer i, as the driver reads it.
+  const value = (at: bigint, i: number): number => koffi.decode(koffi.decode(at, i * 8, 'uint64_t'), 'int32_t');
+  const three = (k: number) => [arg.i32(k), arg.i32(k + 1), arg.i32(k + 2)];
+  let at = packScratch(three(10), noBuffer);
+  at = packScratch(three(20), noBuffer);
+  assert.deepEqual([value(at, 0), value(at, 1), value(at, 2)], [20, 21, 22], 'same count: the values rewritten behind the same pointers');
+  at = packScratch([arg.i32(7), arg.i32(8)], noBuffer);
+  assert.deepEqual([value(at, 0), value(at, 1)], [7, 8], 'two arguments: the pointers of a two-argument block');
+  const bytes = (k: number): Uint8Array => new Uint8Array(new Int32Array([k]).buffer);
+  at = packScratchBytes([bytes(1), bytes(2)]);
+  assert.deepEqual([value(at, 0), value(at, 1)], [1, 2]);
+  // A 16-byte value moves the layout of packScratchBytes away from packScratch's.
+  at = packScratchBytes([bytes(3), new Uint8Array(16)]);
+  at = packScratch([arg.i32(5), arg.i32(6)], noBuffer);
+  assert.deepEqual([value(at, 0), value(at, 1)], [5, 6], 'after byte values: the pointers laid again');
 });
 
 test('grid and block dimensions: a number or 1–3 positive u32s', () => {

@@ -1,0 +1,49 @@
+/**
+ * The C memory of the mailbox forms of the two kernel node calls (`hot.addKernelNodeFromMailbox`,
+ * `hot.execKernelParamsFromMailbox`): the addon passes addresses to the driver, so a node's
+ * parameters and dependencies must lie in memory that does not move, not in a JS array. One block
+ * serves every call: the driver reads it during the call only, and JS makes one call at a time.
+ */
+import { KERNEL_NODE_PARAMS as K } from '../layouts.js';
+import { allocHostBlock, freeHostBlock } from './host.js';
+
+/** A `CUDA_KERNEL_NODE_PARAMS_v2`, then room for `capacity` node handles. */
+export interface KernelNodeBlock {
+  /** Address of the parameters. */
+  readonly params: bigint;
+  /** The parameters' bytes, and a view of them. */
+  readonly bytes: Uint8Array;
+  readonly view: DataView;
+  /** Address of the dependency handles, and the handles. */
+  readonly deps: bigint;
+  readonly handles: BigUint64Array;
+  readonly capacity: number;
+  /**
+   * The launch whose parameters `bytes` hold now, or null: adding many nodes with one checked
+   * configuration (the usual loop, which hands the same frozen launch object each time) encodes it
+   * once. Whoever writes `bytes` otherwise sets it to null.
+   */
+  encoded: object | null;
+}
+
+let block: KernelNodeBlock | null = null;
+
+/** The block, with room for at least `deps` dependency handles. */
+export function kernelNodeBlock(deps: number): KernelNodeBlock {
+  if (block !== null && block.capacity >= deps) return block;
+  if (block !== null) freeHostBlock(block.params);
+  block = null;
+  const capacity = Math.max(deps, 16);
+  // K.size (72) keeps the handles after the parameters 8-byte aligned.
+  const { address, view } = allocHostBlock(K.size + 8 * capacity);
+  block = {
+    params: address,
+    bytes: new Uint8Array(view.buffer, view.byteOffset, K.size),
+    view: new DataView(view.buffer, view.byteOffset, K.size),
+    deps: address + BigInt(K.size),
+    handles: new BigUint64Array(view.buffer, view.byteOffset + K.size, capacity),
+    capacity,
+    encoded: null,
+  };
+  return block;
+}
