@@ -24,5 +24,13 @@ if (files.length === 0) {
   console.error('run-tests: no test files found');
   process.exit(1);
 }
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=1', ...files], { stdio: 'inherit' });
+// A test without a timeout of its own fails after 5 minutes (RUN_TESTS_TIMEOUT_MS) instead of
+// stalling the run: a hang is a failure to report, not a run that never ends (the longest GPU
+// suites take about two minutes).
+const timeout = process.env.RUN_TESTS_TIMEOUT_MS ?? '300000';
+if (!/^[1-9]\d*$/.test(timeout)) {
+  console.error(`run-tests: RUN_TESTS_TIMEOUT_MS must be a whole number of milliseconds, got '${timeout}'`);
+  process.exit(2);
+}
+const result = spawnSync(process.execPath, ['--test', '--test-concurrency=1', `--test-timeout=${timeout}`, ...files], { stdio: 'inherit' });
 process.exit(result.status ?? 1);

@@ -60,7 +60,9 @@ for (const [keepAwake, how] of [[100, 'young: polled by the event loop kept turn
       let turns = 0;
       const ticking = setInterval(() => turns++, 1);
       assert.equal(await settledWithin(p, 30), false, 'held: not resolved');
-      assert.ok(turns > 3, `the event loop ran meanwhile (${turns} timer turns)`);
+      // Any turn shows the loop free (a blocking wait on a held event would never return); how many
+      // depends on the machine's load.
+      assert.ok(turns >= 1, `the event loop ran meanwhile (${turns} timer turns)`);
       h.release();
       await p;
       clearInterval(ticking);
