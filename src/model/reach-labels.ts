@@ -26,9 +26,12 @@
  *
  * Chains are picked greedily: the longest path among the nodes not yet on a chain, K times (one
  * longest-path pass over the DAG each). Long chains spread over the whole topological order, so
- * every pair has a chance of a hub between them.
+ * every pair has a chance of a hub between them. K is 8, or 16 where a sample of 2,048 random
+ * pairs shows the first 8 leave 5 % of them or more to the search (a capture of 1,024 streams:
+ * 11 %; a graph with locality: 0.2 %): more hubs are worth their build time and memory only where
+ * they settle what the search would otherwise take.
  *
- * Cost: build O((n + m)·K) time; memory 8 + 4·K bytes a node for the rows (K = 8: 40), plus the
+ * Cost: build O((n + m)·K) time; memory 8 + 4·K bytes a node for the rows (K = 8: 40; 16: 72), plus the
  * layout (reach-layout.ts: 24 bytes a node, 8 an edge between chains); a search allocates
  * nothing after the first (a byte a node and 8 bytes a chain, and queues that grow to the largest
  * search so far). Measured figures: docs/model.md, "Reachability".
@@ -36,9 +39,21 @@
 import type { GraphStore } from './graph-store.js';
 import { buildLayout, HEAD, type ChainCover, type ReachLayout } from './reach-layout.js';
 import { ChainSweep } from './reach-search.js';
+import { mulberry32 } from '../util/random.js';
 
 /** Chains used when the caller does not say (8: 32 bytes a node), on graphs of MIN_HUB_LEVELS levels or more. */
 export const DEFAULT_LABEL_CHAINS = 8;
+/**
+ * Chains used instead when a sample of pairs shows the first DEFAULT_LABEL_CHAINS leave UPGRADE_AT
+ * of them or more to the search (16: 64 bytes a node). Measured on the 1M-node capture of
+ * 1,024 streams: 12 % of random pairs searched with 8 hubs, a quarter fewer with 16, and the
+ * query mean down by a quarter; graphs that 8 hubs settle (locality: under 1 % left) keep 8.
+ */
+export const MORE_LABEL_CHAINS = 16;
+/** Share of the sampled pairs left to the search from which MORE_LABEL_CHAINS are built. */
+export const UPGRADE_AT = 0.05;
+/** Pairs sampled to choose the number of hubs (random positions; a fixed seed, so builds are repeatable). */
+const SAMPLE_PAIRS = 2048;
 /**
  * Fewest levels (longest path + 1) for which the default builds chain hubs. A hub is a path, so on
  * a graph with few levels it is short and every pair is close: measured on 1M-node graphs of 2 to
@@ -53,8 +68,13 @@ const NONE_OUT = 0xffff;
 
 /** How to build the labels; the defaults suit every graph, the options let tests reach every branch. */
 export interface LabelOptions {
-  /** Number of chain hubs (≥ 0; default DEFAULT_LABEL_CHAINS, or 0 below MIN_HUB_LEVELS levels). */
+  /**
+   * Number of chain hubs (≥ 0). Default: none below MIN_HUB_LEVELS levels, else
+   * DEFAULT_LABEL_CHAINS, or MORE_LABEL_CHAINS when a sample of pairs shows they pay (UPGRADE_AT).
+   */
   readonly chains?: number;
+  /** Share of sampled pairs left open from which more hubs are built (default UPGRADE_AT; 0: always, Infinity: never, for tests). */
+  readonly upgradeAt?: number;
   /** Largest chain position stored unrounded (default 65,520); small values test the rounding. */
   readonly maxStored?: number;
   /**
@@ -86,55 +106,26 @@ export class ReachLabels {
     const n = store.n;
     const { start, adj } = all;
     const levels = g.levelStart.length - 1;
-    const k = Math.min(options.chains ?? (levels >= MIN_HUB_LEVELS ? DEFAULT_LABEL_CHAINS : 0), n);
     const maxStored = options.maxStored ?? MAX_STORED;
     const chainOf = new Int32Array(n).fill(-1);
     const chainPos = new Uint32Array(n);
-    const quantum = pickChains(n, start, adj, k, maxStored, chainOf, chainPos);
-
-    // One row a node holds all a query reads before it searches (one cache line or two); built by
-    // position (the hubs' passes run in topological order), then stored by node id.
-    const stride = 2 + k;
-    const rows = new Uint32Array(n * stride);
-    const rows16 = new Uint16Array(rows.buffer);
-    for (let p = 0; p < n; p++) {
-      rows[p * stride] = level[p]!;
-      rows[p * stride + 1] = g.fhead[HEAD * p + 2]!;
-      rows16.fill(NONE_OUT, 2 * p * stride + 4, 2 * p * stride + 4 + k);
-    }
-    // out (at 2·stride·p + 4 + c): the minimum over successors, in reverse topological order; in
-    // (k further on): pushed forward to successors, in topological order. Rounding commutes with
-    // min and max, so both are computed on the stored (rounded) values.
-    for (let p = n - 1; p >= 0; p--) {
-      const row = 2 * p * stride + 4;
-      for (let i = start[p]!; i < start[p + 1]!; i++) {
-        const srow = 2 * adj[i]! * stride + 4;
-        for (let c = 0; c < k; c++) {
-          const r = rows16[srow + c]!;
-          if (r < rows16[row + c]!) rows16[row + c] = r;
-        }
-      }
-      const c = chainOf[p]!;
-      if (c >= 0) rows16[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
-    }
-    for (let p = 0; p < n; p++) {
-      const row = 2 * p * stride + 4 + k;
-      const c = chainOf[p]!;
-      if (c >= 0) rows16[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
-      for (let i = start[p]!; i < start[p + 1]!; i++) {
-        const srow = 2 * adj[i]! * stride + 4 + k;
-        for (let c = 0; c < k; c++) {
-          const r = rows16[row + c]!;
-          if (r > rows16[srow + c]!) rows16[srow + c] = r;
-        }
-      }
+    const adaptive = options.chains === undefined && levels >= MIN_HUB_LEVELS;
+    const asked = Math.min(options.chains ?? (adaptive ? DEFAULT_LABEL_CHAINS : 0), n);
+    // Rows with room for the most hubs that may be built; reorder() keeps only those built.
+    const room = adaptive ? Math.max(asked, Math.min(MORE_LABEL_CHAINS, n)) : asked;
+    const quantum = new Uint32Array(room);
+    const rows = hubRows(level, g.fhead, room);
+    let k = pickChains(n, start, adj, 0, asked, maxStored, chainOf, chainPos, quantum);
+    hubPasses(rows, room, 0, k, start, adj, chainOf, chainPos, quantum);
+    if (adaptive && k === asked && room > k && openShare(rows, room, k, n) >= (options.upgradeAt ?? UPGRADE_AT)) {
+      // More hubs: the greedy picks go on where they stopped, and only the new hubs' entries are computed.
+      const k2 = pickChains(n, start, adj, k, room, maxStored, chainOf, chainPos, quantum);
+      hubPasses(rows, room, k, k2, start, adj, chainOf, chainPos, quantum);
+      k = k2;
     }
     // The rows by node id, so that a query reads them before (and mostly instead of) mapping its
-    // ids to positions.
-    const pos = g.pos;
-    if (pos === null) return new ReachLabels(g, k, rows, rows16);
-    const byId = new Uint32Array(n * stride);
-    for (let v = 0; v < n; v++) byId.set(rows.subarray(pos[v]! * stride, (pos[v]! + 1) * stride), v * stride);
+    // ids to positions; and only as wide as the hubs built.
+    const byId = k === room && g.pos === null ? rows : reorder(rows, room, k, g.pos);
     return new ReachLabels(g, k, byId, new Uint16Array(byId.buffer));
   }
 
@@ -148,23 +139,10 @@ export class ReachLabels {
     if (rows[ra]! >= rows[rb]!) return false;
     // One chain: positions on it grow with the topological position.
     if (rows[ra + 1] === rows[rb + 1]) return true;
-    const t = this.test(2 * ra + 4, 2 * rb + 4);
+    const t = hubTest(this.rows16, this.chains, this.chains, 2 * ra + 4, 2 * rb + 4);
     if (t !== UNKNOWN) return t === YES;
     const pos = this.g.pos;
     return (this.sweep ??= new ChainSweep(this.g)).reachable(pos === null ? a : pos[a]!, pos === null ? b : pos[b]!, rows[ra]!, rows[rb]!);
-  }
-
-  /** The O(K) tests on the rows at 16-bit offsets x and b (see the file comment): YES, NO or UNKNOWN. */
-  private test(x: number, b: number): number {
-    const k = this.chains;
-    const r = this.rows16;
-    for (let c = 0; c < k; c++) {
-      const ox = r[x + c]!;
-      const ib = r[b + k + c]!;
-      if (ox < ib) return YES;
-      if (r[b + c]! < ox || r[x + k + c]! > ib) return NO;
-    }
-    return UNKNOWN;
   }
 }
 
@@ -173,15 +151,123 @@ const YES = 1;
 const UNKNOWN = 2;
 
 /**
- * Picks up to `k` chains greedily — each the longest path over nodes not yet on a chain — writing
- * each chain node's chain and position into `chainOf`/`chainPos`. Returns each chain's rounding
- * step (1 for chains of at most `maxStored` + 1 nodes).
+ * The hub tests (see the file comment) of the first k hubs on the rows (as 16-bit words) at
+ * 16-bit offsets x and b, whose `in` entries lie `span` words after their `out` entries: YES, NO
+ * or UNKNOWN.
  */
-function pickChains(n: number, start: Uint32Array, adj: Uint32Array, k: number, maxStored: number, chainOf: Int32Array, chainPos: Uint32Array): Uint32Array {
-  const quantum = new Uint32Array(k).fill(1);
+function hubTest(r: Uint16Array, k: number, span: number, x: number, b: number): number {
+  for (let c = 0; c < k; c++) {
+    const ox = r[x + c]!;
+    const ib = r[b + span + c]!;
+    if (ox < ib) return YES;
+    if (r[b + c]! < ox || r[x + span + c]! > ib) return NO;
+  }
+  return UNKNOWN;
+}
+
+/**
+ * Rows by position for k hubs: level and chain word set, every `out` entry "none" and every `in`
+ * entry 0 (nothing reaches the node) until hubPasses fills them.
+ */
+function hubRows(level: Uint32Array, fhead: Uint32Array, k: number): Uint32Array {
+  const n = level.length;
+  const stride = 2 + k;
+  const rows = new Uint32Array(n * stride);
+  const rows16 = new Uint16Array(rows.buffer);
+  for (let p = 0; p < n; p++) {
+    rows[p * stride] = level[p]!;
+    rows[p * stride + 1] = fhead[HEAD * p + 2]!;
+    // A loop, not fill(): a builtin call a node cost more than the rest of the function.
+    for (let i = 2 * p * stride + 4, end = i + k; i < end; i++) rows16[i] = NONE_OUT;
+  }
+  return rows;
+}
+
+/**
+ * Rows by node id (`pos`: id → position; null: the same) of k hubs, from rows by position with
+ * room for `room` hubs: level, chain word and the first k hubs' entries.
+ */
+function reorder(rows: Uint32Array, room: number, k: number, pos: Uint32Array | null): Uint32Array {
+  const n = rows.length / (2 + room);
+  const to = new Uint32Array(n * (2 + k));
+  const a = new Uint16Array(rows.buffer);
+  const b = new Uint16Array(to.buffer);
+  // Plain loops: a subarray a node (a million views) cost more than the copy.
+  for (let v = 0; v < n; v++) {
+    const x = 2 * (pos === null ? v : pos[v]!) * (2 + room);
+    const y = 2 * v * (2 + k);
+    for (let w = 0; w < 4; w++) b[y + w] = a[x + w]!;
+    for (let c = 0; c < k; c++) {
+      b[y + 4 + c] = a[x + 4 + c]!;
+      b[y + 4 + k + c] = a[x + 4 + room + c]!;
+    }
+  }
+  return to;
+}
+
+/**
+ * Fills hubs c0 … c1 − 1 of rows of k hubs. out (at 2·stride·p + 4 + c): the minimum over
+ * successors, in reverse topological order; in (k further on): pushed forward to successors, in
+ * topological order. Rounding commutes with min and max, so both are computed on the stored
+ * (rounded) values.
+ */
+function hubPasses(rows: Uint32Array, k: number, c0: number, c1: number, start: Uint32Array, adj: Uint32Array, chainOf: Int32Array, chainPos: Uint32Array, quantum: Uint32Array): void {
+  const rows16 = new Uint16Array(rows.buffer);
+  const stride = 2 + k;
+  const n = start.length - 1;
+  for (let p = n - 1; p >= 0; p--) {
+    const row = 2 * p * stride + 4;
+    for (let i = start[p]!; i < start[p + 1]!; i++) {
+      const srow = 2 * adj[i]! * stride + 4;
+      for (let c = c0; c < c1; c++) {
+        const r = rows16[srow + c]!;
+        if (r < rows16[row + c]!) rows16[row + c] = r;
+      }
+    }
+    const c = chainOf[p]!;
+    if (c >= c0 && c < c1) rows16[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
+  }
+  for (let p = 0; p < n; p++) {
+    const row = 2 * p * stride + 4 + k;
+    const c = chainOf[p]!;
+    if (c >= c0 && c < c1) rows16[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
+    for (let i = start[p]!; i < start[p + 1]!; i++) {
+      const srow = 2 * adj[i]! * stride + 4 + k;
+      for (let c = c0; c < c1; c++) {
+        const r = rows16[row + c]!;
+        if (r > rows16[srow + c]!) rows16[srow + c] = r;
+      }
+    }
+  }
+}
+
+/**
+ * The share of SAMPLE_PAIRS random pairs of positions that the level, chain and first k hubs'
+ * tests on rows by position (room for `room` hubs) leave to the search.
+ */
+function openShare(rows: Uint32Array, room: number, k: number, n: number): number {
+  const rows16 = new Uint16Array(rows.buffer);
+  const stride = 2 + room;
+  const rand = mulberry32(0x5eed);
+  let open = 0;
+  for (let i = 0; i < SAMPLE_PAIRS; i++) {
+    const ra = Math.floor(rand() * n) * stride;
+    const rb = Math.floor(rand() * n) * stride;
+    if (rows[ra]! < rows[rb]! && rows[ra + 1] !== rows[rb + 1] && hubTest(rows16, k, room, 2 * ra + 4, 2 * rb + 4) === UNKNOWN) open++;
+  }
+  return open / SAMPLE_PAIRS;
+}
+
+/**
+ * Picks chains c0 … c1 − 1 greedily — each the longest path over nodes not yet on a chain —
+ * writing each chain node's chain and position into `chainOf`/`chainPos` and each chain's rounding
+ * step into `quantum` (1 for chains of at most `maxStored` + 1 nodes). Returns c0 + the number of
+ * chains picked (fewer when every node is on one).
+ */
+function pickChains(n: number, start: Uint32Array, adj: Uint32Array, c0: number, c1: number, maxStored: number, chainOf: Int32Array, chainPos: Uint32Array, quantum: Uint32Array): number {
   const len = new Uint32Array(n);
   const next = new Int32Array(n);
-  for (let c = 0; c < k; c++) {
+  for (let c = c0; c < c1; c++) {
     let best = -1;
     for (let p = n - 1; p >= 0; p--) {
       if (chainOf[p]! >= 0) {
@@ -201,7 +287,7 @@ function pickChains(n: number, start: Uint32Array, adj: Uint32Array, k: number, 
       next[p] = nx;
       if (best < 0 || len[p]! > len[best]!) best = p;
     }
-    if (best < 0) break;
+    if (best < 0) return c;
     const last = len[best]! - 1;
     quantum[c] = last <= maxStored ? 1 : Math.ceil(last / maxStored);
     for (let p = best, i = 0; p >= 0; p = next[p]!, i++) {
@@ -209,5 +295,5 @@ function pickChains(n: number, start: Uint32Array, adj: Uint32Array, k: number, 
       chainPos[p] = i;
     }
   }
-  return quantum;
+  return c1;
 }
