@@ -112,22 +112,27 @@ export class ReachLabels {
     const adaptive = options.chains === undefined && levels >= MIN_HUB_LEVELS;
     const asked = Math.min(options.chains ?? (adaptive ? DEFAULT_LABEL_CHAINS : 0), n);
     const quantum = new Uint32Array(adaptive ? Math.max(asked, Math.min(MORE_LABEL_CHAINS, n)) : asked);
-    let rows = hubRows(level, g.fhead, asked);
-    let room = asked;
+    const rows = hubRows(level, g.fhead, asked);
     let k = pickChains(n, start, adj, 0, asked, maxStored, chainOf, chainPos, quantum);
-    hubPasses(rows, room, 0, k, start, adj, chainOf, chainPos, quantum);
-    if (adaptive && k === asked && quantum.length > k && openShare(rows, room, k, n) >= (options.upgradeAt ?? UPGRADE_AT)) {
-      // More hubs: wider rows keep the first hubs' entries, the greedy picks go on where they
-      // stopped, and only the new hubs' entries are computed. (Rows as wide from the start made
-      // the first hubs' passes slower on graphs that keep 8: more cache lines a node.)
-      room = quantum.length;
-      rows = reorder(rows, k, k, null, room);
-      k = pickChains(n, start, adj, k, room, maxStored, chainOf, chainPos, quantum);
-      hubPasses(rows, room, asked, k, start, adj, chainOf, chainPos, quantum);
+    hubPasses(new Uint16Array(rows.buffer), 2 * (2 + asked), 4, 4 + asked, 0, k, start, adj, chainOf, chainPos, quantum);
+    let extra: Uint16Array | null = null;
+    if (adaptive && k === asked && quantum.length > k && openShare(rows, asked, n) >= (options.upgradeAt ?? UPGRADE_AT)) {
+      // More hubs: the greedy picks go on where they stopped, and only the new hubs' entries are
+      // computed, into rows of their own (rows as wide as 16 hubs from the start slowed the first
+      // hubs' passes on graphs that keep 8; widening them after cost a copy and 72 MB more).
+      const more = quantum.length;
+      k = pickChains(n, start, adj, asked, more, maxStored, chainOf, chainPos, quantum);
+      const w = k - asked;
+      extra = new Uint16Array(n * 2 * w);
+      for (let p = 0; p < n; p++) for (let i = 2 * w * p, end = i + w; i < end; i++) extra[i] = NONE_OUT;
+      // Hub c's out entry at 2w·p + c − asked, its in entry w further on.
+      hubPasses(extra, 2 * w, -asked, w - asked, asked, k, start, adj, chainOf, chainPos, quantum);
     }
+    // Hubs the graph had no nodes for keep their slots ("none" entries: they settle nothing).
+    if (extra === null) k = asked;
     // The rows by node id, so that a query reads them before (and mostly instead of) mapping its
-    // ids to positions; and only as wide as the hubs built.
-    const byId = k === room && g.pos === null ? rows : reorder(rows, room, k, g.pos, k);
+    // ids to positions.
+    const byId = extra === null && g.pos === null ? rows : byIdRows(rows, asked, extra, k, g.pos);
     return new ReachLabels(g, k, byId, new Uint16Array(byId.buffer));
   }
 
@@ -186,91 +191,119 @@ function hubRows(level: Uint32Array, fhead: Uint32Array, k: number): Uint32Array
 }
 
 /**
- * Rows by node id (`pos`: id → position; null: the same) with room for `width` hubs, from rows by
- * position with room for `room`: level, chain word and the first k hubs' entries; the entries of
- * hubs k … width − 1 are left as hubRows makes them.
+ * Rows by node id (`pos`: id → position; null: the same) of k hubs, from rows by position of `k0`
+ * hubs and, when k > k0, the entries of hubs k0 … k − 1 by position (`extra`: their out entries,
+ * then their in entries, 2·(k − k0) 16-bit words a position).
  */
-function reorder(rows: Uint32Array, room: number, k: number, pos: Uint32Array | null, width: number): Uint32Array {
-  const n = rows.length / (2 + room);
-  const to = new Uint32Array(n * (2 + width));
-  if (k === room && width === room && pos !== null) {
-    // Whole rows, word by word, read in position order and written in id order: random writes,
-    // which nothing waits on, cost less than random reads (measured: 60 against 170 ms at 1M nodes).
-    const stride = 2 + room;
-    const idAt = new Uint32Array(n);
-    for (let v = 0; v < n; v++) idAt[pos[v]!] = v;
+function byIdRows(rows: Uint32Array, k0: number, extra: Uint16Array | null, k: number, pos: Uint32Array | null): Uint32Array {
+  const n = rows.length / (2 + k0);
+  const to = new Uint32Array(n * (2 + k));
+  // Read in position order and written in id order: random writes, which nothing waits on, cost
+  // less than random reads (measured: 60 against 170 ms at 1M nodes). Plain loops: a subarray a
+  // node (a million views) cost more than the copy.
+  const idAt = new Uint32Array(n);
+  for (let v = 0; v < n; v++) idAt[pos === null ? v : pos[v]!] = v;
+  if (extra === null) {
+    const stride = 2 + k0;
     for (let p = 0; p < n; p++) {
       const x = p * stride;
       const y = idAt[p]! * stride;
-      for (let w = 0; w < stride; w++) to[y + w] = rows[x + w]!;
+      for (let i = 0; i < stride; i++) to[y + i] = rows[x + i]!;
+    }
+    return to;
+  }
+  const w = k - k0;
+  if (k0 % 2 === 0 && w % 2 === 0) {
+    // Every block starts on a 32-bit word: copied by words, half the stores (measured: the
+    // 16-bit copy took 250 ms at 1M nodes).
+    const x32 = new Uint32Array(extra.buffer, extra.byteOffset, extra.length / 2);
+    const s0 = 2 + k0;
+    const s1 = 2 + k;
+    const h0 = k0 / 2;
+    const hw = w / 2;
+    for (let p = 0; p < n; p++) {
+      const x = p * s0;
+      const y = idAt[p]! * s1;
+      const e = p * w;
+      to[y] = rows[x]!;
+      to[y + 1] = rows[x + 1]!;
+      for (let i = 0; i < h0; i++) {
+        to[y + 2 + i] = rows[x + 2 + i]!;
+        to[y + 2 + k / 2 + i] = rows[x + 2 + h0 + i]!;
+      }
+      for (let i = 0; i < hw; i++) {
+        to[y + 2 + h0 + i] = x32[e + i]!;
+        to[y + 2 + k / 2 + h0 + i] = x32[e + hw + i]!;
+      }
     }
     return to;
   }
   const a = new Uint16Array(rows.buffer);
   const b = new Uint16Array(to.buffer);
-  // Plain loops: a subarray a node (a million views) cost more than the copy.
-  for (let v = 0; v < n; v++) {
-    const x = 2 * (pos === null ? v : pos[v]!) * (2 + room);
-    const y = 2 * v * (2 + width);
-    for (let w = 0; w < 4; w++) b[y + w] = a[x + w]!;
-    for (let c = 0; c < k; c++) {
+  for (let p = 0; p < n; p++) {
+    const x = 2 * p * (2 + k0);
+    const y = 2 * idAt[p]! * (2 + k);
+    const e = 2 * w * p;
+    for (let i = 0; i < 4; i++) b[y + i] = a[x + i]!;
+    for (let c = 0; c < k0; c++) {
       b[y + 4 + c] = a[x + 4 + c]!;
-      b[y + 4 + width + c] = a[x + 4 + room + c]!;
+      b[y + 4 + k + c] = a[x + 4 + k0 + c]!;
     }
-    for (let c = k; c < width; c++) b[y + 4 + c] = NONE_OUT;
+    for (let c = 0; c < w; c++) {
+      b[y + 4 + k0 + c] = extra[e + c]!;
+      b[y + 4 + k + k0 + c] = extra[e + w + c]!;
+    }
   }
   return to;
 }
 
 /**
- * Fills hubs c0 … c1 − 1 of rows of k hubs. out (at 2·stride·p + 4 + c): the minimum over
- * successors, in reverse topological order; in (k further on): pushed forward to successors, in
- * topological order. Rounding commutes with min and max, so both are computed on the stored
- * (rounded) values.
+ * Fills hubs c0 … c1 − 1 in the 16-bit words `r`, `stride` words a position: hub c's out entry of
+ * position p at stride·p + outAt + c, its in entry at stride·p + inAt + c. out: the minimum over
+ * successors, in reverse topological order; in: pushed forward to successors, in topological
+ * order. Rounding commutes with min and max, so both are computed on the stored (rounded) values.
  */
-function hubPasses(rows: Uint32Array, k: number, c0: number, c1: number, start: Uint32Array, adj: Uint32Array, chainOf: Int32Array, chainPos: Uint32Array, quantum: Uint32Array): void {
-  const rows16 = new Uint16Array(rows.buffer);
-  const stride = 2 + k;
+function hubPasses(r: Uint16Array, stride: number, outAt: number, inAt: number, c0: number, c1: number, start: Uint32Array, adj: Uint32Array, chainOf: Int32Array, chainPos: Uint32Array, quantum: Uint32Array): void {
   const n = start.length - 1;
   for (let p = n - 1; p >= 0; p--) {
-    const row = 2 * p * stride + 4;
+    const row = stride * p + outAt;
     for (let i = start[p]!; i < start[p + 1]!; i++) {
-      const srow = 2 * adj[i]! * stride + 4;
+      const srow = stride * adj[i]! + outAt;
       for (let c = c0; c < c1; c++) {
-        const r = rows16[srow + c]!;
-        if (r < rows16[row + c]!) rows16[row + c] = r;
+        const x = r[srow + c]!;
+        if (x < r[row + c]!) r[row + c] = x;
       }
     }
     const c = chainOf[p]!;
-    if (c >= c0 && c < c1) rows16[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
+    if (c >= c0 && c < c1) r[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
   }
   for (let p = 0; p < n; p++) {
-    const row = 2 * p * stride + 4 + k;
+    const row = stride * p + inAt;
     const c = chainOf[p]!;
-    if (c >= c0 && c < c1) rows16[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
+    if (c >= c0 && c < c1) r[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
     for (let i = start[p]!; i < start[p + 1]!; i++) {
-      const srow = 2 * adj[i]! * stride + 4 + k;
+      const srow = stride * adj[i]! + inAt;
       for (let c = c0; c < c1; c++) {
-        const r = rows16[row + c]!;
-        if (r > rows16[srow + c]!) rows16[srow + c] = r;
+        const x = r[row + c]!;
+        if (x > r[srow + c]!) r[srow + c] = x;
       }
     }
   }
 }
 
 /**
- * The share of SAMPLE_PAIRS random pairs of positions that the level, chain and first k hubs'
- * tests on rows by position (room for `room` hubs) leave to the search.
+ * The share of SAMPLE_PAIRS random pairs of positions that the level, chain and hub tests on rows
+ * by position of k hubs leave to the search.
  */
-function openShare(rows: Uint32Array, room: number, k: number, n: number): number {
+function openShare(rows: Uint32Array, k: number, n: number): number {
   const rows16 = new Uint16Array(rows.buffer);
-  const stride = 2 + room;
+  const stride = 2 + k;
   const rand = mulberry32(0x5eed);
   let open = 0;
   for (let i = 0; i < SAMPLE_PAIRS; i++) {
     const ra = Math.floor(rand() * n) * stride;
     const rb = Math.floor(rand() * n) * stride;
-    if (rows[ra]! < rows[rb]! && rows[ra + 1] !== rows[rb + 1] && hubTest(rows16, k, room, 2 * ra + 4, 2 * rb + 4) === UNKNOWN) open++;
+    if (rows[ra]! < rows[rb]! && rows[ra + 1] !== rows[rb + 1] && hubTest(rows16, k, k, 2 * ra + 4, 2 * rb + 4) === UNKNOWN) open++;
   }
   return open / SAMPLE_PAIRS;
 }

@@ -33,10 +33,11 @@
  *   their cache misses overlap, where the loop that takes the level waits on each in turn (on
  *   the 10-layer graph of the benchmark, a third off a reachable pair's search).
  *
- * - **Small compiled pieces.** Each side's level is its own method, and rare branches share their
- *   stores with common ones: V8 compiles the search while the first queries run (tens of
- *   milliseconds a function on the machine measured), and code reaching a branch it never saw
- *   run is thrown away and compiled again.
+ * - **Small compiled pieces.** Each side's level is its own method, rare branches share their
+ *   stores with common ones, and the arrays that grow start small and are stored twice (see
+ *   uint-heap.ts): V8 compiles the search while the first queries run (tens of milliseconds a
+ *   function on the machine measured), and compiled code that reaches a branch it never saw run,
+ *   or a field it took for a constant changing, is thrown away and compiled again.
  *
  * Marks (one byte a position) and chain entries are put back after each search for what it
  * touched, so a search costs what it touches, never n.
