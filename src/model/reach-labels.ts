@@ -26,12 +26,9 @@
  *
  * Chains are picked greedily: the longest path among the nodes not yet on a chain, K times (one
  * longest-path pass over the DAG each). Long chains spread over the whole topological order, so
- * every pair has a chance of a hub between them. K is 8, or 16 where a sample of 2,048 random
- * pairs shows the first 8 leave 5 % of them or more to the search (a capture of 1,024 streams:
- * 11 %; a graph with locality: 0.2 %): more hubs are worth their build time and memory only where
- * they settle what the search would otherwise take.
+ * every pair has a chance of a hub between them.
  *
- * Cost: build O((n + m)·K) time; memory 8 + 4·K bytes a node for the rows (K = 8: 40; 16: 72), plus the
+ * Cost: build O((n + m)·K) time; memory 8 + 4·K bytes a node for the rows (K = 8: 40), plus the
  * layout (reach-layout.ts: 24 bytes a node, 8 an edge between chains); a search allocates
  * nothing after the first (a byte a node and 8 bytes a chain, and queues that grow to the largest
  * search so far). Measured figures: docs/model.md, "Reachability".
@@ -39,21 +36,9 @@
 import type { GraphStore } from './graph-store.js';
 import { buildLayout, HEAD, type ChainCover, type ReachLayout } from './reach-layout.js';
 import { ChainSweep } from './reach-search.js';
-import { mulberry32 } from '../util/random.js';
 
 /** Chains used when the caller does not say (8: 32 bytes a node), on graphs of MIN_HUB_LEVELS levels or more. */
 export const DEFAULT_LABEL_CHAINS = 8;
-/**
- * Chains used instead when a sample of pairs shows the first DEFAULT_LABEL_CHAINS leave UPGRADE_AT
- * of them or more to the search (16: 64 bytes a node). Measured on the 1M-node capture of
- * 1,024 streams: 12 % of random pairs searched with 8 hubs, a quarter fewer with 16, and the
- * query mean down by a quarter; graphs that 8 hubs settle (locality: under 1 % left) keep 8.
- */
-export const MORE_LABEL_CHAINS = 16;
-/** Share of the sampled pairs left to the search from which MORE_LABEL_CHAINS are built. */
-export const UPGRADE_AT = 0.05;
-/** Pairs sampled to choose the number of hubs (random positions; a fixed seed, so builds are repeatable). */
-const SAMPLE_PAIRS = 2048;
 /**
  * Fewest levels (longest path + 1) for which the default builds chain hubs. A hub is a path, so on
  * a graph with few levels it is short and every pair is close: measured on 1M-node graphs of 2 to
@@ -68,13 +53,8 @@ const NONE_OUT = 0xffff;
 
 /** How to build the labels; the defaults suit every graph, the options let tests reach every branch. */
 export interface LabelOptions {
-  /**
-   * Number of chain hubs (≥ 0). Default: none below MIN_HUB_LEVELS levels, else
-   * DEFAULT_LABEL_CHAINS, or MORE_LABEL_CHAINS when a sample of pairs shows they pay (UPGRADE_AT).
-   */
+  /** Number of chain hubs (≥ 0; default DEFAULT_LABEL_CHAINS, or 0 below MIN_HUB_LEVELS levels). */
   readonly chains?: number;
-  /** Share of sampled pairs left open from which more hubs are built (default UPGRADE_AT; 0: always, Infinity: never, for tests). */
-  readonly upgradeAt?: number;
   /** Largest chain position stored unrounded (default 65,520); small values test the rounding. */
   readonly maxStored?: number;
   /**
@@ -106,33 +86,65 @@ export class ReachLabels {
     const n = store.n;
     const { start, adj } = all;
     const levels = g.levelStart.length - 1;
+    const k = Math.min(options.chains ?? (levels >= MIN_HUB_LEVELS ? DEFAULT_LABEL_CHAINS : 0), n);
     const maxStored = options.maxStored ?? MAX_STORED;
     const chainOf = new Int32Array(n).fill(-1);
     const chainPos = new Uint32Array(n);
-    const adaptive = options.chains === undefined && levels >= MIN_HUB_LEVELS;
-    const asked = Math.min(options.chains ?? (adaptive ? DEFAULT_LABEL_CHAINS : 0), n);
-    const quantum = new Uint32Array(adaptive ? Math.max(asked, Math.min(MORE_LABEL_CHAINS, n)) : asked);
-    const rows = hubRows(level, g.fhead, asked);
-    let k = pickChains(n, start, adj, 0, asked, maxStored, chainOf, chainPos, quantum);
-    hubPasses(new Uint16Array(rows.buffer), 2 * (2 + asked), 4, 4 + asked, 0, k, start, adj, chainOf, chainPos, quantum);
-    let extra: Uint16Array | null = null;
-    if (adaptive && k === asked && quantum.length > k && openShare(rows, asked, n) >= (options.upgradeAt ?? UPGRADE_AT)) {
-      // More hubs: the greedy picks go on where they stopped, and only the new hubs' entries are
-      // computed, into rows of their own (rows as wide as 16 hubs from the start slowed the first
-      // hubs' passes on graphs that keep 8; widening them after cost a copy and 72 MB more).
-      const more = quantum.length;
-      k = pickChains(n, start, adj, asked, more, maxStored, chainOf, chainPos, quantum);
-      const w = k - asked;
-      extra = new Uint16Array(n * 2 * w);
-      for (let p = 0; p < n; p++) for (let i = 2 * w * p, end = i + w; i < end; i++) extra[i] = NONE_OUT;
-      // Hub c's out entry at 2w·p + c − asked, its in entry w further on.
-      hubPasses(extra, 2 * w, -asked, w - asked, asked, k, start, adj, chainOf, chainPos, quantum);
+    const quantum = pickChains(n, start, adj, k, maxStored, chainOf, chainPos);
+
+    // One row a node holds all a query reads before it searches (one cache line or two); built by
+    // position (the hubs' passes run in topological order), then stored by node id.
+    const stride = 2 + k;
+    const rows = new Uint32Array(n * stride);
+    const rows16 = new Uint16Array(rows.buffer);
+    for (let p = 0; p < n; p++) {
+      rows[p * stride] = level[p]!;
+      rows[p * stride + 1] = g.fhead[HEAD * p + 2]!;
+      // A loop, not fill(): a builtin call a node cost more than the rest of the loop.
+      for (let i = 2 * p * stride + 4, end = i + k; i < end; i++) rows16[i] = NONE_OUT;
     }
-    // Hubs the graph had no nodes for keep their slots ("none" entries: they settle nothing).
-    if (extra === null) k = asked;
+    // out (at 2·stride·p + 4 + c): the minimum over successors, in reverse topological order; in
+    // (k further on): pushed forward to successors, in topological order. Rounding commutes with
+    // min and max, so both are computed on the stored (rounded) values.
+    for (let p = n - 1; p >= 0; p--) {
+      const row = 2 * p * stride + 4;
+      for (let i = start[p]!; i < start[p + 1]!; i++) {
+        const srow = 2 * adj[i]! * stride + 4;
+        for (let c = 0; c < k; c++) {
+          const r = rows16[srow + c]!;
+          if (r < rows16[row + c]!) rows16[row + c] = r;
+        }
+      }
+      const c = chainOf[p]!;
+      if (c >= 0) rows16[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
+    }
+    for (let p = 0; p < n; p++) {
+      const row = 2 * p * stride + 4 + k;
+      const c = chainOf[p]!;
+      if (c >= 0) rows16[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
+      for (let i = start[p]!; i < start[p + 1]!; i++) {
+        const srow = 2 * adj[i]! * stride + 4 + k;
+        for (let c = 0; c < k; c++) {
+          const r = rows16[row + c]!;
+          if (r > rows16[srow + c]!) rows16[srow + c] = r;
+        }
+      }
+    }
     // The rows by node id, so that a query reads them before (and mostly instead of) mapping its
     // ids to positions.
-    const byId = extra === null && g.pos === null ? rows : byIdRows(rows, asked, extra, k, g.pos);
+    const pos = g.pos;
+    if (pos === null) return new ReachLabels(g, k, rows, rows16);
+    // Read in position order and written in id order: random writes, which nothing waits on,
+    // cost less than random reads (measured: 60 against 170 ms at 1M nodes); and word by word, as
+    // a subarray a node (a million views) cost more than the copy.
+    const idAt = new Uint32Array(n);
+    for (let v = 0; v < n; v++) idAt[pos[v]!] = v;
+    const byId = new Uint32Array(n * stride);
+    for (let p = 0; p < n; p++) {
+      const x = p * stride;
+      const y = idAt[p]! * stride;
+      for (let i = 0; i < stride; i++) byId[y + i] = rows[x + i]!;
+    }
     return new ReachLabels(g, k, byId, new Uint16Array(byId.buffer));
   }
 
@@ -146,10 +158,23 @@ export class ReachLabels {
     if (rows[ra]! >= rows[rb]!) return false;
     // One chain: positions on it grow with the topological position.
     if (rows[ra + 1] === rows[rb + 1]) return true;
-    const t = hubTest(this.rows16, this.chains, this.chains, 2 * ra + 4, 2 * rb + 4);
+    const t = this.test(2 * ra + 4, 2 * rb + 4);
     if (t !== UNKNOWN) return t === YES;
     const pos = this.g.pos;
     return (this.sweep ??= new ChainSweep(this.g)).reachable(pos === null ? a : pos[a]!, pos === null ? b : pos[b]!, rows[ra]!, rows[rb]!);
+  }
+
+  /** The O(K) tests on the rows at 16-bit offsets x and b (see the file comment): YES, NO or UNKNOWN. */
+  private test(x: number, b: number): number {
+    const k = this.chains;
+    const r = this.rows16;
+    for (let c = 0; c < k; c++) {
+      const ox = r[x + c]!;
+      const ib = r[b + k + c]!;
+      if (ox < ib) return YES;
+      if (r[b + c]! < ox || r[x + k + c]! > ib) return NO;
+    }
+    return UNKNOWN;
   }
 }
 
@@ -158,166 +183,15 @@ const YES = 1;
 const UNKNOWN = 2;
 
 /**
- * The hub tests (see the file comment) of the first k hubs on the rows (as 16-bit words) at
- * 16-bit offsets x and b, whose `in` entries lie `span` words after their `out` entries: YES, NO
- * or UNKNOWN.
+ * Picks up to `k` chains greedily — each the longest path over nodes not yet on a chain — writing
+ * each chain node's chain and position into `chainOf`/`chainPos`. Returns each chain's rounding
+ * step (1 for chains of at most `maxStored` + 1 nodes).
  */
-function hubTest(r: Uint16Array, k: number, span: number, x: number, b: number): number {
-  for (let c = 0; c < k; c++) {
-    const ox = r[x + c]!;
-    const ib = r[b + span + c]!;
-    if (ox < ib) return YES;
-    if (r[b + c]! < ox || r[x + span + c]! > ib) return NO;
-  }
-  return UNKNOWN;
-}
-
-/**
- * Rows by position for k hubs: level and chain word set, every `out` entry "none" and every `in`
- * entry 0 (nothing reaches the node) until hubPasses fills them.
- */
-function hubRows(level: Uint32Array, fhead: Uint32Array, k: number): Uint32Array {
-  const n = level.length;
-  const stride = 2 + k;
-  const rows = new Uint32Array(n * stride);
-  const rows16 = new Uint16Array(rows.buffer);
-  for (let p = 0; p < n; p++) {
-    rows[p * stride] = level[p]!;
-    rows[p * stride + 1] = fhead[HEAD * p + 2]!;
-    // A loop, not fill(): a builtin call a node cost more than the rest of the function.
-    for (let i = 2 * p * stride + 4, end = i + k; i < end; i++) rows16[i] = NONE_OUT;
-  }
-  return rows;
-}
-
-/**
- * Rows by node id (`pos`: id → position; null: the same) of k hubs, from rows by position of `k0`
- * hubs and, when k > k0, the entries of hubs k0 … k − 1 by position (`extra`: their out entries,
- * then their in entries, 2·(k − k0) 16-bit words a position).
- */
-function byIdRows(rows: Uint32Array, k0: number, extra: Uint16Array | null, k: number, pos: Uint32Array | null): Uint32Array {
-  const n = rows.length / (2 + k0);
-  const to = new Uint32Array(n * (2 + k));
-  // Read in position order and written in id order: random writes, which nothing waits on, cost
-  // less than random reads (measured: 60 against 170 ms at 1M nodes). Plain loops: a subarray a
-  // node (a million views) cost more than the copy.
-  const idAt = new Uint32Array(n);
-  for (let v = 0; v < n; v++) idAt[pos === null ? v : pos[v]!] = v;
-  if (extra === null) {
-    const stride = 2 + k0;
-    for (let p = 0; p < n; p++) {
-      const x = p * stride;
-      const y = idAt[p]! * stride;
-      for (let i = 0; i < stride; i++) to[y + i] = rows[x + i]!;
-    }
-    return to;
-  }
-  const w = k - k0;
-  if (k0 % 2 === 0 && w % 2 === 0) {
-    // Every block starts on a 32-bit word: copied by words, half the stores (measured: the
-    // 16-bit copy took 250 ms at 1M nodes).
-    const x32 = new Uint32Array(extra.buffer, extra.byteOffset, extra.length / 2);
-    const s0 = 2 + k0;
-    const s1 = 2 + k;
-    const h0 = k0 / 2;
-    const hw = w / 2;
-    for (let p = 0; p < n; p++) {
-      const x = p * s0;
-      const y = idAt[p]! * s1;
-      const e = p * w;
-      to[y] = rows[x]!;
-      to[y + 1] = rows[x + 1]!;
-      for (let i = 0; i < h0; i++) {
-        to[y + 2 + i] = rows[x + 2 + i]!;
-        to[y + 2 + k / 2 + i] = rows[x + 2 + h0 + i]!;
-      }
-      for (let i = 0; i < hw; i++) {
-        to[y + 2 + h0 + i] = x32[e + i]!;
-        to[y + 2 + k / 2 + h0 + i] = x32[e + hw + i]!;
-      }
-    }
-    return to;
-  }
-  const a = new Uint16Array(rows.buffer);
-  const b = new Uint16Array(to.buffer);
-  for (let p = 0; p < n; p++) {
-    const x = 2 * p * (2 + k0);
-    const y = 2 * idAt[p]! * (2 + k);
-    const e = 2 * w * p;
-    for (let i = 0; i < 4; i++) b[y + i] = a[x + i]!;
-    for (let c = 0; c < k0; c++) {
-      b[y + 4 + c] = a[x + 4 + c]!;
-      b[y + 4 + k + c] = a[x + 4 + k0 + c]!;
-    }
-    for (let c = 0; c < w; c++) {
-      b[y + 4 + k0 + c] = extra[e + c]!;
-      b[y + 4 + k + k0 + c] = extra[e + w + c]!;
-    }
-  }
-  return to;
-}
-
-/**
- * Fills hubs c0 … c1 − 1 in the 16-bit words `r`, `stride` words a position: hub c's out entry of
- * position p at stride·p + outAt + c, its in entry at stride·p + inAt + c. out: the minimum over
- * successors, in reverse topological order; in: pushed forward to successors, in topological
- * order. Rounding commutes with min and max, so both are computed on the stored (rounded) values.
- */
-function hubPasses(r: Uint16Array, stride: number, outAt: number, inAt: number, c0: number, c1: number, start: Uint32Array, adj: Uint32Array, chainOf: Int32Array, chainPos: Uint32Array, quantum: Uint32Array): void {
-  const n = start.length - 1;
-  for (let p = n - 1; p >= 0; p--) {
-    const row = stride * p + outAt;
-    for (let i = start[p]!; i < start[p + 1]!; i++) {
-      const srow = stride * adj[i]! + outAt;
-      for (let c = c0; c < c1; c++) {
-        const x = r[srow + c]!;
-        if (x < r[row + c]!) r[row + c] = x;
-      }
-    }
-    const c = chainOf[p]!;
-    if (c >= c0 && c < c1) r[row + c] = Math.ceil(chainPos[p]! / quantum[c]!);
-  }
-  for (let p = 0; p < n; p++) {
-    const row = stride * p + inAt;
-    const c = chainOf[p]!;
-    if (c >= c0 && c < c1) r[row + c] = Math.floor(chainPos[p]! / quantum[c]!) + 1;
-    for (let i = start[p]!; i < start[p + 1]!; i++) {
-      const srow = stride * adj[i]! + inAt;
-      for (let c = c0; c < c1; c++) {
-        const x = r[row + c]!;
-        if (x > r[srow + c]!) r[srow + c] = x;
-      }
-    }
-  }
-}
-
-/**
- * The share of SAMPLE_PAIRS random pairs of positions that the level, chain and hub tests on rows
- * by position of k hubs leave to the search.
- */
-function openShare(rows: Uint32Array, k: number, n: number): number {
-  const rows16 = new Uint16Array(rows.buffer);
-  const stride = 2 + k;
-  const rand = mulberry32(0x5eed);
-  let open = 0;
-  for (let i = 0; i < SAMPLE_PAIRS; i++) {
-    const ra = Math.floor(rand() * n) * stride;
-    const rb = Math.floor(rand() * n) * stride;
-    if (rows[ra]! < rows[rb]! && rows[ra + 1] !== rows[rb + 1] && hubTest(rows16, k, k, 2 * ra + 4, 2 * rb + 4) === UNKNOWN) open++;
-  }
-  return open / SAMPLE_PAIRS;
-}
-
-/**
- * Picks chains c0 … c1 − 1 greedily — each the longest path over nodes not yet on a chain —
- * writing each chain node's chain and position into `chainOf`/`chainPos` and each chain's rounding
- * step into `quantum` (1 for chains of at most `maxStored` + 1 nodes). Returns c0 + the number of
- * chains picked (fewer when every node is on one).
- */
-function pickChains(n: number, start: Uint32Array, adj: Uint32Array, c0: number, c1: number, maxStored: number, chainOf: Int32Array, chainPos: Uint32Array, quantum: Uint32Array): number {
+function pickChains(n: number, start: Uint32Array, adj: Uint32Array, k: number, maxStored: number, chainOf: Int32Array, chainPos: Uint32Array): Uint32Array {
+  const quantum = new Uint32Array(k).fill(1);
   const len = new Uint32Array(n);
   const next = new Int32Array(n);
-  for (let c = c0; c < c1; c++) {
+  for (let c = 0; c < k; c++) {
     let best = -1;
     for (let p = n - 1; p >= 0; p--) {
       if (chainOf[p]! >= 0) {
@@ -337,7 +211,7 @@ function pickChains(n: number, start: Uint32Array, adj: Uint32Array, c0: number,
       next[p] = nx;
       if (best < 0 || len[p]! > len[best]!) best = p;
     }
-    if (best < 0) return c;
+    if (best < 0) break;
     const last = len[best]! - 1;
     quantum[c] = last <= maxStored ? 1 : Math.ceil(last / maxStored);
     for (let p = best, i = 0; p >= 0; p = next[p]!, i++) {
@@ -345,5 +219,5 @@ function pickChains(n: number, start: Uint32Array, adj: Uint32Array, c0: number,
       chainPos[p] = i;
     }
   }
-  return c1;
+  return quantum;
 }
