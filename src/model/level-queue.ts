@@ -10,15 +10,18 @@
  */
 import { UintHeap } from './uint-heap.js';
 
+/** First capacity of the arrays: small, so that the first searches already grow them (see uint-heap.ts). */
+const START = 2;
+
 /** Keys below `nextEnd` in an array, the rest in a heap (see the file comment). */
 export class LevelQueue {
   /** Keys pushed below this go to the next level's array. */
   nextEnd = 0;
   /** The keys of the level taken last (`take`), at `batch[0 … batchSize)`. */
-  batch: Uint32Array = new Uint32Array(64);
+  batch: Uint32Array = new Uint32Array(START);
   batchSize = 0;
   /** The next level's keys, at `next[0 … nextSize)`; the search appends to it directly (`grow` when full). */
-  next: Uint32Array = new Uint32Array(64);
+  next: Uint32Array = new Uint32Array(START);
   nextSize = 0;
   private readonly heap = new UintHeap();
 

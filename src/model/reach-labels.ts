@@ -100,7 +100,8 @@ export class ReachLabels {
     for (let p = 0; p < n; p++) {
       rows[p * stride] = level[p]!;
       rows[p * stride + 1] = g.fhead[HEAD * p + 2]!;
-      rows16.fill(NONE_OUT, 2 * p * stride + 4, 2 * p * stride + 4 + k);
+      // A loop, not fill(): a builtin call a node cost more than the rest of the loop.
+      for (let i = 2 * p * stride + 4, end = i + k; i < end; i++) rows16[i] = NONE_OUT;
     }
     // out (at 2·stride·p + 4 + c): the minimum over successors, in reverse topological order; in
     // (k further on): pushed forward to successors, in topological order. Rounding commutes with
@@ -133,8 +134,17 @@ export class ReachLabels {
     // ids to positions.
     const pos = g.pos;
     if (pos === null) return new ReachLabels(g, k, rows, rows16);
+    // Read in position order and written in id order: random writes, which nothing waits on,
+    // cost less than random reads (measured: 60 against 170 ms at 1M nodes); and word by word, as
+    // a subarray a node (a million views) cost more than the copy.
+    const idAt = new Uint32Array(n);
+    for (let v = 0; v < n; v++) idAt[pos[v]!] = v;
     const byId = new Uint32Array(n * stride);
-    for (let v = 0; v < n; v++) byId.set(rows.subarray(pos[v]! * stride, (pos[v]! + 1) * stride), v * stride);
+    for (let p = 0; p < n; p++) {
+      const x = p * stride;
+      const y = idAt[p]! * stride;
+      for (let i = 0; i < stride; i++) byId[y + i] = rows[x + i]!;
+    }
     return new ReachLabels(g, k, byId, new Uint16Array(byId.buffer));
   }
 

@@ -28,6 +28,17 @@
  *   find where two sweeps meet on it and its chain entry is never read; a's and b's own chains
  *   are still tested (their first cover, a's suffix and b's prefix, is not made of marks).
  *
+ * - **Reads in batches.** Before a level is taken, one loop reads the heads of all its nodes and
+ *   another the first edge of each (touchHeads): those reads do not depend on each other, so
+ *   their cache misses overlap, where the loop that takes the level waits on each in turn (on
+ *   the 10-layer graph of the benchmark, a third off a reachable pair's search).
+ *
+ * - **Small compiled pieces.** Each side's level is its own method, rare branches share their
+ *   stores with common ones, and the arrays that grow start small and are stored twice (see
+ *   uint-heap.ts): V8 compiles the search while the first queries run (tens of milliseconds a
+ *   function on the machine measured), and compiled code that reaches a branch it never saw run,
+ *   or a field it took for a constant changing, is thrown away and compiled again.
+ *
  * Marks (one byte a position) and chain entries are put back after each search for what it
  * touched, so a search costs what it touches, never n.
  */
@@ -43,6 +54,8 @@ const FWD_CHAIN = 4;
 /** Queued backward as the previous entry of a chain already covered. */
 const BWD_CHAIN = 8;
 const NONE = 0xffff_ffff;
+/** First capacity of the lists of what to put back: small, so that the first searches already grow them (see uint-heap.ts). */
+const START = 2;
 
 /** The reusable state of the search (one per labels object). */
 export class ChainSweep {
@@ -50,15 +63,21 @@ export class ChainSweep {
   private readonly marks: Uint8Array;
   /** Per chain: the lowest position covered forward (NONE: none) at [2c], 1 + the highest covered backward (0: none) at [2c + 1]. */
   private readonly cover: Uint32Array;
-  private touchedNodes: Uint32Array = new Uint32Array(256);
+  private touchedNodes: Uint32Array = new Uint32Array(START);
   private nodeCount = 0;
-  private touchedChains: Uint32Array = new Uint32Array(256);
+  private touchedChains: Uint32Array = new Uint32Array(START);
   private chainCount = 0;
   private readonly fwd = new LevelQueue();
   // Complements: the highest position first.
   private readonly bwd = new LevelQueue();
+  /** What touchHeads read, kept so that its reads are not optimised away. */
+  sink = 0;
 
   constructor(private readonly g: ReachLayout) {
+    // Stored twice so that V8 takes them as plain fields, not constants (as in UintHeap): their
+    // first growth would otherwise discard the compiled search.
+    this.touchedNodes = new Uint32Array(START);
+    this.touchedChains = new Uint32Array(START);
     this.marks = new Uint8Array(g.fhead.length / HEAD - 1);
     this.cover = new Uint32Array(2 * g.chains);
     for (let c = 0; c < g.chains; c++) this.cover[2 * c] = NONE;
@@ -138,9 +157,9 @@ export class ChainSweep {
   }
 
   private search(pa: number, pb: number, la: number, lb0: number, xa: number, xb: number): boolean {
-    const { levelStart, fhead, out, bhead, into } = this.g;
+    const { levelStart, fhead, bhead } = this.g;
     const levels = levelStart.length - 1;
-    const { marks, cover, fwd, bwd } = this;
+    const { cover, fwd, bwd } = this;
     fwd.clear();
     bwd.clear();
     // a covers its chain from a on, b its chain up to b; each sweep starts at its chain's exit
@@ -167,190 +186,221 @@ export class ChainSweep {
       const lf = fwd.nextSize > 0 ? atF + 1 : levelUp(levelStart, levels, atF, fwd.heapTop());
       const lb = bwd.nextSize > 0 ? atB - 1 : levelDown(levelStart, atB, ~bwd.heapTop() >>> 0);
       if (lf >= lb) return false;
-      // The hot loops keep the queue's array and the lists of what to put back in locals, and
-      // write them back once a level is done (or the sweeps met).
-      let touched = this.touchedNodes;
-      let tn = this.nodeCount;
-      let chains = this.touchedChains;
-      let tc = this.chainCount;
-      let met = false;
       if (fwd.size <= bwd.size) {
         atF = lf;
-        fwd.take(levelStart[lf + 1]!);
-        const nextEnd = (fwd.nextEnd = levelStart[lf + 2]!);
-        let next = fwd.next;
-        let ns = 0;
-        // Nodes from `deep` on are at the backward side's level or deeper: only its marks count there.
-        const deep = levelStart[lb]!;
-        const batch = fwd.batch;
-        const size = fwd.batchSize;
-        level: for (let k = 0; k < size; k++) {
-          const x = batch[k]!;
-          const r = HEAD * x;
-          const link = fhead[r + 1]!;
-          const cw = fhead[r + 2]!;
-          if ((marks[x]! & FWD_CHAIN) === 0 && (cw < PLAIN || cw === cbw)) {
-            // Found across an edge: the chain test, then x covers its chain from here on.
-            const c = cw & NONE_POS;
-            if (cover[2 * c + 1]! > x) {
-              met = true;
-              break;
-            }
-            if (cover[2 * c]! <= x) continue;
-            cover[2 * c] = x;
-            if (tc === chains.length) chains = this.touchedChains = grown(chains);
-            chains[tc++] = c;
-          }
-          if ((link & EXIT) !== 0) {
-            // Its successors on other chains (a node queued as a chain's next exit is one).
-            const end = fhead[r + HEAD]!;
-            let i = fhead[r]!;
-            for (; i < end; i++) {
-              const y = out[i]!;
-              if (y >= deep) break;
-              const m = marks[y]!;
-              if (m & BWD) {
-                met = true;
-                break level;
-              }
-              if (m === 0) {
-                marks[y] = FWD;
-                if (tn === touched.length) touched = this.touchedNodes = grown(touched);
-                touched[tn++] = y;
-                if (y < nextEnd) {
-                  if (ns === next.length) {
-                    fwd.nextSize = ns;
-                    next = fwd.grow();
-                  }
-                  next[ns++] = y;
-                } else fwd.pushFar(y);
-              }
-            }
-            for (; i < end; i++) {
-              const y = out[i]!;
-              if (y > pb) break;
-              if (marks[y]! & BWD) {
-                met = true;
-                break level;
-              }
-            }
-          }
-          // The chain's next exit (found already: it only gains the flag, being queued still).
-          const e = link & NONE_POS;
-          if (e !== NONE_POS) {
-            const m = marks[e]!;
-            if (m & BWD) {
-              met = true;
-              break;
-            }
-            if (m & FWD) marks[e] = m | FWD_CHAIN;
-            else {
-              marks[e] = FWD | FWD_CHAIN;
-              if (tn === touched.length) touched = this.touchedNodes = grown(touched);
-              touched[tn++] = e;
-              if (e < nextEnd) {
-                if (ns === next.length) {
-                  fwd.nextSize = ns;
-                  next = fwd.grow();
-                }
-                next[ns++] = e;
-              } else fwd.pushFar(e);
-            }
-          }
-        }
-        fwd.nextSize = ns;
+        if (this.forwardLevel(lf, lb, pb, cbw)) return true;
       } else {
         atB = lb;
-        // Complements: the level's keys are those at or below ~levelStart[lb].
-        bwd.take((~levelStart[lb]! >>> 0) + 1);
-        const nextEnd = (bwd.nextEnd = (~levelStart[lb - 1]! >>> 0) + 1);
-        let next = bwd.next;
-        let ns = 0;
-        // Nodes below `shallow` are at the forward side's level or shallower: only its marks count.
-        const shallow = levelStart[lf + 1]!;
-        const batch = bwd.batch;
-        const size = bwd.batchSize;
-        level: for (let k = 0; k < size; k++) {
-          const x = ~batch[k]! >>> 0;
-          const r = HEAD * x;
-          const link = bhead[r + 1]!;
-          const cw = bhead[r + 2]!;
-          if ((marks[x]! & BWD_CHAIN) === 0 && (cw < PLAIN || cw === caw)) {
-            const c = cw & NONE_POS;
-            if (cover[2 * c]! <= x) {
-              met = true;
-              break;
-            }
-            if (cover[2 * c + 1]! > x) continue;
-            cover[2 * c + 1] = x + 1;
-            if (tc === chains.length) chains = this.touchedChains = grown(chains);
-            chains[tc++] = c;
+        if (this.backwardLevel(lb, lf, pa, caw)) return true;
+      }
+    }
+  }
+
+  /**
+   * Takes forward level lf (the backward side waits at level lb at most; b's position and chain
+   * word pb, cbw); true if the sweeps met.
+   */
+  private forwardLevel(lf: number, lb: number, pb: number, cbw: number): boolean {
+    const fwd = this.fwd;
+    // The hot loops keep the queue's array and the lists of what to put back in locals, and
+    // write them back once a level is done (or the sweeps met).
+    const { levelStart, fhead, out } = this.g;
+    const { marks, cover } = this;
+    let touched = this.touchedNodes;
+    let tn = this.nodeCount;
+    let chains = this.touchedChains;
+    let tc = this.chainCount;
+    let met = false;
+    fwd.take(levelStart[lf + 1]!);
+    const nextEnd = (fwd.nextEnd = levelStart[lf + 2]!);
+    let next = fwd.next;
+    let ns = 0;
+    // Nodes from `deep` on are at the backward side's level or deeper: only its marks count there.
+    const deep = levelStart[lb]!;
+    const batch = fwd.batch;
+    const size = fwd.batchSize;
+    this.sink = touchHeads(fhead, out, batch, size, 0, EXIT);
+    level: for (let k = 0; k < size; k++) {
+      const x = batch[k]!;
+      const r = HEAD * x;
+      const link = fhead[r + 1]!;
+      const cw = fhead[r + 2]!;
+      if ((marks[x]! & FWD_CHAIN) === 0 && (cw < PLAIN || cw === cbw)) {
+        // Found across an edge: the chain test, then x covers its chain from here on.
+        const c = cw & NONE_POS;
+        if (cover[2 * c + 1]! > x) {
+          met = true;
+          break;
+        }
+        if (cover[2 * c]! <= x) continue;
+        cover[2 * c] = x;
+        if (tc === chains.length) chains = this.touchedChains = grown(chains);
+        chains[tc++] = c;
+      }
+      if ((link & EXIT) !== 0) {
+        // Its successors on other chains (a node queued as a chain's next exit is one).
+        const end = fhead[r + HEAD]!;
+        let i = fhead[r]!;
+        for (; i < end; i++) {
+          const y = out[i]!;
+          if (y >= deep) break;
+          const m = marks[y]!;
+          if (m & BWD) {
+            met = true;
+            break level;
           }
-          if ((link & ENTRY) !== 0) {
-            // Its predecessors on other chains, read from the end.
-            const first = bhead[r]!;
-            let i = bhead[r + HEAD]! - 1;
-            for (; i >= first; i--) {
-              const y = into[i]!;
-              if (y < shallow) break;
-              const m = marks[y]!;
-              if (m & FWD) {
-                met = true;
-                break level;
+          if (m === 0) {
+            marks[y] = FWD;
+            if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+            touched[tn++] = y;
+            if (y < nextEnd) {
+              if (ns === next.length) {
+                fwd.nextSize = ns;
+                next = fwd.grow();
               }
-              if (m === 0) {
-                marks[y] = BWD;
-                if (tn === touched.length) touched = this.touchedNodes = grown(touched);
-                touched[tn++] = y;
-                const key = ~y >>> 0;
-                if (key < nextEnd) {
-                  if (ns === next.length) {
-                    bwd.nextSize = ns;
-                    next = bwd.grow();
-                  }
-                  next[ns++] = key;
-                } else bwd.pushFar(key);
-              }
-            }
-            for (; i >= first; i--) {
-              const y = into[i]!;
-              if (y < pa) break;
-              if (marks[y]! & FWD) {
-                met = true;
-                break level;
-              }
-            }
-          }
-          // The chain's previous entry.
-          const e = link & NONE_POS;
-          if (e !== NONE_POS) {
-            const m = marks[e]!;
-            if (m & FWD) {
-              met = true;
-              break;
-            }
-            if (m & BWD) marks[e] = m | BWD_CHAIN;
-            else {
-              marks[e] = BWD | BWD_CHAIN;
-              if (tn === touched.length) touched = this.touchedNodes = grown(touched);
-              touched[tn++] = e;
-              const key = ~e >>> 0;
-              if (key < nextEnd) {
-                if (ns === next.length) {
-                  bwd.nextSize = ns;
-                  next = bwd.grow();
-                }
-                next[ns++] = key;
-              } else bwd.pushFar(key);
-            }
+              next[ns++] = y;
+            } else fwd.pushFar(y);
           }
         }
-        bwd.nextSize = ns;
+        for (; i < end; i++) {
+          const y = out[i]!;
+          if (y > pb) break;
+          if (marks[y]! & BWD) {
+            met = true;
+            break level;
+          }
+        }
       }
-      this.nodeCount = tn;
-      this.chainCount = tc;
-      if (met) return true;
+      // The chain's next exit (found already: it only gains the flag, being queued still).
+      const e = link & NONE_POS;
+      if (e !== NONE_POS) {
+        const m = marks[e]!;
+        if (m & BWD) {
+          met = true;
+          break;
+        }
+        // One store for both cases (m is 0 or has FWD): a branch taken rarely would reach the
+        // compiled code with no type feedback and throw it away.
+        marks[e] = m | FWD | FWD_CHAIN;
+        if (m === 0) {
+          if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+          touched[tn++] = e;
+          if (e < nextEnd) {
+            if (ns === next.length) {
+              fwd.nextSize = ns;
+              next = fwd.grow();
+            }
+            next[ns++] = e;
+          } else fwd.pushFar(e);
+        }
+      }
     }
+    fwd.nextSize = ns;
+    this.nodeCount = tn;
+    this.chainCount = tc;
+    return met;
+  }
+
+  /** Takes backward level lb (the forward side waits at level lf at least; a's position and chain word pa, caw); true if the sweeps met. */
+  private backwardLevel(lb: number, lf: number, pa: number, caw: number): boolean {
+    const bwd = this.bwd;
+    // The hot loops keep the queue's array and the lists of what to put back in locals, and
+    // write them back once a level is done (or the sweeps met).
+    const { levelStart, bhead, into } = this.g;
+    const { marks, cover } = this;
+    let touched = this.touchedNodes;
+    let tn = this.nodeCount;
+    let chains = this.touchedChains;
+    let tc = this.chainCount;
+    let met = false;
+    // Complements: the level's keys are those at or below ~levelStart[lb].
+    bwd.take((~levelStart[lb]! >>> 0) + 1);
+    const nextEnd = (bwd.nextEnd = (~levelStart[lb - 1]! >>> 0) + 1);
+    let next = bwd.next;
+    let ns = 0;
+    // Nodes below `shallow` are at the forward side's level or shallower: only its marks count.
+    const shallow = levelStart[lf + 1]!;
+    const batch = bwd.batch;
+    const size = bwd.batchSize;
+    this.sink = touchHeads(bhead, into, batch, size, -1, ENTRY);
+    level: for (let k = 0; k < size; k++) {
+      const x = ~batch[k]! >>> 0;
+      const r = HEAD * x;
+      const link = bhead[r + 1]!;
+      const cw = bhead[r + 2]!;
+      if ((marks[x]! & BWD_CHAIN) === 0 && (cw < PLAIN || cw === caw)) {
+        const c = cw & NONE_POS;
+        if (cover[2 * c]! <= x) {
+          met = true;
+          break;
+        }
+        if (cover[2 * c + 1]! > x) continue;
+        cover[2 * c + 1] = x + 1;
+        if (tc === chains.length) chains = this.touchedChains = grown(chains);
+        chains[tc++] = c;
+      }
+      if ((link & ENTRY) !== 0) {
+        // Its predecessors on other chains, read from the end.
+        const first = bhead[r]!;
+        let i = bhead[r + HEAD]! - 1;
+        for (; i >= first; i--) {
+          const y = into[i]!;
+          if (y < shallow) break;
+          const m = marks[y]!;
+          if (m & FWD) {
+            met = true;
+            break level;
+          }
+          if (m === 0) {
+            marks[y] = BWD;
+            if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+            touched[tn++] = y;
+            const key = ~y >>> 0;
+            if (key < nextEnd) {
+              if (ns === next.length) {
+                bwd.nextSize = ns;
+                next = bwd.grow();
+              }
+              next[ns++] = key;
+            } else bwd.pushFar(key);
+          }
+        }
+        for (; i >= first; i--) {
+          const y = into[i]!;
+          if (y < pa) break;
+          if (marks[y]! & FWD) {
+            met = true;
+            break level;
+          }
+        }
+      }
+      // The chain's previous entry.
+      const e = link & NONE_POS;
+      if (e !== NONE_POS) {
+        const m = marks[e]!;
+        if (m & FWD) {
+          met = true;
+          break;
+        }
+        marks[e] = m | BWD | BWD_CHAIN;
+        if (m === 0) {
+          if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+          touched[tn++] = e;
+          const key = ~e >>> 0;
+          if (key < nextEnd) {
+            if (ns === next.length) {
+              bwd.nextSize = ns;
+              next = bwd.grow();
+            }
+            next[ns++] = key;
+          } else bwd.pushFar(key);
+        }
+      }
+    }
+    bwd.nextSize = ns;
+    this.nodeCount = tn;
+    this.chainCount = tc;
+    return met;
   }
 }
 
@@ -389,6 +439,21 @@ function levelDown(levelStart: Uint32Array, from: number, p: number): number {
     else hi = mid;
   }
   return lo;
+}
+
+/**
+ * Reads the heads of a batch, then the first edge of each that has edges, before the batch is
+ * taken: the reads are independent of each other, so their cache misses overlap, where the loop
+ * that takes the batch waits on each node's in turn. `flip` is −1 for keys that are complements.
+ */
+function touchHeads(head: Uint32Array, edges: Uint32Array, batch: Uint32Array, size: number, flip: number, bit: number): number {
+  let sink = 0;
+  for (let k = 0; k < size; k++) sink ^= head[HEAD * ((batch[k]! ^ flip) >>> 0) + 1]!;
+  for (let k = 0; k < size; k++) {
+    const r = HEAD * ((batch[k]! ^ flip) >>> 0);
+    if ((head[r + 1]! & bit) !== 0) sink ^= edges[head[r]!]!;
+  }
+  return sink;
 }
 
 function grown(a: Uint32Array): Uint32Array<ArrayBuffer> {

@@ -4,11 +4,24 @@
  * and must not allocate per push. A max-heap stores complements (`0xffffffff − x`).
  */
 
+/**
+ * First capacity: small, so that the first searches already grow it, while V8 still records what
+ * the code does. A growth first seen after the search is compiled throws the compiled code away.
+ */
+const START = 2;
+
 /** Min-heap of uint32 values (see the file comment). Reuse it with `clear`. */
 export class UintHeap {
-  protected a: Uint32Array = new Uint32Array(64);
+  protected a: Uint32Array = new Uint32Array(START);
   /** Number of values held. */
   size = 0;
+
+  constructor() {
+    // Stored a second time on purpose: V8 takes a field stored only once as a constant, and the
+    // first growth, often well into a run, then discards every compiled function that read it
+    // (the whole search) while it is being optimised. Stored twice, it is a plain field from the start.
+    this.a = new Uint32Array(START);
+  }
 
   /** Empties the heap (keeps its storage). */
   clear(): void {
