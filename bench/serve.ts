@@ -37,7 +37,6 @@ import { formatPrefillReport, prefillBench } from './serve-prefill.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, dflt: string): string => flagValue(argv, name, dflt);
-const requests = Number(flag('--requests', '64'));
 const maxTokens = Number(flag('--max-tokens', '32'));
 const concurrency = flag('--concurrency', '1,4,16,64').split(',').map(Number);
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -67,7 +66,7 @@ const given = argv.includes('--url') ? flag('--url', '') : null;
 const baseline = argv.includes('--baseline') ? flag('--baseline', '') : null;
 const rounds = Number(flag('--load-rounds', '3'));
 if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`bench:serve: --load-rounds must be an integer ≥ 1, got ${flag('--load-rounds', '3')}`);
-const requestsFlag = argv.includes('--requests') ? requests : null;
+const requestsFlag = argv.includes('--requests') ? Number(flag('--requests', '')) : null;
 // Every server runs from the start to the end, so that the rounds can take them in turn.
 const plans: { name: string; root: string; engine: string }[] = given !== null ? [] : [
   { name: 'graphed', root, engine: 'gpu' },

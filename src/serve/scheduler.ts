@@ -596,17 +596,17 @@ export class Scheduler {
   #land(flight: Flight, { result, error }: StepOutcome): HandOut {
     const { batch, entries, lastEntry, logits, started } = flight;
     const out: HandOut = [];
-    let failure: unknown = error !== null ? error.error : null;
+    let failure = error;
     if (result !== null) {
       try {
         this.#checkResult(result, entries.length, logits);
       } catch (e) {
-        failure = e;
+        failure = { error: e };
       }
     }
-    if (result === null || failure !== null) {
+    if (failure !== null || result === null) {
       this.#metrics.step(performance.now() - started, entries.length, true);
-      const e = failure;
+      const e = failure?.error;
       const stepError = new EngineStepError(`Scheduler: a decode step of ${entries.length} sequence(s) failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
       for (const s of batch) if (!s.ended) this.#end(s, stepError);
       return out;
