@@ -24,7 +24,10 @@ are printed last; the script exits 1 when a step failed. Options add steps:
   --cpu             the CPU suite (npm test)
   --nccl            the two-GPU run (needs two GPUs): the GPU topology, every GPU test once on the
                     default binding (NCCL suites included; soak of 2,000 cycles, NCCL_DEBUG=WARN, at
-                    most 400 s) instead of twice, then bench:nccl (--iters 100 --rounds 3, at most 150 s)
+                    most 400 s) instead of twice, then bench:nccl (--iters 100 --rounds 3, at most 300 s)
+  --nccl-tests <checkout>
+                    with --nccl (implied): builds NVIDIA's nccl-tests from <checkout> first
+                    (scripts/nccl-tests.sh) and runs its all_reduce_perf beside bench:nccl's all-reduce
   -h, --help        this text
 
 Every step runs with NVLink multicast off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1,
@@ -38,12 +41,13 @@ Examples:
   bash scripts/gpu.sh --cpu --cli --bench 90   # the whole verification
   bash scripts/gpu.sh --host --bench 75 --pin 5  # after a change to the hot path
   bash scripts/gpu.sh --nccl                   # on a machine with two GPUs
+  bash scripts/gpu.sh --nccl-tests ~/nccl-tests  # the same, nccl-tests' figures beside bench:nccl's
 EOF
 }
 
 die() { echo "gpu.sh: $*" >&2; exit 2; }
 
-bench='' budget=90 pin='' host=0 cli=0 cpu=0 nccl=0
+bench='' budget=90 pin='' host=0 cli=0 cpu=0 nccl=0 nccltests=''
 while [ $# -gt 0 ]; do
   case $1 in
     --bench)
@@ -56,6 +60,9 @@ while [ $# -gt 0 ]; do
     --cli) cli=1 ;;
     --cpu) cpu=1 ;;
     --nccl) nccl=1 ;;
+    --nccl-tests)
+      [ -n "${2:-}" ] && [[ $2 != -* ]] || die "--nccl-tests needs the path of an nccl-tests checkout"
+      nccltests=$2; nccl=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown option '$1' (bash scripts/gpu.sh --help lists the options)" ;;
   esac
@@ -137,13 +144,18 @@ fi
 # Where an awaited round trip's time goes, and the event loop's delay meanwhile (writes $out/await.json).
 [ -z "$bench" ] || { step "bench:await" "$out/await.log" env OUT="$out" timeout 200 node dist/bench/await.js; benches+=("$out/await.log"); }
 [ -z "$bench" ] || { step "bench:solver" "$out/solver.log" env OUT="$out" timeout 300 node dist/bench/solver.js --rounds 5; benches+=("$out/solver.log"); }
+ncclbench=()
+if [ -n "$nccltests" ]; then
+  step "build nccl-tests" "$out/nccl-tests-build.log" bash scripts/nccl-tests.sh "$nccltests" "$out/nccl-tests"
+  [ ! -x "$out/nccl-tests/all_reduce_perf.sh" ] || ncclbench=(--nccl-tests "$out/nccl-tests/all_reduce_perf.sh")
+fi
 [ "$nccl" = 0 ] || step "bench:nccl" "$out/nccl-bench.log" \
-  timeout 150 node dist/bench/nccl.js --iters 100 --rounds 3 --out "$out/nccl-bench.json"
+  timeout 300 node dist/bench/nccl.js --iters 100 --rounds 3 ${ncclbench[@]+"${ncclbench[@]}"} --out "$out/nccl-bench.json"
 
 grep -hE '^\s*not ok' "${logs[@]}" | head -30
 if [ "$nccl" = 1 ]; then
   grep -hE '^\s*# Subtest: .*nccl|^\s*ok .*(rank|NCCL|nccl|collective)' "$out/gpu.log" | head -40
-  tail -30 "$out/nccl-bench.log"
+  tail -60 "$out/nccl-bench.log"
 fi
 [ "$host" = 0 ] || cat "$out/host.md"
 for log in ${benches[@]+"${benches[@]}"}; do
