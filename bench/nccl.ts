@@ -221,83 +221,63 @@ function main(): void {
   process.stdout.write(lines.join('\n') + '\n');
 }
 
-/** Per-step time of the data-parallel step, eager against graphed, in interleaved rounds. */
+/**
+ * Per-step time of `step` enqueued eagerly against its graphs (captured here) replayed, in
+ * interleaved rounds after five of each: median and min..max of the round means, µs.
+ */
+function eagerVsGraphed(streams: Stream[], step: (st: readonly Stream[]) => void, o: Options): Record<string, number> {
+  const sync = (): void => streams.forEach((s) => s.synchronize());
+  for (let i = 0; i < 5; i++) step(streams);
+  sync();
+  using graphs = captureMultiDevice(streams, step);
+  for (let i = 0; i < 5; i++) graphs.launch();
+  sync();
+  const eager: number[] = [];
+  const graphed: number[] = [];
+  for (let round = 0; round < o.rounds; round++) {
+    let t = nowUs();
+    for (let i = 0; i < o.iters; i++) step(streams);
+    sync();
+    eager.push((nowUs() - t) / o.iters);
+    t = nowUs();
+    for (let i = 0; i < o.iters; i++) graphs.launch();
+    sync();
+    graphed.push((nowUs() - t) / o.iters);
+  }
+  return {
+    eagerUs: median(eager),
+    eagerMin: Math.min(...eager),
+    eagerMax: Math.max(...eager),
+    graphUs: median(graphed),
+    graphMin: Math.min(...graphed),
+    graphMax: Math.max(...graphed),
+  };
+}
+
+/** The data-parallel step (x += 1, all-reduce, halve) of `elems` floats per GPU, eager against graphed. */
 function benchStep(clique: NcclClique, streams: Stream[], kernels: StepKernels[], elems: number, o: Options): Record<string, number> {
   const r = clique.size;
   const mk = (): DeviceBuffer[] => clique.comms.map((c) => DeviceBuffer.alloc(c.device, 4 * elems));
   const [x, g, w] = [mk(), mk(), mk()];
-  for (let i = 0; i < r; i++) for (const b of [x[i]!, g[i]!, w[i]!]) b.memsetAsync(streams[i]!, 0);
-  const step = (st: readonly Stream[]): void => {
-    for (let i = 0; i < r; i++) kernels[i]!.add(st[i]!, x[i]!, 1, elems);
-    clique.allReduce(st, (k) => ({ send: x[k]!, recv: g[k]!, count: elems, type: 'f32', op: 'sum' }));
-    for (let i = 0; i < r; i++) kernels[i]!.scale(st[i]!, g[i]!, w[i]!, 0.5, elems);
-  };
-  const sync = (): void => streams.forEach((s) => s.synchronize());
-  for (let i = 0; i < 5; i++) step(streams);
-  sync();
-  const graphs = captureMultiDevice(streams, step);
   try {
-    for (let i = 0; i < 5; i++) graphs.launch();
-    sync();
-    const eager: number[] = [];
-    const graphed: number[] = [];
-    for (let round = 0; round < o.rounds; round++) {
-      let t = nowUs();
-      for (let i = 0; i < o.iters; i++) step(streams);
-      sync();
-      eager.push((nowUs() - t) / o.iters);
-      t = nowUs();
-      for (let i = 0; i < o.iters; i++) graphs.launch();
-      sync();
-      graphed.push((nowUs() - t) / o.iters);
-    }
-    return {
-      elements: elems,
-      eagerUs: median(eager),
-      eagerMin: Math.min(...eager),
-      eagerMax: Math.max(...eager),
-      graphUs: median(graphed),
-      graphMin: Math.min(...graphed),
-      graphMax: Math.max(...graphed),
+    for (let i = 0; i < r; i++) for (const b of [x[i]!, g[i]!, w[i]!]) b.memsetAsync(streams[i]!, 0);
+    const step = (st: readonly Stream[]): void => {
+      for (let i = 0; i < r; i++) kernels[i]!.add(st[i]!, x[i]!, 1, elems);
+      clique.allReduce(st, (k) => ({ send: x[k]!, recv: g[k]!, count: elems, type: 'f32', op: 'sum' }));
+      for (let i = 0; i < r; i++) kernels[i]!.scale(st[i]!, g[i]!, w[i]!, 0.5, elems);
     };
+    return { elements: elems, ...eagerVsGraphed(streams, step, o) };
   } finally {
-    graphs.dispose();
     for (const b of [...x, ...g, ...w]) b.dispose();
   }
 }
 
-/** Per-step time of the tensor-parallel pair, eager against graphed, in interleaved rounds. */
+/** The tensor-parallel pair of `shape`, eager against graphed. */
 function benchPair(clique: NcclClique, streams: Stream[], shape: PairShape, o: Options): Record<string, number> {
   const pair = new TensorParallelPair(clique, shape);
-  const sync = (): void => streams.forEach((s) => s.synchronize());
   try {
     pair.load(smallIntegers(shape.tokens * shape.hidden, 1), smallIntegers(shape.hidden * shape.inner, 2), smallIntegers(shape.inner * shape.hidden, 3));
-    for (let i = 0; i < 5; i++) pair.step(streams);
-    sync();
-    using graphs = captureMultiDevice(streams, (st) => pair.step(st));
-    for (let i = 0; i < 5; i++) graphs.launch();
-    sync();
-    const eager: number[] = [];
-    const graphed: number[] = [];
-    for (let round = 0; round < o.rounds; round++) {
-      let t = nowUs();
-      for (let i = 0; i < o.iters; i++) pair.step(streams);
-      sync();
-      eager.push((nowUs() - t) / o.iters);
-      t = nowUs();
-      for (let i = 0; i < o.iters; i++) graphs.launch();
-      sync();
-      graphed.push((nowUs() - t) / o.iters);
-    }
-    return {
-      ...shape,
-      eagerUs: median(eager),
-      eagerMin: Math.min(...eager),
-      eagerMax: Math.max(...eager),
-      graphUs: median(graphed),
-      graphMin: Math.min(...graphed),
-      graphMax: Math.max(...graphed),
-    };
+    return { ...shape, ...eagerVsGraphed(streams, (st) => pair.step(st), o) };
   } finally {
     pair.dispose();
   }
