@@ -169,7 +169,7 @@ before(() => {
     const r = spawnSync('gcc', ['-O1', '-fPIC', '-shared', ...defines, '-o', out, src], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
   }
-  libs = { CUDA_DRIVER_PATH: driver, NCCL_LIBRARY: nccl };
+  libs = { CUDA_DRIVER_PATH: driver, NCCL_LIBRARY: nccl, TEST_RECORDING_NCCL: '1' };
 });
 
 after(() => {

@@ -11,12 +11,13 @@
  * is left open, so a socket or timer the rendezvous forgot to close keeps it alive and the parent's
  * time limit fails the test. `env-steps` stands in for CUDA and NCCL (rank 0's id is 128 random
  * bytes, initRank returns what it was given); `env-nccl` runs `initNcclFromEnvironment` against the
- * no-op driver and the recording NCCL ($CUDA_DRIVER_PATH, $NCCL_LIBRARY) and reports the id the
- * library received. Not a test file itself (the runner only picks up *.test.js).
+ * no-op driver and the recording NCCL ($CUDA_DRIVER_PATH, $NCCL_LIBRARY, TEST_RECORDING_NCCL=1)
+ * and reports the id the library received, or, on a GPU with the real NCCL, checks an all-reduce
+ * across the ranks. Not a test file itself (the runner only picks up *.test.js).
  */
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { tcpRendezvous, initNcclFromEnvironment } from '../../src/index.js';
+import { tcpRendezvous, initNcclFromEnvironment, DeviceBuffer } from '../../src/index.js';
 import { joinFromEnvironment, type JoinSteps } from '../../src/nccl/from-environment.js';
 
 function say(tag: string, value: unknown): void {
@@ -70,12 +71,28 @@ async function envSteps(): Promise<void> {
 
 async function envNccl(): Promise<void> {
   using comm = await initNcclFromEnvironment({ timeoutMs: Number(process.env['TEST_TIMEOUT_MS'] ?? 10_000), listenHost: '127.0.0.1' });
-  const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
-  const lib = koffi.load(process.env['NCCL_LIBRARY']!);
-  const lastId = lib.func('int rec_last_id(void *out)') as (out: Uint8Array) => number;
-  const seen = new Uint8Array(128);
-  lastId(seen);
-  say('RESULT', { rank: comm.rank, size: comm.size, device: comm.device.ordinal, localRanks: comm.localRanks, idSeenByNccl: hex(seen) });
+  const out: Record<string, unknown> = { rank: comm.rank, size: comm.size, device: comm.device.ordinal, localRanks: comm.localRanks };
+  if (process.env['TEST_RECORDING_NCCL'] === '1') {
+    // The recording library keeps the id ncclCommInitRank received.
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
+    const lastId = koffi.load(process.env['NCCL_LIBRARY']!).func('int rec_last_id(void *out)') as (out: Uint8Array) => number;
+    const seen = new Uint8Array(128);
+    lastId(seen);
+    out['idSeenByNccl'] = hex(seen);
+  } else {
+    // The real NCCL: an all-reduce of (rank + 1) over every rank must give size·(size + 1)/2 everywhere.
+    const n = 1024;
+    using s = comm.device.createStream();
+    using x = DeviceBuffer.alloc(comm.device, 4 * n);
+    x.copyFromHost(new Float32Array(n).fill(comm.rank + 1));
+    comm.allReduce(s, { send: x, count: n, type: 'f32', op: 'sum' });
+    s.synchronize();
+    const back = new Float32Array(n);
+    x.copyToHost(back);
+    out['sums'] = [...new Set(back)];
+    out['asyncError'] = comm.asyncError();
+  }
+  say('RESULT', out);
 }
 
 const mode = process.argv[2];
