@@ -202,6 +202,8 @@ function serve(op: string, o: Checked): Promise<RendezvousResult> {
     let payloadSent = false;
     let settled = false;
     let port = o.port;
+    let listen: 'pending' | 'listening' | 'failed' = 'pending';
+    let afterListen: (() => void) | null = null;
     const where = (): string => hostPort(o.addr, port);
     const details = () => ({ rank: 0, worldSize: o.worldSize, address: where() });
 
@@ -234,7 +236,8 @@ function serve(op: string, o: Checked): Promise<RendezvousResult> {
         if (error !== null) reject(error);
         else resolve({ payload: o.payload!.slice(), rank: 0, worldSize: o.worldSize, port, elapsedMs: performance.now() - started });
       };
-      if (server.listening) server.close(done);
+      if (listen === 'listening') server.close(done);
+      else if (listen === 'pending') afterListen = done; // closed (or failed) as soon as listen() reports back
       else done();
     };
     const fail = (e: unknown, culprit?: { conn: Conn; reason: RefuseReasonCode; text: string }): void => finish(e, culprit);
@@ -331,11 +334,15 @@ function serve(op: string, o: Checked): Promise<RendezvousResult> {
       });
     });
     server.on('error', (e: NodeJS.ErrnoException) => {
-      if (server.listening) return; // after listen, errors belong to connections
+      if (listen !== 'pending') return; // after listen, errors belong to connections
+      listen = 'failed';
+      if (afterListen) return afterListen();
       fail(new RendezvousError(op, 'ERR_RENDEZVOUS_LISTEN', `rank 0 could not listen on ${hostPort(o.listenHost ?? '*', o.port)}: ${e.code ?? e.message}`, details(), { cause: e }));
     });
     server.listen({ port: o.port, host: o.listenHost }, () => {
+      listen = 'listening';
       port = (server.address() as net.AddressInfo).port;
+      if (afterListen) return server.close(afterListen); // aborted while listen() was under way
       if (settled) return;
       try {
         o.onListening?.({ host: o.listenHost ?? o.addr, port });
