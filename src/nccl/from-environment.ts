@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireOptions } from '../util/validate.js';
+import { describe, requireInt, requireOptions } from '../util/validate.js';
 import type { Device } from '../cuda/device/device.js';
 import { NCCL_UNIQUE_ID_BYTES } from './codes.js';
 import { NcclComm, requireDevice } from './comm.js';
@@ -21,6 +21,11 @@ export interface InitNcclFromEnvironmentOptions {
   readonly signal?: AbortSignal;
   /** Rank 0 only: the address its rendezvous server listens on (default: every interface). */
   readonly listenHost?: string;
+  /**
+   * The rendezvous port, the same on every rank. Default: `MASTER_PORT`, or `MASTER_PORT + 1`
+   * when torchrun's agent serves its own store on `MASTER_PORT` (`TORCHELASTIC_USE_AGENT_STORE=True`).
+   */
+  readonly port?: number;
 }
 
 /**
@@ -49,14 +54,15 @@ const NCCL_STEPS: JoinSteps<Device, NcclComm> = {
   idBytes: NCCL_UNIQUE_ID_BYTES,
 };
 
-const KEYS = ['env', 'device', 'timeoutMs', 'signal', 'listenHost'];
+const KEYS = ['env', 'device', 'timeoutMs', 'signal', 'listenHost', 'port'];
 
 /**
  * This process's rank of a communicator over every process of a job started by torchrun (or any
  * launcher that sets `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`), on one host
  * or many: it parses the environment (`parseLaunchEnvironment`), picks the device `LOCAL_RANK`
  * (or `device`), makes the unique id on rank 0 (`ncclGetUniqueId`), hands it to every rank over
- * `tcpRendezvous` at `MASTER_ADDR:MASTER_PORT`, and joins with `NcclComm.initRank`. It resolves
+ * `tcpRendezvous` at `MASTER_ADDR:MASTER_PORT` (the next port when torchrun's agent holds that
+ * one, or the `port` option), and joins with `NcclComm.initRank`. It resolves
  * when every rank has joined; `ncclCommInitRank` itself blocks the JS thread meanwhile, as
  * `initRank` does.
  *
@@ -89,12 +95,16 @@ export async function joinFromEnvironment<D, T>(
   if (typeof device !== 'number' && (typeof device !== 'object' || device === null)) {
     throw new InvalidArgumentError(op, 'device', `device must be a Device or an ordinal, got ${describe(device)}`);
   }
+  const port = o.port !== undefined ? requireInt(op, 'port', o.port, 1, 65535) : launch.agentStore ? launch.masterPort + 1 : launch.masterPort;
+  if (port > 65535) {
+    throw new InvalidArgumentError(op, 'port', `torchrun's agent holds MASTER_PORT 65535 (TORCHELASTIC_USE_AGENT_STORE=True) and the next port does not exist: give the rendezvous a port (option port)`);
+  }
   // Every option of the rendezvous checked before anything is opened, the payload aside (made below).
   const rdzv = {
     rank: launch.rank,
     worldSize: launch.worldSize,
     addr: launch.masterAddr,
-    port: launch.masterPort,
+    port,
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
     ...(o.signal !== undefined ? { signal: o.signal } : {}),
     ...(o.listenHost !== undefined ? { listenHost: o.listenHost } : {}),

@@ -16,6 +16,11 @@ export interface LaunchEnvironment {
   readonly masterAddr: string;
   /** `MASTER_PORT`: rank 0's rendezvous port, 1..65535. */
   readonly masterPort: number;
+  /**
+   * `TORCHELASTIC_USE_AGENT_STORE=True`: torchrun's agent already serves its own store on
+   * `MASTER_ADDR:MASTER_PORT`, so that port is taken (`initNcclFromEnvironment` then uses the next).
+   */
+  readonly agentStore: boolean;
 }
 
 /** Values of the environment, as `process.env` holds them. */
@@ -89,5 +94,5 @@ export function readLaunchEnvironment(op: string, env: EnvironmentVariables): La
     throw new LaunchEnvironmentError(op, 'MASTER_ADDR', masterAddr, `MASTER_ADDR must be a host name or IP address without spaces, got ${shown(masterAddr)}`);
   }
   const masterPort = integer(op, 'MASTER_PORT', variable(op, env, 'MASTER_PORT'), 1, 65535, 'a port number in 1..65535');
-  return { rank, worldSize, localRank, localWorldSize, masterAddr, masterPort };
+  return { rank, worldSize, localRank, localWorldSize, masterAddr, masterPort, agentStore: env['TORCHELASTIC_USE_AGENT_STORE'] === 'True' };
 }

@@ -10,6 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -103,6 +104,33 @@ test('two ranks in this process through the rendezvous: the peer\'s initRank get
   ]);
   assert.deepEqual(r1.id, r0.id);
   assert.deepEqual(b.calls, [`prepare ${OP} 1`, `initRank ${OP} device 1 rank 1 size 2`]);
+});
+
+test('under torchrun\'s agent store (TORCHELASTIC_USE_AGENT_STORE=True) the rendezvous takes MASTER_PORT + 1; the port option overrides both', async () => {
+  const port = await freePort();
+  // Something holds MASTER_PORT, as torchrun's agent store does (if another program already does, so much the better).
+  const store = createServer();
+  await new Promise<void>((r) => {
+    store.once('error', () => r());
+    store.listen(port - 1, '127.0.0.1', () => r());
+  });
+  try {
+    const agent = { TORCHELASTIC_USE_AGENT_STORE: 'True' };
+    const [r0, r1] = await Promise.all([
+      joinFromEnvironment(OP, { env: env(0, 2, port - 1, agent), listenHost: '127.0.0.1', timeoutMs: 10_000 }, recordingSteps().steps),
+      joinFromEnvironment(OP, { env: env(1, 2, port - 1, agent), timeoutMs: 10_000 }, recordingSteps().steps),
+    ]);
+    assert.deepEqual(r1.id, r0.id);
+  } finally {
+    store.close();
+  }
+  const other = await freePort();
+  const [a, b] = await Promise.all([
+    joinFromEnvironment(OP, { env: env(0, 2, 1), port: other, listenHost: '127.0.0.1', timeoutMs: 10_000 }, recordingSteps().steps),
+    joinFromEnvironment(OP, { env: env(1, 2, 1), port: other, timeoutMs: 10_000 }, recordingSteps().steps),
+  ]);
+  assert.deepEqual(a.id, b.id);
+  await assert.rejects(joinFromEnvironment(OP, { env: env(0, 2, 1), port: 0 }, recordingSteps().steps), (e: unknown) => e instanceof InvalidArgumentError && e.parameter === 'port');
 });
 
 test('a failing prepare (no NCCL, no such device) stops a rank before it joins; rank 0 then times out naming it', async () => {

@@ -10,7 +10,9 @@ import { parseLaunchEnvironment, LaunchEnvironmentError, InvalidArgumentError, C
 const GOOD = { RANK: '3', WORLD_SIZE: '8', LOCAL_RANK: '1', LOCAL_WORLD_SIZE: '2', MASTER_ADDR: 'node0.cluster', MASTER_PORT: '29500' };
 
 test('a torchrun environment: every variable read as a number or a host', () => {
-  assert.deepEqual(parseLaunchEnvironment(GOOD), { rank: 3, worldSize: 8, localRank: 1, localWorldSize: 2, masterAddr: 'node0.cluster', masterPort: 29500 });
+  assert.deepEqual(parseLaunchEnvironment(GOOD), { rank: 3, worldSize: 8, localRank: 1, localWorldSize: 2, masterAddr: 'node0.cluster', masterPort: 29500, agentStore: false });
+  assert.equal(parseLaunchEnvironment({ ...GOOD, TORCHELASTIC_USE_AGENT_STORE: 'True' }).agentStore, true);
+  assert.equal(parseLaunchEnvironment({ ...GOOD, TORCHELASTIC_USE_AGENT_STORE: 'False' }).agentStore, false);
   const { LOCAL_WORLD_SIZE: _, ...noLocalSize } = GOOD;
   assert.equal(parseLaunchEnvironment(noLocalSize).localWorldSize, null);
   assert.equal(parseLaunchEnvironment({ ...GOOD, MASTER_ADDR: 'fe80::1' }).masterAddr, 'fe80::1');
@@ -96,7 +98,7 @@ test('property: any consistent environment reads back as its numbers; RANK ≥ W
       ({ worldSize, rank, localWorldSize, port, wrongRank }, seed) => {
         const localRank = seed % localWorldSize;
         const env = { RANK: `${rank}`, WORLD_SIZE: `${worldSize}`, LOCAL_RANK: `${localRank}`, LOCAL_WORLD_SIZE: `${localWorldSize}`, MASTER_ADDR: '10.0.0.1', MASTER_PORT: `${port}` };
-        assert.deepEqual(parseLaunchEnvironment(env), { rank, worldSize, localRank, localWorldSize, masterAddr: '10.0.0.1', masterPort: port });
+        assert.deepEqual(parseLaunchEnvironment(env), { rank, worldSize, localRank, localWorldSize, masterAddr: '10.0.0.1', masterPort: port, agentStore: false });
         assert.throws(() => parseLaunchEnvironment({ ...env, RANK: `${wrongRank}` }), (e: unknown) => e instanceof LaunchEnvironmentError && e.variable === 'RANK' && e.value === `${wrongRank}`);
       },
     ),
