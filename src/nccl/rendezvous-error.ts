@@ -53,6 +53,7 @@ export interface RendezvousErrorDetails {
  * and timer of the attempt has been closed when it is thrown.
  */
 export class RendezvousError extends CudagraphError {
+  /** Why the rendezvous failed (see `RendezvousErrorCode`). */
   readonly code: RendezvousErrorCode;
   /** The operation that failed, e.g. `tcpRendezvous`. */
   readonly operation: string;

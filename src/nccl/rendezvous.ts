@@ -43,7 +43,9 @@ export interface TcpRendezvousOptions {
 export interface RendezvousResult {
   /** The payload rank 0 handed out (on rank 0, a copy of its own). */
   readonly payload: Uint8Array;
+  /** This process's rank, as given. */
   readonly rank: number;
+  /** The number of ranks, as given (and agreed by every rank). */
   readonly worldSize: number;
   /** The port rank 0 listened on; null for a world of one rank, where no socket is opened. */
   readonly port: number | null;
