@@ -5,7 +5,7 @@ import { NCCL_UNIQUE_ID_BYTES } from './codes.js';
 import { NcclComm, requireDevice } from './comm.js';
 import { readLaunchEnvironment, type EnvironmentVariables, type LaunchEnvironment } from './launch-environment.js';
 import { RendezvousError } from './rendezvous-error.js';
-import { checkOptions, rendezvousAs } from './rendezvous.js';
+import { checkOptions, rendezvousAs, type AbortSignalLike } from './rendezvous.js';
 import { NcclUniqueId } from './unique-id.js';
 import { ncclVersion } from './version.js';
 
@@ -18,7 +18,7 @@ export interface InitNcclFromEnvironmentOptions {
   /** How long the rendezvous waits for the whole group, in milliseconds (default 300,000). */
   readonly timeoutMs?: number;
   /** Gives up the rendezvous when it fires (`ERR_RENDEZVOUS_ABORTED`). */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignalLike;
   /** Rank 0 only: the address its rendezvous server listens on (default: every interface). */
   readonly listenHost?: string;
   /**

@@ -31,7 +31,7 @@ export { checkCollective, type CollectiveInput, type CheckedCollective } from '.
 export { loadNccl, ncclAvailable, ncclPath, type NcclInfo, type LoadNcclOptions } from './version.js';
 export { ncclCandidates } from './loader.js';
 export { captureMultiDevice, MultiDeviceGraphExec, type MultiDeviceCaptureGpuOptions } from './multi-device.js';
-export { tcpRendezvous, type TcpRendezvousOptions, type RendezvousResult } from './rendezvous.js';
+export { tcpRendezvous, type TcpRendezvousOptions, type RendezvousResult, type AbortSignalLike } from './rendezvous.js';
 export { RendezvousError, type RendezvousErrorCode, type RendezvousErrorDetails } from './rendezvous-error.js';
 export { parseLaunchEnvironment, type LaunchEnvironment, type EnvironmentVariables } from './launch-environment.js';
 export { LaunchEnvironmentError } from './launch-environment-error.js';

@@ -17,6 +17,21 @@ import {
   type RefuseReasonCode,
 } from './rendezvous-protocol.js';
 
+/**
+ * What the rendezvous needs of an `AbortSignal`, spelled out so the typings need neither the DOM
+ * library nor @types/node. Pass a real `AbortSignal` (the only kind accepted at run time).
+ */
+export interface AbortSignalLike {
+  /** True once the signal fired. */
+  readonly aborted: boolean;
+  /** What it fired with (`AbortController.abort(reason)`). */
+  readonly reason?: unknown;
+  /** Registers the listener of the 'abort' event. */
+  addEventListener(type: 'abort', listener: () => void, options?: { readonly once?: boolean }): void;
+  /** Removes it. */
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 /** Options of `tcpRendezvous`. */
 export interface TcpRendezvousOptions {
   /** This process's rank, 0..worldSize−1. Rank 0 serves; every other rank connects to it. */
@@ -32,7 +47,7 @@ export interface TcpRendezvousOptions {
   /** How long to wait for the whole group, in milliseconds (default 300,000: 5 minutes). */
   readonly timeoutMs?: number;
   /** Gives up when it fires (`ERR_RENDEZVOUS_ABORTED`, `cause` its reason), closing every socket. */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignalLike;
   /** Rank 0 only (ignored elsewhere): the address to listen on. Default: every interface, as torchrun's store does. */
   readonly listenHost?: string;
   /** Rank 0 only (ignored elsewhere): called once it listens, with the port (the chosen one when `port` is 0). */
@@ -113,7 +128,7 @@ interface Checked {
   readonly port: number;
   readonly payload: Uint8Array | null;
   readonly timeoutMs: number;
-  readonly signal: AbortSignal | undefined;
+  readonly signal: AbortSignalLike | undefined;
   readonly listenHost: string | undefined;
   readonly onListening: TcpRendezvousOptions['onListening'];
 }
@@ -150,7 +165,7 @@ export function checkOptions(op: string, options: unknown): Checked {
   if (o.onListening !== undefined && typeof o.onListening !== 'function') {
     throw new InvalidArgumentError(op, 'onListening', `onListening must be a function, got ${describe(o.onListening)}`);
   }
-  return { rank, worldSize, addr, port, payload, timeoutMs, signal: o.signal, listenHost, onListening: o.onListening };
+  return { rank, worldSize, addr, port, payload, timeoutMs, signal: o.signal as AbortSignalLike | undefined, listenHost, onListening: o.onListening };
 }
 
 /** `host:port`, bracketing an IPv6 literal. */
@@ -170,7 +185,7 @@ export function formatRanks(ranks: readonly number[]): string {
   return parts.join(', ');
 }
 
-function aborted(op: string, o: Checked, signal: AbortSignal): RendezvousError {
+function aborted(op: string, o: Checked, signal: AbortSignalLike): RendezvousError {
   return new RendezvousError(op, 'ERR_RENDEZVOUS_ABORTED', `rank ${o.rank} of ${o.worldSize}: aborted`, { rank: o.rank, worldSize: o.worldSize, address: hostPort(o.addr, o.port) }, { cause: signal.reason });
 }
 
