@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import { tcpRendezvous, RendezvousError, InvalidArgumentError, CudagraphError } from '../../src/index.js';
-import { FrameReader, encodeHello, type Frame } from '../../src/nccl/rendezvous-protocol.js';
+import { FrameReader, RefuseReason, encodeHello, type Frame } from '../../src/nccl/rendezvous-protocol.js';
 import { startRendezvous, freePort, shown, type HostOutcome } from './host-processes.js';
 
 const hexOf = (b: Uint8Array): string => Buffer.from(b).toString('hex');
@@ -60,13 +60,14 @@ test('rank 0 starting after the others: they retry until it listens, then all ge
 });
 
 test('a rank that never arrives: rank 0 times out naming it, and tells the rank that came', async () => {
-  const host = startRendezvous({ rank: 0, worldSize: 3, port: 0, payloadHex: '00', timeoutMs: 1_500 });
+  // Long enough for rank 1's process to start and connect on a loaded machine.
+  const host = startRendezvous({ rank: 0, worldSize: 3, port: 0, payloadHex: '00', timeoutMs: 4_000 });
   const port = await host.listening;
   const peer = startRendezvous({ rank: 1, worldSize: 3, port, timeoutMs: 60_000 });
   const [h, p] = await Promise.all([host.done, peer.done]);
   const e = failed(h, 'ERR_RENDEZVOUS_TIMEOUT');
   assert.deepEqual(e.details?.['missingRanks'], [2]);
-  assert.match(e.message, /timed out after 1500 ms .*rank\(s\) 2 of 3 did not arrive \(arrived: 1\)/);
+  assert.match(e.message, /timed out after 4000 ms .*rank\(s\) 2 of 3 did not arrive \(arrived: 1\)/);
   // Rank 1 learns it from rank 0 at once, not at its own (later) timeout.
   const pe = failed(p, 'ERR_RENDEZVOUS_HOST_FAILED');
   assert.match(pe.message, /rank 0 gave up .*rank\(s\) 2 of 3 did not arrive/);
@@ -98,20 +99,27 @@ test('two processes claiming the same rank: rank 0 and the second claimant fail 
 test('a rank with another world size: refused with ERR_RENDEZVOUS_WORLD_SIZE on both sides, the others told why', async () => {
   const host = startRendezvous({ rank: 0, worldSize: 3, port: 0, payloadHex: 'ab', timeoutMs: 60_000 });
   const port = await host.listening;
-  const good = startRendezvous({ rank: 1, worldSize: 3, port, timeoutMs: 60_000 });
-  // Rank 1 connected first, so the mismatch finds it waiting.
-  await new Promise((r) => setTimeout(r, 500));
+  // Rank 1 is a hand-made client, connected and admitted before the mismatch arrives (a process
+  // could still be starting then); it must be told why the group failed.
+  const good = helloClient(port, 1, 3);
+  await good.admitted;
   const bad = startRendezvous({ rank: 2, worldSize: 4, port, timeoutMs: 60_000 });
-  const [h, g, b] = await Promise.all([host.done, good.done, bad.done]);
+  const [h, b, g] = await Promise.all([host.done, bad.done, good.done]);
   const e = failed(h, 'ERR_RENDEZVOUS_WORLD_SIZE');
   assert.match(e.message, /claims rank 2 of a world of 4, but rank 0 has a world of 3/);
   assert.deepEqual([e.details?.['peerRank'], e.details?.['peerWorldSize']], [2, 4]);
   assert.match(failed(b, 'ERR_RENDEZVOUS_WORLD_SIZE').message, /rank 0 refused rank 2 of 4 .*world of 3/);
-  assert.match(failed(g, 'ERR_RENDEZVOUS_HOST_FAILED').message, /world of 4/);
+  const told = frames(g);
+  assert.equal(told.length, 1);
+  assert.equal(told[0]!.type, 'refuse');
+  const refuse = told[0] as Extract<Frame, { type: 'refuse' }>;
+  assert.equal(refuse.reason, RefuseReason.hostFailed);
+  assert.match(refuse.text, /^tcpRendezvous: rank 0: a peer at .* claims rank 2 of a world of 4/);
 });
 
 test('abort: rank 0 and a waiting peer stop with ERR_RENDEZVOUS_ABORTED, and both processes exit', async () => {
-  const host = startRendezvous({ rank: 0, worldSize: 3, port: 0, payloadHex: 'ab', timeoutMs: 60_000, abortAfterMs: 1_200 });
+  // Rank 0 aborts well after the peer, so the peer meets its own abort, not rank 0's refusal.
+  const host = startRendezvous({ rank: 0, worldSize: 3, port: 0, payloadHex: 'ab', timeoutMs: 60_000, abortAfterMs: 3_000 });
   const port = await host.listening;
   const peer = startRendezvous({ rank: 1, worldSize: 3, port, timeoutMs: 60_000, abortAfterMs: 600 });
   const lonely = startRendezvous({ rank: 1, worldSize: 3, port: await freePort(), timeoutMs: 60_000, abortAfterMs: 600 });
@@ -131,6 +139,25 @@ function client(port: number, send: Uint8Array | string): Promise<Buffer> {
     s.on('error', reject);
     s.on('close', () => resolve(Buffer.concat(got)));
   });
+}
+
+/**
+ * A hand-made peer: sends HELLO(rank, worldSize) and collects what rank 0 sends until it closes.
+ * `admitted` resolves 200 ms after the HELLO is written: on the loopback it is there in
+ * microseconds, and rank 0, idle meanwhile, reads it at once.
+ */
+function helloClient(port: number, rank: number, worldSize: number): { admitted: Promise<void>; done: Promise<Buffer> } {
+  let sent: () => void = () => {};
+  const wrote = new Promise<void>((r) => (sent = r));
+  const done = new Promise<Buffer>((resolve, reject) => {
+    const s: Socket = connect({ host: '127.0.0.1', port });
+    const got: Buffer[] = [];
+    s.on('connect', () => s.write(encodeHello(rank, worldSize), () => sent()));
+    s.on('data', (d: Buffer) => got.push(d));
+    s.on('error', reject);
+    s.on('close', () => resolve(Buffer.concat(got)));
+  });
+  return { admitted: wrote.then(() => new Promise<void>((r) => setTimeout(r, 200))), done };
 }
 
 function frames(bytes: Buffer): Frame[] {
