@@ -9,6 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { connect, createServer, type Socket } from 'node:net';
 import { tcpRendezvous, RendezvousError, InvalidArgumentError, CudagraphError } from '../../src/index.js';
 import { FrameReader, RefuseReason, encodeHello, type Frame } from '../../src/nccl/rendezvous-protocol.js';
@@ -248,6 +249,32 @@ test('after a rendezvous, success or failure, rank 0\'s port is free again', asy
     await done;
     await listenAgain(port);
   }
+});
+
+test('property: any world size, peers arriving in any order and at any time, strangers among them: every rank gets the payload', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 2, max: 7 }).chain((worldSize) =>
+        fc.record({
+          worldSize: fc.constant(worldSize),
+          delays: fc.array(fc.integer({ min: 0, max: 60 }), { minLength: worldSize - 1, maxLength: worldSize - 1 }),
+          strangers: fc.array(fc.record({ at: fc.integer({ min: 0, max: 60 }), bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }).filter((b) => b[0] !== 0x43) }), { maxLength: 3 }),
+          payload: fc.uint8Array({ maxLength: 256 }),
+        }),
+      ),
+      async ({ worldSize, delays, strangers, payload }) => {
+        const { port, done } = await inProcessHost(worldSize, payload);
+        const later = <T>(ms: number, f: () => Promise<T>): Promise<T> => new Promise<void>((r) => setTimeout(r, ms)).then(f);
+        const peers = delays.map((ms, i) => later(ms, () => tcpRendezvous({ rank: i + 1, worldSize, addr: '127.0.0.1', port, timeoutMs: 10_000 })));
+        const probes = strangers.map((st) => later(st.at, () => client(port, st.bytes)).catch(() => Buffer.alloc(0)));
+        const [host, ...rest] = await Promise.all([done, ...peers]);
+        await Promise.all(probes);
+        for (const r of [host, ...rest]) assert.deepEqual([...r.payload], [...payload]);
+        assert.deepEqual(rest.map((r) => r.rank), delays.map((_, i) => i + 1));
+      },
+    ),
+    { numRuns: 15 },
+  );
 });
 
 test('a world of one rank opens nothing and returns a copy of the payload', async () => {
