@@ -97,7 +97,8 @@ interface CommState {
   abort: boolean;
 }
 
-function requireDevice(op: string, d: unknown): Device {
+/** @internal A Device, or the Device of an ordinal (which must exist). */
+export function requireDevice(op: string, d: unknown): Device {
   if (brands.Device.is(d)) return d;
   if (typeof d === 'number') return Device.getFor(op, d);
   throw new InvalidArgumentError(op, 'device', `device must be a Device or an ordinal, got ${describe(d)}`);

@@ -1,7 +1,7 @@
 /**
  * NCCL, NVIDIA's collective library, bound like the driver (loaded at run time, lazily resolved
  * symbols, typed errors): communicators, collectives on streams (capturable in CUDA graphs), group
- * calls, and the capture of one step across several GPUs.
+ * calls, the capture of one step across several GPUs, and the rendezvous of ranks on several hosts.
  */
 export { NcclComm, NcclClique } from './comm.js';
 export type {
@@ -31,3 +31,8 @@ export { checkCollective, type CollectiveInput, type CheckedCollective } from '.
 export { loadNccl, ncclAvailable, ncclPath, type NcclInfo, type LoadNcclOptions } from './version.js';
 export { ncclCandidates } from './loader.js';
 export { captureMultiDevice, MultiDeviceGraphExec, type MultiDeviceCaptureGpuOptions } from './multi-device.js';
+export { tcpRendezvous, type TcpRendezvousOptions, type RendezvousResult, type AbortSignalLike } from './rendezvous.js';
+export { RendezvousError, type RendezvousErrorCode, type RendezvousErrorDetails } from './rendezvous-error.js';
+export { parseLaunchEnvironment, type LaunchEnvironment, type EnvironmentVariables } from './launch-environment.js';
+export { LaunchEnvironmentError } from './launch-environment-error.js';
+export { initNcclFromEnvironment, type InitNcclFromEnvironmentOptions } from './from-environment.js';
