@@ -53,6 +53,10 @@ export function addKernels(graph: Graph, specs: unknown): CudaNode[] {
   depStart[0] = 0;
   const deps = arrays.deps;
   deps.length = 0;
+  // The dependency entries' length and index array, in locals while the loop appends earlier
+  // entries (the usual dependency): written back to `deps` around the rarer calls that use it.
+  let depLength = 0;
+  let depIndex = deps.index;
   const blocks: PackedArgs[] = [];
   // Launches already resolved in this call, by config object and then kernel function.
   const byConfig = new Map<object, Map<KernelFunction, number>>();
@@ -103,13 +107,26 @@ export function addKernels(graph: Graph, specs: unknown): CudaNode[] {
       launchOf[i] = at;
       const after = s.after;
       if (after !== undefined) {
-        // The usual entry, one earlier entry (a chain), takes the short way.
+        // The usual entry, one earlier entry (a chain), takes the short way (its handle slot is not
+        // written: the addon reads the entry's node).
         const d: unknown = Array.isArray(after) && after.length === 1 ? after[0] : undefined;
-        if (typeof d === 'number' && d >= 0 && d < i && Number.isInteger(d)) deps.pushIndex(d);
-        else readAfter(op, after, i, graph, deps);
+        if (typeof d === 'number' && d >= 0 && d < i && Number.isInteger(d)) {
+          if (depLength === depIndex.length) {
+            deps.length = depLength;
+            deps.grow();
+            depIndex = deps.index;
+          }
+          depIndex[depLength++] = d;
+        } else {
+          deps.length = depLength;
+          readAfter(op, after, i, graph, deps);
+          depLength = deps.length;
+          depIndex = deps.index;
+        }
       }
-      depStart[i + 1] = deps.length;
+      depStart[i + 1] = depLength;
     }
+    deps.length = depLength;
     makeCurrent(op, graph.device.context);
     const handles = gb.addKernelNodes(op, graph.handle, {
       launches: launches.map((l) => l.input),
@@ -176,19 +193,14 @@ class Dependencies {
     this.handle = new BigUint64Array(capacity);
   }
 
-  /** An earlier entry of the batch (its handle slot stays 0: the addon reads the entry's node). */
-  pushIndex(index: number): void {
-    if (this.length === this.index.length) this.#grow();
-    this.index[this.length++] = index;
-  }
-
   push(index: number, handle: bigint): void {
-    if (this.length === this.index.length) this.#grow();
+    if (this.length === this.index.length) this.grow();
     this.index[this.length] = index;
     this.handle[this.length++] = handle;
   }
 
-  #grow(): void {
+  /** Doubles the capacity, keeping the first `length` entries. */
+  grow(): void {
     const index = new Int32Array(2 * this.length + 8);
     const handles = new BigUint64Array(2 * this.length + 8);
     index.set(this.index);

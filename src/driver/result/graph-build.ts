@@ -108,10 +108,11 @@ export function addKernelNodeKey(op: string, graph: bigint, p: KernelNodeInput, 
     return koffiAddKernelNode(op, add, graph, encodeKernelParamsInto(kernelScratch, p, kernelScratchView), dep === null ? null : oneDep);
   }
   const b = kernelNodeBlock(1);
-  // A frozen launch cannot have changed since it was encoded (the memo of a checked configuration hands out one).
-  if (b.encoded !== p || !Object.isFrozen(p)) {
+  // A frozen launch cannot have changed since it was encoded (the memo of a checked configuration
+  // hands out one); only a frozen one is remembered, so the check runs on a new launch alone.
+  if (b.encoded !== p) {
     encodeKernelParamsInto(b.bytes, p, b.view);
-    b.encoded = p;
+    b.encoded = Object.isFrozen(p) ? p : null;
   }
   if (dep !== null) {
     if (typeof dep === 'number') {
@@ -140,9 +141,9 @@ function addKernelNodeAfterMany(op: string, graph: bigint, p: KernelNodeInput, d
   if (hot === null) return koffiAddKernelNode(op, add, graph, encodeKernelParamsInto(kernelScratch, p, kernelScratchView), deps);
   const n = deps.length;
   const b = kernelNodeBlock(n);
-  if (b.encoded !== p || !Object.isFrozen(p)) {
+  if (b.encoded !== p) {
     encodeKernelParamsInto(b.bytes, p, b.view);
-    b.encoded = p;
+    b.encoded = Object.isFrozen(p) ? p : null;
   }
   b.handles.set(deps);
   const box = mailboxOf(hot);

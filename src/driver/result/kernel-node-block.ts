@@ -21,9 +21,10 @@ export interface KernelNodeBlock {
   readonly words: Uint32Array;
   readonly capacity: number;
   /**
-   * The launch whose parameters `bytes` hold now, or null: adding many nodes with one checked
-   * configuration (the usual loop, which hands the same frozen launch object each time) encodes it
-   * once. Whoever writes `bytes` otherwise sets it to null.
+   * The frozen launch whose parameters `bytes` hold now, or null: adding many nodes with one
+   * checked configuration (the usual loop, which hands the same frozen launch object each time)
+   * encodes it once. Only a frozen launch is kept here (one that may change is encoded every time);
+   * whoever writes `bytes` otherwise sets it to null.
    */
   encoded: object | null;
 }
