@@ -226,6 +226,8 @@ interface CheckedKernelConfig {
    * can tell it encoded this very launch last time and skip encoding it again.
    */
   readonly input: gb.KernelNodeInput;
+  /** The lifetimes of the buffers among the arguments, each checked alive on every use. */
+  readonly buffers: readonly Lifetime[];
   /** What `resolveKernel` returns for it (one frozen object: nothing is made per use). */
   readonly resolved: Resolved<gb.KernelNodeInput> & { readonly attributes: null };
 }
@@ -238,10 +240,15 @@ const checkedConfigs = new WeakMap<object, CheckedKernelConfig>();
 let lastConfig: object | null = null;
 let lastMemo: CheckedKernelConfig | null = null;
 
-/** Enumerable keys of `o`, counted without making the array `Object.keys` makes. */
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/**
+ * `Object.keys(o).length`, counted without making the array. (`hasOwnProperty.call` inside a
+ * `for…in` is compiled to a check of the loop's own key cache; `Object.hasOwn` would be a call each.)
+ */
 function keyCount(o: object): number {
   let n = 0;
-  for (const k in o) if (Object.hasOwn(o, k)) n++;
+  for (const k in o) if (hasOwn.call(o, k)) n++;
   return n;
 }
 /** Frees a memo's packed arguments once its configuration object is collected. */
@@ -287,9 +294,9 @@ export function resolveKernel(
   }
   const memo = memoize && typeof config === 'object' && config !== null ? memoOf(config, fn) : null;
   if (memo !== null) {
-    const c = memo.checked;
     // Each buffer alive, as packing would check (a buffer disposed since is refused).
-    for (const a of c.args) if (a.buffer !== null) a.buffer[LIFETIME].assertAlive(op);
+    const buffers = memo.buffers;
+    for (let i = 0; i < buffers.length; i++) buffers[i]!.assertAlive(op);
     return memo.resolved;
   }
   const c = checkConfig(op, fn.name, config as LaunchConfig, fn.paramSizes);
@@ -336,6 +343,7 @@ export function resolveKernel(
     holds,
     packed,
     input,
+    buffers: c.args.flatMap((a) => (a.buffer === null ? [] : [a.buffer[LIFETIME]])),
     resolved: Object.freeze({ input, holds, attributes: null }),
   };
   checkedConfigs.set(config, entry);
