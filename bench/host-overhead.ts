@@ -12,7 +12,8 @@
  *   - the addon's graph launch, both forms, and `GraphExec.launch`;
  *   - building a chain of 10,000 kernel nodes, per node: C's loop of `cuGraphAddKernelNode_v2`
  *     against the same stand-in (bench/host-c-chain.c, the GPU bench's C worker loop: the floor),
- *     one `Graph.addKernelNodes` batch, and `Graph.addKernelNode` one call a node; and
+ *     the addon's mailbox call alone (the single call's floor), one `Graph.addKernelNodes` batch,
+ *     and `Graph.addKernelNode` one call a node; and
  *     `GraphExec.setKernelArgs`, one call (the rows bench:gpu times on the GPU:
  *     bench/gpu/cudagraph-worker.ts, `buildBatch`, `build`, `updateRow`).
  *
@@ -66,6 +67,8 @@ let cChain: (n: number, func: bigint, buffer: bigint) => number;
 
 const { Device, Module, StreamGraphCapture, DeviceBuffer, Graph, arg } = await import('../src/index.js');
 const { nativeAddon, nativeStatus, setNativeAddonForTesting, mailboxOf, MAILBOX, bindNativeSymbol } = await import('../src/driver/hot.js');
+const { kernelNodeBlock } = await import('../src/driver/result/kernel-node-block.js');
+const { encodeKernelParams } = await import('../src/driver/result/graph-build.js');
 
 const device = Device.get(0);
 const stream = device.createStream({ nonBlocking: true });
@@ -217,6 +220,36 @@ const columns: Column[] = [
       return ns / nodes;
     },
   },
+  ...(hot !== null
+    ? [
+        {
+          name: 'addon addKernelNodeFromMailbox (raw), per node of a chain',
+          run: (n: number) =>
+            chains(n, (g, first) => {
+              // The single call's floor: the mailbox call alone, its parameters encoded once, no checks.
+              bindNativeSymbol('bench', hot, 'cuGraphAddKernelNode_v2');
+              const b = kernelNodeBlock(1);
+              b.bytes.set(encodeKernelParams({ func: kernel.handle, grid: [1, 1, 1], block: [256, 1, 1], sharedMem: 0, kernelParams: 0n }));
+              b.encoded = null;
+              const box = mailboxOf(hot);
+              const gh = g.handle;
+              let prev = first.handle;
+              const t0 = now();
+              for (let i = 1; i < CHAIN; i++) {
+                b.handles[0] = prev;
+                box.u64[MAILBOX.GRAPH] = gh;
+                box.u64[MAILBOX.PARAMS] = b.params;
+                box.u64[MAILBOX.DEPS] = b.deps;
+                box.u32[MAILBOX.COUNT] = 1;
+                hot.addKernelNodeFromMailbox();
+                if (box.i32[MAILBOX.RESULT] !== 0) throw new Error('add failed');
+                prev = box.u64[MAILBOX.NODE]!;
+              }
+              return now() - t0;
+            }),
+        },
+      ]
+    : []),
   {
     name: `Graph.addKernelNodes, ${CHAIN.toLocaleString('en')}-node chain, per node`,
     run: (n) =>
