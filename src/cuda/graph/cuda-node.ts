@@ -58,9 +58,9 @@ export class CudaNode {
    */
   readonly #handle: number | bigint;
   /**
-   * The node's kind, memory and whether it was removed, in one object that nodes of one kind share
-   * (`nodeKind`): a node object then has three fields, not five, which makes the 10,000 nodes of a
-   * batch about a third cheaper to make and to collect (docs/graphs.md). Replaced on removal.
+   * The node's kind, memory and whether it was removed, in one object that the live nodes of one
+   * kind share (`nodeKind`): a node object then has three fields, not five (48 bytes, not 64), less
+   * to make and to collect for the 10,000 nodes of a batch (docs/graphs.md). Replaced on removal.
    */
   #kind: NodeKind;
 

@@ -77,7 +77,7 @@ export function addKernels(graph: Graph, specs: unknown): CudaNode[] {
 /**
  * Checks the entries of a batch, resolving each distinct (kernel, config) pair once into
  * `launches` (arguments packed for the batch go to `blocks`), and writes each entry's launch and
- * dependencies. A function of its own, so that the loop is compiled as one, not only entered part way.
+ * dependencies (what the driver call then reads).
  */
 function readEntries(
   op: string,
