@@ -10,9 +10,12 @@
  *   - `PreparedLaunch.launch`: the public call, eager, and on a capturing stream;
  *   - the same on koffi (the addon switched off in-process);
  *   - the addon's graph launch, both forms, and `GraphExec.launch`;
- *   - building a chain of 10,000 kernel nodes, per node: one `Graph.addKernelNodes` batch, and
- *     `Graph.addKernelNode` one call a node; and `GraphExec.setKernelArgs`, one call (the rows
- *     bench:gpu times on the GPU: bench/gpu/cudagraph-worker.ts, `buildBatch`, `build`, `updateRow`).
+ *   - building a chain of 10,000 kernel nodes, per node: C's loop of `cuGraphAddKernelNode_v2`
+ *     against the same stand-in (bench/host-c-chain.c, the GPU bench's C worker loop: the floor),
+ *     the addon's mailbox call alone (the single call's floor), one `Graph.addKernelNodes` batch,
+ *     and `Graph.addKernelNode` one call a node; and
+ *     `GraphExec.setKernelArgs`, one call (the rows bench:gpu times on the GPU:
+ *     bench/gpu/cudagraph-worker.ts, `buildBatch`, `build`, `updateRow`).
  *
  * The driver does nothing, so each figure is the cost of the call itself: the JS checks, the FFI
  * transition and the argument conversion. On the GPU the driver's own work comes on top (bench:gpu).
@@ -42,13 +45,16 @@ if (!Number.isInteger(ROUNDS) || ROUNDS < 1 || !Number.isInteger(CALLS) || CALLS
 const source = fileURLToPath(new URL('../../fixtures/stand-in-driver.c', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'cudagraph-bench-host-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+const cChainSource = fileURLToPath(new URL('../../bench/host-c-chain.c', import.meta.url));
 const so = join(dir, 'libcuda-stand-in.so');
-const cc = spawnSync('gcc', ['-O2', '-fPIC', '-shared', '-DSTAND_IN_PARAM_INFO', '-o', so, source], { encoding: 'utf8' });
+const cc = spawnSync('gcc', ['-O2', '-fPIC', '-shared', '-DSTAND_IN_PARAM_INFO', '-o', so, source, cChainSource], { encoding: 'utf8' });
 if (cc.status !== 0) {
   process.stderr.write(`bench:host: building the stand-in driver with gcc failed${cc.error ? `: ${cc.error.message}` : `:\n${cc.stderr}`}\n`);
   process.exit(1);
 }
 process.env['CUDA_DRIVER_PATH'] = so;
+/** C's construction loop, in the stand-in's library (bench/host-c-chain.c): ns per node. */
+let cChain: (n: number, func: bigint, buffer: bigint) => number;
 {
   // Every kernel takes (pointer, int): set before any kernel is loaded.
   const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
@@ -56,10 +62,13 @@ process.env['CUDA_DRIVER_PATH'] = so;
   const u64s = (name: string, n: number): BigUint64Array => new BigUint64Array(koffi.view(lib.symbol(name) as bigint, 8 * n));
   u64s('param_sizes', 2).set([8n, 4n]);
   u64s('param_count', 1)[0] = 2n;
+  cChain = lib.func('double bench_c_chain(int, uint64_t, uint64_t)') as typeof cChain;
 }
 
 const { Device, Module, StreamGraphCapture, DeviceBuffer, Graph, arg } = await import('../src/index.js');
 const { nativeAddon, nativeStatus, setNativeAddonForTesting, mailboxOf, MAILBOX, bindNativeSymbol } = await import('../src/driver/hot.js');
+const { kernelNodeBlock } = await import('../src/driver/result/kernel-node-block.js');
+const { encodeKernelParams } = await import('../src/driver/result/graph-build.js');
 
 const device = Device.get(0);
 const stream = device.createStream({ nonBlocking: true });
@@ -198,6 +207,50 @@ const columns: Column[] = [
     },
   },
   {
+    name: `C loop of cuGraphAddKernelNode_v2, ${CHAIN.toLocaleString('en')}-node chain, per node`,
+    run: (n) => {
+      let ns = 0;
+      let nodes = 0;
+      do {
+        const perNode = cChain(CHAIN, kernel.handle, buffer.ptr);
+        if (perNode < 0) throw new Error('bench:host: the C loop failed');
+        ns += perNode * (CHAIN - 1);
+        nodes += CHAIN - 1;
+      } while (nodes < n);
+      return ns / nodes;
+    },
+  },
+  ...(hot !== null
+    ? [
+        {
+          name: 'addon addKernelNodeFromMailbox (raw), per node of a chain',
+          run: (n: number) =>
+            chains(n, (g, first) => {
+              // The single call's floor: the mailbox call alone, its parameters encoded once, no checks.
+              bindNativeSymbol('bench', hot, 'cuGraphAddKernelNode_v2');
+              const b = kernelNodeBlock(1);
+              b.bytes.set(encodeKernelParams({ func: kernel.handle, grid: [1, 1, 1], block: [256, 1, 1], sharedMem: 0, kernelParams: 0n }));
+              b.encoded = null;
+              const box = mailboxOf(hot);
+              const gh = g.handle;
+              let prev = first.handle;
+              const t0 = now();
+              for (let i = 1; i < CHAIN; i++) {
+                b.handles[0] = prev;
+                box.u64[MAILBOX.GRAPH] = gh;
+                box.u64[MAILBOX.PARAMS] = b.params;
+                box.u64[MAILBOX.DEPS] = b.deps;
+                box.u32[MAILBOX.COUNT] = 1;
+                hot.addKernelNodeFromMailbox();
+                if (box.i32[MAILBOX.RESULT] !== 0) throw new Error('add failed');
+                prev = box.u64[MAILBOX.NODE]!;
+              }
+              return now() - t0;
+            }),
+        },
+      ]
+    : []),
+  {
     name: `Graph.addKernelNodes, ${CHAIN.toLocaleString('en')}-node chain, per node`,
     run: (n) =>
       chains(n, (g, first) => {
@@ -258,6 +311,14 @@ const cpu = (readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/
 const header = `bench:host — ns per call against a no-op driver; ${ROUNDS} rounds × 5 batches × ${CALLS} calls; ${cpu}, Node ${process.version}; binding: ${binding.active ? 'Node-API addon' : `koffi (${binding.reason})`}`;
 process.stdout.write(`${header}\n\n| call | ns per call | [min–max of round medians] |\n|---|---:|---:|\n`);
 for (const r of rows) process.stdout.write(`| ${r.column} | ${r.ns.toFixed(1)} | [${r.min.toFixed(1)}–${r.max.toFixed(1)}] |\n`);
+// What the construction rows add to C's loop on the same stand-in, round by round: what they add on
+// the GPU too, where the driver's own work makes C's column (a ratio to the stand-in's would mean nothing).
+const cRow = perRound.get(columns.find((c) => c.name.startsWith('C loop'))!.name)!;
+process.stdout.write('\n');
+for (const c of columns.filter((c) => c.name.startsWith('Graph.addKernelNode'))) {
+  const over = perRound.get(c.name)!.map((x, r) => x - cRow[r]!);
+  process.stdout.write(`${c.name}: ${median(over).toFixed(1)} ns a node over C's loop [${Math.min(...over).toFixed(1)}–${Math.max(...over).toFixed(1)}]\n`);
+}
 if (values.out !== undefined) writeFileSync(values.out, JSON.stringify({ header, rounds: ROUNDS, calls: CALLS, rows, perRound: Object.fromEntries(perRound) }, null, 2) + '\n');
 exec.dispose();
 updateExec.dispose();

@@ -19,6 +19,24 @@ export interface GraphAllocation {
   readonly device: number;
 }
 
+/** @internal What a node is, shared by the live nodes of one kind (`nodeKind`). */
+export interface NodeKind {
+  readonly type: GraphNodeType;
+  readonly allocation: GraphAllocation | null;
+  readonly removed: boolean;
+}
+
+const TYPES: readonly GraphNodeType[] = [...CU_GRAPH_NODE_TYPE, 'unknown'];
+const kinds = (removed: boolean): Readonly<Record<GraphNodeType, NodeKind>> =>
+  Object.freeze(Object.fromEntries(TYPES.map((type) => [type, Object.freeze({ type, allocation: null, removed })])) as Record<GraphNodeType, NodeKind>);
+const LIVE = kinds(false);
+const REMOVED = kinds(true);
+
+/** @internal The kind of a live node: shared by every node of `type` without memory; its own for an allocation node. */
+export function nodeKind(type: GraphNodeType, allocation: GraphAllocation | null = null): NodeKind {
+  return allocation === null ? LIVE[type] : Object.freeze({ type, allocation: Object.freeze(allocation), removed: false });
+}
+
 /**
  * One node of a CUDA graph (`CUgraphNode`), as `graph.add…Node` returns it and `graph.nodeRefs()`
  * lists it: pass it as a dependency of later nodes, to `graph.addDependencies`, to an exec's
@@ -33,25 +51,35 @@ export interface GraphAllocation {
 export class CudaNode {
   /** The graph the node belongs to. */
   readonly graph: Graph;
-  /** The node's kind (`cuGraphNodeGetType`). */
-  readonly type: GraphNodeType;
-  /** For an allocation node: the memory it reserves; null for every other kind. */
-  readonly allocation: GraphAllocation | null;
   /**
    * The handle, as a number where that is exact (every handle on today's 64-bit systems, whose
    * addresses stay below 2^53): a graph of 10,000 nodes then keeps no BigInt per node, which would
    * cost as much again as the node object (measured in docs/graphs.md).
    */
   readonly #handle: number | bigint;
-  #removed = false;
+  /**
+   * The node's kind, memory and whether it was removed, in one object that the live nodes of one
+   * kind share (`nodeKind`): a node object then has three fields, not five (48 bytes, not 64), less
+   * to make and to collect for the 10,000 nodes of a batch (docs/graphs.md). Replaced on removal.
+   */
+  #kind: NodeKind;
 
-  /** @internal Made by the graph (`graph.add…Node`, `graph.nodeRefs()`). */
-  constructor(key: typeof INTERNAL, graph: Graph, handle: bigint | number, type: GraphNodeType, allocation: GraphAllocation | null) {
+  /** @internal Made by the graph (`graph.add…Node`, `graph.nodeRefs()`); `kind` from `nodeKind`. */
+  constructor(key: typeof INTERNAL, graph: Graph, handle: bigint | number, kind: NodeKind) {
     if (key !== INTERNAL) throw privateConstructorError('CudaNode', 'graph.add…Node() or graph.nodeRefs()');
     this.graph = graph;
     this.#handle = typeof handle === 'number' || handle > MAX_EXACT ? handle : Number(handle);
-    this.type = type;
-    this.allocation = allocation === null ? null : Object.freeze(allocation);
+    this.#kind = kind;
+  }
+
+  /** The node's kind (`cuGraphNodeGetType`). */
+  get type(): GraphNodeType {
+    return this.#kind.type;
+  }
+
+  /** For an allocation node: the memory it reserves; null for every other kind. */
+  get allocation(): GraphAllocation | null {
+    return this.#kind.allocation;
   }
 
   /** @internal True for a CudaNode this class made (a brand check, not `instanceof`). */
@@ -67,7 +95,7 @@ export class CudaNode {
       const p = gr.memAllocNodeParams(op, handle);
       allocation = { address: p.dptr, byteLength: p.bytesize, device: p.device };
     }
-    return new CudaNode(INTERNAL, graph, handle, type, allocation);
+    return new CudaNode(INTERNAL, graph, handle, nodeKind(type, allocation));
   }
 
   /** The `CUgraphNode` handle. @throws DisposedError once removed or its graph is disposed. */
@@ -80,7 +108,7 @@ export class CudaNode {
    * removed, not because the program disposed the graph the holder keeps.
    */
   handleWhileHeld(op: string): bigint {
-    if (this.#removed) throw new DisposedError(op, `${this} (removed from its graph, or its graph was destroyed)`);
+    if (this.#kind.removed) throw new DisposedError(op, `${this} (removed from its graph, or its graph was destroyed)`);
     return this.#big();
   }
 
@@ -102,18 +130,26 @@ export class CudaNode {
   /** @internal The handle, checked alive for `op`. */
   handleFor(op: string): bigint {
     this.graph[LIFETIME].assertAlive(op);
-    if (this.#removed) throw new DisposedError(op, `${this} (removed from its graph)`);
+    if (this.#kind.removed) throw new DisposedError(op, `${this} (removed from its graph)`);
     return this.#big();
+  }
+
+  /** @internal `handleFor` as `handleKey` gives it: a number where exact, so that no BigInt is made. */
+  keyFor(op: string): number | bigint {
+    this.graph[LIFETIME].assertAlive(op);
+    if (this.#kind.removed) throw new DisposedError(op, `${this} (removed from its graph)`);
+    return this.#handle;
   }
 
   /** True once removed from its graph, or once the graph is disposed. */
   get removed(): boolean {
-    return this.#removed || this.graph.disposed;
+    return this.#kind.removed || this.graph.disposed;
   }
 
   /** @internal Marks the node removed (`graph.removeNode`). */
   markRemoved(): void {
-    this.#removed = true;
+    const k = this.#kind;
+    if (!k.removed) this.#kind = k.allocation === null ? REMOVED[k.type] : Object.freeze({ type: k.type, allocation: k.allocation, removed: true });
   }
 
   /** The node's position in `graph.nodes()` (the driver's order; it changes when nodes are removed). */
@@ -183,7 +219,7 @@ export class CudaNode {
   }
 
   toString(): string {
-    return `CudaNode(${this.type}${this.#removed ? ', removed' : ''})`;
+    return `CudaNode(${this.#kind.type}${this.#kind.removed ? ', removed' : ''})`;
   }
 }
 
@@ -192,9 +228,19 @@ export class CudaNode {
  * @throws InvalidArgumentError for a non-node or a node of another graph; DisposedError for a removed one.
  */
 export function nodeHandleIn(op: string, name: string, value: unknown, graph: Graph): bigint {
+  refuseForeign(op, name, value, graph);
+  return value.handleFor(op);
+}
+
+/** `nodeHandleIn`, the handle as `CudaNode.keyFor` gives it (a number where exact). */
+export function nodeKeyIn(op: string, name: string, value: unknown, graph: Graph): number | bigint {
+  refuseForeign(op, name, value, graph);
+  return value.keyFor(op);
+}
+
+function refuseForeign(op: string, name: string, value: unknown, graph: Graph): asserts value is CudaNode {
   if (!CudaNode.is(value)) throw new InvalidArgumentError(op, name, `${name} must be a CudaNode (from graph.add…Node or graph.nodeRefs()), got ${describe(value)}`);
   if (value.graph !== graph) throw new InvalidArgumentError(op, name, `${name} is ${value} of another graph; a node can only be used with the graph it belongs to`);
-  return value.handleFor(op);
 }
 
 /** The array of a one-dependency call, reused: the driver reads it during the call only. */
@@ -209,7 +255,8 @@ export function dependencyHandles(op: string, deps: unknown, graph: Graph, name 
   if (!Array.isArray(deps)) throw new InvalidArgumentError(op, name, `${name} must be an array of CudaNodes, got ${describe(deps)}`);
   if (deps.length === 0) return null;
   if (deps.length === 1) {
-    one[0] = nodeHandleIn(op, `${name}[0]`, deps[0], graph);
+    // The name is made only where it is not the usual one: a string per call costs as much as the rest.
+    one[0] = nodeHandleIn(op, name === 'dependencies' ? 'dependencies[0]' : `${name}[0]`, deps[0], graph);
     return one;
   }
   const out = new BigUint64Array(deps.length);

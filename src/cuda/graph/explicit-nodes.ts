@@ -18,7 +18,7 @@ import { brands } from '../core/brands.js';
 import { HostFunction, hostTrampoline } from '../host/host-function.js';
 import type { Kernel } from '../kernel/kernel.js';
 import type { Event } from '../device/event.js';
-import { CudaNode, dependencyHandles, nodeHandleIn } from './cuda-node.js';
+import { CudaNode, dependencyHandles, nodeHandleIn, nodeKeyIn } from './cuda-node.js';
 import { kernelFunction, resolveCopy, resolveFill, resolveKernel } from './node-params.js';
 import type { Graph } from './graph.js';
 import type { GraphNodeType } from './node-info.js';
@@ -44,19 +44,27 @@ function begin(op: string, graph: Graph, deps: unknown, kind: GraphNodeType): Bi
 /** `graph.addKernelNode`. */
 export function addKernel(graph: Graph, kernel: Kernel, config: unknown, deps: unknown): CudaNode {
   const op = 'Graph.addKernelNode';
-  const d = begin(op, graph, deps, 'kernel');
+  graph[LIFETIME].assertAlive(op);
+  refuseInBody(op, graph, 'kernel');
+  // The usual call names one dependency (a chain) or none: its handle is kept as the node keeps it
+  // (a number), with no array or BigInt made for it.
+  let one: number | bigint | null = null;
+  let many: BigUint64Array | null = null;
+  if (Array.isArray(deps) && deps.length === 1) one = nodeKeyIn(op, 'dependencies[0]', deps[0], graph);
+  else many = dependencyHandles(op, deps, graph);
   if (!brands.Kernel.is(kernel)) {
     throw new InvalidArgumentError(op, 'kernel', `kernel must be a Kernel (module.function(name)), got ${describe(kernel)}`);
   }
   kernel.module[LIFETIME].assertAlive(op);
   const k = resolveKernel(op, kernelFunction(kernel), config, graph.device);
   makeCurrent(op, graph.device.context);
-  const handle = gb.addKernelNode(op, graph.handle, k.input, d);
+  const handle = many === null ? gb.addKernelNodeKey(op, graph.handle, k.input, one) : gb.addKernelNode(op, graph.handle, k.input, many);
   if (k.attributes !== null) {
+    const h = typeof handle === 'number' ? BigInt(handle) : handle;
     try {
-      lx.setKernelNodeAttributes(op, handle, k.attributes);
+      lx.setKernelNodeAttributes(op, h, k.attributes);
     } catch (e) {
-      gb.destroyNode(op, handle);
+      gb.destroyNode(op, h);
       throw e;
     }
   }

@@ -18,7 +18,7 @@ import type { Stream } from '../device/stream.js';
 import { GraphExec } from './graph-exec.js';
 import { checkInstantiateFlags, type InstantiateFlags } from './instantiate-flags.js';
 import type { CapturedNodeInfo, GraphNodeType, GraphReadBack } from './node-info.js';
-import { CudaNode, type GraphAllocation } from './cuda-node.js';
+import { CudaNode, nodeKind, type GraphAllocation } from './cuda-node.js';
 import type { HostFunction } from '../host/host-function.js';
 import type { Kernel } from '../kernel/kernel.js';
 import type { LaunchConfig } from '../kernel/launch-config.js';
@@ -86,6 +86,8 @@ export class Graph {
   readonly #destroyed = { done: false };
   /** What the graph's work uses, each held once (released when the graph is destroyed). */
   readonly #keep: Set<Lifetime>;
+  /** The last `holds` list `attach` took (all in `#keep`, which only grows while the graph lives). */
+  #lastHolds: readonly Lifetime[] | null = null;
   /** Host functions the graph made for plain JS callbacks (disposed with it). */
   readonly #owned: HostFunction[];
   /** The node object of each handle handed out, so one node is one object. */
@@ -173,13 +175,17 @@ export class Graph {
    * `holds` it does not hold yet (so the user's variables may go), and forgets what it read once
    * (host functions, memory nodes) that the new node may change.
    */
-  attach(handle: bigint, type: GraphNodeType, holds: readonly Lifetime[], allocation: GraphAllocation | null = null): CudaNode {
-    for (const l of holds) {
-      if (this.#keep.has(l)) continue;
-      l.retain();
-      this.#keep.add(l);
+  attach(handle: bigint | number, type: GraphNodeType, holds: readonly Lifetime[], allocation: GraphAllocation | null = null): CudaNode {
+    // A loop adding nodes with one checked configuration hands the same list each time: taken once.
+    if (holds !== this.#lastHolds) {
+      for (const l of holds) {
+        if (this.#keep.has(l)) continue;
+        l.retain();
+        this.#keep.add(l);
+      }
+      this.#lastHolds = holds;
     }
-    const node = new CudaNode(INTERNAL, this, handle, type, allocation);
+    const node = new CudaNode(INTERNAL, this, handle, nodeKind(type, allocation));
     this.#added.push(node);
     this.#jsHostFunctions = null;
     if (type === 'memAlloc' || type === 'memFree') this.#memoryNodes = true;
@@ -291,13 +297,14 @@ export class Graph {
     }
     const n = handles.length;
     const nodes = new Array<CudaNode>(n);
+    const kind = nodeKind(type);
     // Each handle read as two 32-bit halves: reading a BigUint64Array element makes a BigInt, which
     // costs as much as the node object.
     const words = new Uint32Array(handles.buffer, handles.byteOffset, 2 * n);
     for (let i = 0; i < n; i++) {
       const hi = words[2 * i + 1]!;
       const handle = hi < 0x200000 ? words[2 * i]! + hi * 0x100000000 : handles[i]!;
-      nodes[i] = new CudaNode(INTERNAL, this, handle, type, null);
+      nodes[i] = new CudaNode(INTERNAL, this, handle, kind);
     }
     this.#addedBatches.push(nodes.slice());
     this.#jsHostFunctions = null;

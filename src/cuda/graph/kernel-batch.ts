@@ -50,66 +50,10 @@ export function addKernels(graph: Graph, specs: unknown): CudaNode[] {
   const arrays = takeArrays(n);
   const launchOf = arrays.launchOf.subarray(0, n);
   const depStart = arrays.depStart.subarray(0, n + 1);
-  depStart[0] = 0;
   const deps = arrays.deps;
-  deps.length = 0;
   const blocks: PackedArgs[] = [];
-  // Launches already resolved in this call, by config object and then kernel function.
-  const byConfig = new Map<object, Map<KernelFunction, number>>();
-  let lastConfig: unknown = null;
-  let lastFn: KernelFunction | null = null;
-  let lastLaunch = -1;
-  let lastKernel: unknown = null;
-  let fn: KernelFunction | null = null;
   try {
-    for (let i = 0; i < n; i++) {
-      const spec = list[i];
-      // Names are made only for a refusal: a string per entry would cost as much as the driver call.
-      if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-        throw new InvalidArgumentError(op, `nodes[${i}]`, `nodes[${i}] must be an object { kernel, config, after? }, got ${describe(spec)}`);
-      }
-      for (const key in spec) {
-        if (key !== 'kernel' && key !== 'config' && key !== 'after') {
-          throw new InvalidArgumentError(op, `nodes[${i}]`, `unknown field of nodes[${i}] '${key.length > 60 ? `${key.slice(0, 60)}…` : key}' (known: kernel, config, after)`);
-        }
-      }
-      const s = spec as Partial<KernelNodeEntry>;
-      const kernel = s.kernel;
-      if (kernel !== lastKernel) {
-        if (!brands.Kernel.is(kernel)) throw new InvalidArgumentError(op, `nodes[${i}].kernel`, `nodes[${i}].kernel must be a Kernel (module.function(name)), got ${describe(kernel)}`);
-        kernel.module[LIFETIME].assertAlive(op);
-        fn = kernelFunction(kernel);
-        lastKernel = kernel;
-      }
-      const config = s.config;
-      let at: number;
-      if (config === lastConfig && fn === lastFn) at = lastLaunch;
-      else {
-        if (typeof config !== 'object' || config === null) throw new InvalidArgumentError(op, `nodes[${i}].config`, `nodes[${i}].config must be a launch configuration { grid, block, args }, got ${describe(config)}`);
-        let perFn = byConfig.get(config);
-        const known = perFn?.get(fn!);
-        if (known !== undefined) at = known;
-        else {
-          const k = resolveEntry(op, i, fn!, config, graph, blocks);
-          at = launches.length;
-          launches.push(k);
-          if (perFn === undefined) byConfig.set(config, (perFn = new Map()));
-          perFn.set(fn!, at);
-        }
-        lastConfig = config;
-        lastFn = fn;
-        lastLaunch = at;
-      }
-      launchOf[i] = at;
-      const after = s.after;
-      if (after !== undefined) {
-        // The usual entry, one earlier entry (a chain), takes the short way.
-        const d: unknown = Array.isArray(after) && after.length === 1 ? after[0] : undefined;
-        if (typeof d === 'number' && d >= 0 && d < i && Number.isInteger(d)) deps.pushIndex(d);
-        else readAfter(op, after, i, graph, deps);
-      }
-      depStart[i + 1] = deps.length;
-    }
+    readEntries(op, graph, list, launches, blocks, launchOf, depStart, deps);
     makeCurrent(op, graph.device.context);
     const handles = gb.addKernelNodes(op, graph.handle, {
       launches: launches.map((l) => l.input),
@@ -128,6 +72,108 @@ export function addKernels(graph: Graph, specs: unknown): CudaNode[] {
     for (const b of blocks) b.free();
     giveArrays(arrays);
   }
+}
+
+/**
+ * Checks the entries of a batch, resolving each distinct (kernel, config) pair once into
+ * `launches` (arguments packed for the batch go to `blocks`), and writes each entry's launch and
+ * dependencies (what the driver call then reads).
+ */
+function readEntries(
+  op: string,
+  graph: Graph,
+  list: readonly unknown[],
+  launches: Launch[],
+  blocks: PackedArgs[],
+  launchOf: Uint32Array,
+  depStart: Uint32Array,
+  deps: Dependencies,
+): void {
+  const n = launchOf.length;
+  depStart[0] = 0;
+  // The dependency entries' length and index array, in locals while the loop appends earlier
+  // entries (the usual dependency): written back to `deps` around the rarer calls that use it.
+  let depLength = 0;
+  let depIndex = deps.index;
+  // Launches already resolved in this call, by config object and then kernel function.
+  const byConfig = new Map<object, Map<KernelFunction, number>>();
+  let lastConfig: unknown = null;
+  let lastFn: KernelFunction | null = null;
+  let lastLaunch = -1;
+  let lastKernel: unknown = null;
+  let fn: KernelFunction | null = null;
+  // While every entry so far runs launch 0 (a batch of one configuration, the usual one), no
+  // entry's launch is written: the array is filled with zeros at the end (or when another launch
+  // first appears), which costs less than a store per entry.
+  let mixed = false;
+  for (let i = 0; i < n; i++) {
+    const spec = list[i];
+    // Names are made only for a refusal: a string per entry would cost as much as the driver call.
+    if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
+      throw new InvalidArgumentError(op, `nodes[${i}]`, `nodes[${i}] must be an object { kernel, config, after? }, got ${describe(spec)}`);
+    }
+    for (const key in spec) {
+      if (key !== 'kernel' && key !== 'config' && key !== 'after') {
+        throw new InvalidArgumentError(op, `nodes[${i}]`, `unknown field of nodes[${i}] '${key.length > 60 ? `${key.slice(0, 60)}…` : key}' (known: kernel, config, after)`);
+      }
+    }
+    const s = spec as Partial<KernelNodeEntry>;
+    const kernel = s.kernel;
+    if (kernel !== lastKernel) {
+      if (!brands.Kernel.is(kernel)) throw new InvalidArgumentError(op, `nodes[${i}].kernel`, `nodes[${i}].kernel must be a Kernel (module.function(name)), got ${describe(kernel)}`);
+      kernel.module[LIFETIME].assertAlive(op);
+      fn = kernelFunction(kernel);
+      lastKernel = kernel;
+    }
+    const config = s.config;
+    let at: number;
+    if (config === lastConfig && fn === lastFn) at = lastLaunch;
+    else {
+      if (typeof config !== 'object' || config === null) throw new InvalidArgumentError(op, `nodes[${i}].config`, `nodes[${i}].config must be a launch configuration { grid, block, args }, got ${describe(config)}`);
+      let perFn = byConfig.get(config);
+      const known = perFn?.get(fn!);
+      if (known !== undefined) at = known;
+      else {
+        const k = resolveEntry(op, i, fn!, config, graph, blocks);
+        at = launches.length;
+        launches.push(k);
+        if (perFn === undefined) byConfig.set(config, (perFn = new Map()));
+        perFn.set(fn!, at);
+      }
+      lastConfig = config;
+      lastFn = fn;
+      lastLaunch = at;
+    }
+    if (at !== 0) {
+      if (!mixed) {
+        launchOf.fill(0, 0, i);
+        mixed = true;
+      }
+      launchOf[i] = at;
+    } else if (mixed) launchOf[i] = 0;
+    const after = s.after;
+    if (after !== undefined) {
+      // The usual entry, one earlier entry (a chain), takes the short way (its handle slot is not
+      // written: the addon reads the entry's node).
+      const d: unknown = Array.isArray(after) && after.length === 1 ? after[0] : undefined;
+      if (typeof d === 'number' && d >= 0 && d < i && Number.isInteger(d)) {
+        if (depLength === depIndex.length) {
+          deps.length = depLength;
+          deps.grow();
+          depIndex = deps.index;
+        }
+        depIndex[depLength++] = d;
+      } else {
+        deps.length = depLength;
+        readAfter(op, after, i, graph, deps);
+        depLength = deps.length;
+        depIndex = deps.index;
+      }
+    }
+    depStart[i + 1] = depLength;
+  }
+  deps.length = depLength;
+  if (!mixed) launchOf.fill(0);
 }
 
 /** The typed arrays of a batch: each entry's launch, where its dependencies start, the dependencies, the handles added. */
@@ -176,19 +222,14 @@ class Dependencies {
     this.handle = new BigUint64Array(capacity);
   }
 
-  /** An earlier entry of the batch (its handle slot stays 0: the addon reads the entry's node). */
-  pushIndex(index: number): void {
-    if (this.length === this.index.length) this.#grow();
-    this.index[this.length++] = index;
-  }
-
   push(index: number, handle: bigint): void {
-    if (this.length === this.index.length) this.#grow();
+    if (this.length === this.index.length) this.grow();
     this.index[this.length] = index;
     this.handle[this.length++] = handle;
   }
 
-  #grow(): void {
+  /** Doubles the capacity, keeping the first `length` entries. */
+  grow(): void {
     const index = new Int32Array(2 * this.length + 8);
     const handles = new BigUint64Array(2 * this.length + 8);
     index.set(this.index);

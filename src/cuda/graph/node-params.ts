@@ -182,13 +182,20 @@ export interface KernelFunction {
 /** Each kernel's `KernelFunction`, made once (its module's liveness is checked by the callers). */
 const functions = new WeakMap<Kernel, KernelFunction>();
 
+/** The last kernel asked for and its function: a loop adding nodes asks for one kernel again and again. */
+let lastKernel: Kernel | null = null;
+let lastFunction: KernelFunction | null = null;
+
 /** The function of a `Kernel`. */
 export function kernelFunction(kernel: Kernel): KernelFunction {
+  if (kernel === lastKernel) return lastFunction!;
   let f = functions.get(kernel);
   if (f === undefined) {
     f = { name: kernel.name, func: kernel.handle, paramSizes: kernel.paramSizes, device: kernel.module.device, keep: kernel.module[LIFETIME] };
     functions.set(kernel, f);
   }
+  lastKernel = kernel;
+  lastFunction = f;
   return f;
 }
 
@@ -219,8 +226,31 @@ interface CheckedKernelConfig {
    * can tell it encoded this very launch last time and skip encoding it again.
    */
   readonly input: gb.KernelNodeInput;
+  /** The lifetimes of the buffers among the arguments, each checked alive on every use. */
+  readonly buffers: readonly Lifetime[];
+  /** What `resolveKernel` returns for it (one frozen object: nothing is made per use). */
+  readonly resolved: Resolved<gb.KernelNodeInput> & { readonly attributes: null };
 }
 const checkedConfigs = new WeakMap<object, CheckedKernelConfig>();
+/**
+ * The configuration last memoized or found and its memo, as `checkedConfigs` has them (kept in
+ * step with it): the usual loop hands one configuration object again and again. It keeps that one
+ * object alive until another takes its place.
+ */
+let lastConfig: object | null = null;
+let lastMemo: CheckedKernelConfig | null = null;
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+/**
+ * `Object.keys(o).length`, counted without making the array. (`hasOwnProperty.call` inside a
+ * `for…in` is compiled to a check of the loop's own key cache; `Object.hasOwn` would be a call each.)
+ */
+function keyCount(o: object): number {
+  let n = 0;
+  for (const k in o) if (hasOwn.call(o, k)) n++;
+  return n;
+}
 /** Frees a memo's packed arguments once its configuration object is collected. */
 const packedBlocks = new FinalizationRegistry<PackedArgs>((p) => p.free());
 
@@ -234,12 +264,14 @@ const sameItems = (a: readonly unknown[] | null, d: unknown): boolean => {
 
 /** The memo of `config` when it still holds exactly what was checked for `fn`, else null. */
 function memoOf(config: object, fn: KernelFunction): CheckedKernelConfig | null {
-  const m = checkedConfigs.get(config);
+  const m = config === lastConfig ? lastMemo! : checkedConfigs.get(config);
   if (m === undefined || m.fn !== fn) return null;
+  lastConfig = config;
+  lastMemo = m;
   const c = config as Partial<LaunchConfig>;
   if (c.grid !== m.grid || c.block !== m.block || c.sharedMem !== m.sharedMem || c.args !== m.argsRef || c.attributes !== undefined) return null;
   if (!sameItems(m.gridItems, c.grid) || !sameItems(m.blockItems, c.block) || !sameItems(m.argItems, c.args)) return null;
-  if (Object.keys(config).length !== m.keys) return null;
+  if (keyCount(config) !== m.keys) return null;
   return m;
 }
 
@@ -262,10 +294,10 @@ export function resolveKernel(
   }
   const memo = memoize && typeof config === 'object' && config !== null ? memoOf(config, fn) : null;
   if (memo !== null) {
-    const c = memo.checked;
     // Each buffer alive, as packing would check (a buffer disposed since is refused).
-    for (const a of c.args) if (a.buffer !== null) a.buffer[LIFETIME].assertAlive(op);
-    return { input: memo.input, holds: memo.holds, attributes: null };
+    const buffers = memo.buffers;
+    for (let i = 0; i < buffers.length; i++) buffers[i]!.assertAlive(op);
+    return memo.resolved;
   }
   const c = checkConfig(op, fn.name, config as LaunchConfig, fn.paramSizes);
   if (c.attributes !== null && (c.attributes.programmaticStreamSerialization || c.attributes.programmaticEvent !== null)) {
@@ -306,13 +338,17 @@ export function resolveKernel(
     sharedMem: o.sharedMem,
     argsRef: o.args,
     argItems: [...o.args],
-    keys: Object.keys(config).length,
+    keys: keyCount(config),
     checked: c,
     holds,
     packed,
     input,
+    buffers: c.args.flatMap((a) => (a.buffer === null ? [] : [a.buffer[LIFETIME]])),
+    resolved: Object.freeze({ input, holds, attributes: null }),
   };
   checkedConfigs.set(config, entry);
+  lastConfig = config;
+  lastMemo = entry;
   packedBlocks.register(config, packed, entry);
-  return { input, holds, attributes: null };
+  return entry.resolved;
 }

@@ -5,7 +5,7 @@
  * dependencies and then the edges, one call per distinct edge data (`byEdgeData` says why), so the
  * driver graph gets exactly the model's edge set.
  */
-import { driverSymbol, type DriverApi } from '../sys.js';
+import { driverSymbol, onLibrariesReset, type DriverApi } from '../sys.js';
 import { check, cudaError } from './check.js';
 import {
   KERNEL_NODE_PARAMS as K,
@@ -71,18 +71,81 @@ export type Deps = BigUint64Array | null;
  * is loaded (about 90 ns a call less than koffi on the host: bench:host), else through koffi.
  */
 export function addKernelNode(op: string, graph: bigint, p: KernelNodeInput, deps: Deps = null): bigint {
-  // Resolves the symbol (a driver without it throws here) and passes the host-call gate, on both paths.
-  const add = driverSymbol(op, 'cuGraphAddKernelNode_v2');
+  const n = deps?.length ?? 0;
+  if (n > 1) return addKernelNodeAfterMany(op, graph, p, deps!);
+  const h = addKernelNodeKey(op, graph, p, n === 0 ? null : deps![0]!);
+  return typeof h === 'number' ? BigInt(h) : h;
+}
+
+/** koffi's `cuGraphAddKernelNode_v2`, resolved once per loaded driver (it waits for nothing: no gate to pass). */
+let koffiAdd: DriverApi['cuGraphAddKernelNode_v2'] | null = null;
+onLibrariesReset(() => {
+  koffiAdd = null;
+});
+
+/** `cuGraphAddKernelNode_v2` as koffi calls it; a driver without it throws here, on either path. */
+function addSymbol(op: string): DriverApi['cuGraphAddKernelNode_v2'] {
+  return (koffiAdd ??= driverSymbol(op, 'cuGraphAddKernelNode_v2'));
+}
+
+/** The dependency of a one-dependency call on koffi (koffi reads it during the call only). */
+const oneDep = new BigUint64Array(1);
+const TWO_32 = 0x100000000;
+/** Handles below 2^53 are kept as numbers (exactly); the high word of such a handle is below this. */
+const EXACT_HIGH = 0x200000;
+
+/**
+ * `addKernelNode` of the hot path (`graph.addKernelNode`): at most one dependency, given as a
+ * handle key (a number where exact, as `CudaNode` keeps it), and the new node's handle returned the
+ * same way, so that adding a node makes no BigInt. The parameters of a frozen launch encoded last
+ * time are not encoded again.
+ */
+export function addKernelNodeKey(op: string, graph: bigint, p: KernelNodeInput, dep: number | bigint | null): number | bigint {
+  const add = koffiAdd ?? addSymbol(op);
+  const hot = nativeAddon();
+  if (hot === null) {
+    if (dep !== null) oneDep[0] = typeof dep === 'number' ? BigInt(dep) : dep;
+    return koffiAddKernelNode(op, add, graph, encodeKernelParamsInto(kernelScratch, p, kernelScratchView), dep === null ? null : oneDep);
+  }
+  const b = kernelNodeBlock(1);
+  // A frozen launch cannot have changed since it was encoded (the memo of a checked configuration
+  // hands out one); only a frozen one is remembered, so the check runs on a new launch alone.
+  if (b.encoded !== p) {
+    encodeKernelParamsInto(b.bytes, p, b.view);
+    b.encoded = Object.isFrozen(p) ? p : null;
+  }
+  if (dep !== null) {
+    if (typeof dep === 'number') {
+      const hi = Math.floor(dep / TWO_32);
+      b.words[0] = dep - hi * TWO_32;
+      b.words[1] = hi;
+    } else b.handles[0] = dep;
+  }
+  const box = mailboxOf(hot);
+  box.u64[MAILBOX.GRAPH] = graph;
+  box.u64[MAILBOX.PARAMS] = b.params;
+  box.u64[MAILBOX.DEPS] = b.deps;
+  box.u32[MAILBOX.COUNT] = dep === null ? 0 : 1;
+  hot.addKernelNodeFromMailbox();
+  if (box.i32[MAILBOX.RESULT] === 0) {
+    const hi = box.u32[MAILBOX.NODE_HI]!;
+    return hi < EXACT_HIGH ? box.u32[MAILBOX.NODE_LO]! + hi * TWO_32 : box.u64[MAILBOX.NODE]!;
+  }
+  return addKernelNodeFailed(op, hot, add, graph, b.bytes, dep === null ? null : b.handles.subarray(0, 1));
+}
+
+/** `addKernelNode` after more than one node. */
+function addKernelNodeAfterMany(op: string, graph: bigint, p: KernelNodeInput, deps: BigUint64Array): bigint {
+  const add = koffiAdd ?? addSymbol(op);
   const hot = nativeAddon();
   if (hot === null) return koffiAddKernelNode(op, add, graph, encodeKernelParamsInto(kernelScratch, p, kernelScratchView), deps);
-  const n = deps?.length ?? 0;
+  const n = deps.length;
   const b = kernelNodeBlock(n);
-  // A frozen launch cannot have changed since it was encoded (the memo of a checked configuration hands out one).
-  if (b.encoded !== p || !Object.isFrozen(p)) {
+  if (b.encoded !== p) {
     encodeKernelParamsInto(b.bytes, p, b.view);
-    b.encoded = p;
+    b.encoded = Object.isFrozen(p) ? p : null;
   }
-  if (n !== 0) b.handles.set(deps!);
+  b.handles.set(deps);
   const box = mailboxOf(hot);
   box.u64[MAILBOX.GRAPH] = graph;
   box.u64[MAILBOX.PARAMS] = b.params;
@@ -90,7 +153,7 @@ export function addKernelNode(op: string, graph: bigint, p: KernelNodeInput, dep
   box.u32[MAILBOX.COUNT] = n;
   hot.addKernelNodeFromMailbox();
   if (box.i32[MAILBOX.RESULT] === 0) return box.u64[MAILBOX.NODE]!;
-  return addKernelNodeFailed(op, hot, add, graph, b.bytes, deps);
+  return addKernelNodeFailed(op, hot, add, graph, b.bytes, b.handles.subarray(0, n));
 }
 
 /** `addKernelNode` through koffi, with the parameters encoded. */

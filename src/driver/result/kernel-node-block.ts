@@ -17,11 +17,14 @@ export interface KernelNodeBlock {
   /** Address of the dependency handles, and the handles. */
   readonly deps: bigint;
   readonly handles: BigUint64Array;
+  /** The same memory as 32-bit words (a handle kept as a number is written as its two halves: no BigInt). */
+  readonly words: Uint32Array;
   readonly capacity: number;
   /**
-   * The launch whose parameters `bytes` hold now, or null: adding many nodes with one checked
-   * configuration (the usual loop, which hands the same frozen launch object each time) encodes it
-   * once. Whoever writes `bytes` otherwise sets it to null.
+   * The frozen launch whose parameters `bytes` hold now, or null: adding many nodes with one
+   * checked configuration (the usual loop, which hands the same frozen launch object each time)
+   * encodes it once. Only a frozen launch is kept here (one that may change is encoded every time);
+   * whoever writes `bytes` otherwise sets it to null.
    */
   encoded: object | null;
 }
@@ -42,6 +45,7 @@ export function kernelNodeBlock(deps: number): KernelNodeBlock {
     view: new DataView(view.buffer, view.byteOffset, K.size),
     deps: address + BigInt(K.size),
     handles: new BigUint64Array(view.buffer, view.byteOffset + K.size, capacity),
+    words: new Uint32Array(view.buffer, view.byteOffset + K.size, 2 * capacity),
     capacity,
     encoded: null,
   };

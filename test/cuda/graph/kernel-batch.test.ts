@@ -264,3 +264,25 @@ test('node tools ids: a driver without the CUDA 13.1 calls refuses them as not s
   g.removeNode(n);
   assert.throws(() => n.toolsId(), DisposedError);
 });
+
+test('each batch gives every entry its own launch, whatever launches the batch before had at the same positions', { skip }, () => {
+  const d = Device.get(0);
+  const m = Module.load(d, '// stand-in: any text\n');
+  const k = m.function('add2');
+  const cfg = (grid: number): { grid: number; block: number; args: ReturnType<typeof arg.i32>[] } => ({ grid, block: 32, args: [arg.i32(grid)] });
+  const [c1, c2, c3, c4, c5] = [cfg(1), cfg(2), cfg(3), cfg(4), cfg(5)];
+  const batch = (g: Graph, configs: readonly object[]): Array<[number, number]> => {
+    const from = added!();
+    g.addKernelNodes(configs.map((config) => ({ kernel: k, config: config as never })));
+    return logSince(from);
+  };
+  onBothBindings((binding) => {
+    using g = Graph.create(d);
+    assert.deepEqual(batch(g, [c1, c2, c3, c1]), [[1, 1], [2, 2], [3, 3], [1, 1]], binding);
+    // One launch for all: none of the earlier batch's launch numbers may be left in place.
+    assert.deepEqual(batch(g, [c4, c4, c4, c4]), [[4, 4], [4, 4], [4, 4], [4, 4]], `${binding}: one configuration`);
+    assert.deepEqual(batch(g, [c1, c2, c3, c1]), [[1, 1], [2, 2], [3, 3], [1, 1]], binding);
+    // A second launch first seen part way: the entries before it keep the first.
+    assert.deepEqual(batch(g, [c4, c4, c5, c4]), [[4, 4], [4, 4], [5, 5], [4, 4]], `${binding}: a second configuration part way`);
+  });
+});
