@@ -45,6 +45,13 @@ const F_DONE = 2;
 const B_SEEN = 3;
 const B_DONE = 4;
 
+/** A copy of `a` twice as long. */
+function grownCopy(a: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
+  const b = new Uint32Array(a.length * 2);
+  b.set(a);
+  return b;
+}
+
 /** Keeps a store's topological order valid as edges are added (one per `ComputeGraph`). */
 export class DynamicOrder {
   // Search marks, one byte a node (F_SEEN, F_DONE, B_SEEN, B_DONE; 0: not met), made on the first
@@ -56,8 +63,10 @@ export class DynamicOrder {
   private touchedCount = 0;
   private readonly ahead = new LabelHeap(1);
   private readonly behind = new LabelHeap(-1);
-  private readonly doneF: number[] = [];
-  private readonly doneB: number[] = [];
+  // The nodes each search took, in the order it took them (reused; counts in locals): typed
+  // arrays, not JS arrays, so that a search allocates nothing and `length = 0` costs nothing.
+  private doneF = new Uint32Array(64);
+  private doneB = new Uint32Array(64);
   /** The block of nodes to move, in their new order (reused). */
   private run = new Uint32Array(64);
   /** Nodes taken and edges scanned by the searches so far: the work, for tests and benchmarks. */
@@ -90,10 +99,10 @@ export class DynamicOrder {
     const behind = this.behind;
     ahead.clear();
     behind.clear();
-    const doneF = this.doneF;
-    const doneB = this.doneB;
-    doneF.length = 0;
-    doneB.length = 0;
+    let doneF = this.doneF;
+    let doneB = this.doneB;
+    let nF = 0;
+    let nB = 0;
     const lu = label[2 * u]!;
     const lv = label[2 * v]!;
     mark[v] = F_SEEN;
@@ -111,7 +120,8 @@ export class DynamicOrder {
       if (workF <= workB) {
         const a = ahead.pop();
         mark[a] = F_DONE;
-        doneF.push(a);
+        if (nF === doneF.length) doneF = this.doneF = grownCopy(doneF);
+        doneF[nF++] = a;
         workF++;
         for (let e = firstOut[a]!; e !== 0; e = nextOut[e]!) {
           workF++;
@@ -133,7 +143,8 @@ export class DynamicOrder {
       } else {
         const b = behind.pop();
         mark[b] = B_DONE;
-        doneB.push(b);
+        if (nB === doneB.length) doneB = this.doneB = grownCopy(doneB);
+        doneB[nB++] = b;
         workB++;
         for (let e = firstIn[b]!; e !== 0; e = nextIn[e]!) {
           workB++;
@@ -159,16 +170,16 @@ export class DynamicOrder {
     // No cycle. Move u's ancestors after p, then v's descendants before p, to p (file comment).
     // Each search took its nodes in order, so doneF is ascending by label and doneB descending:
     // the block to move is doneB reversed, then the part of doneF before p, with no sorting.
-    if (this.run.length < doneB.length + doneF.length) this.run = new Uint32Array(2 * (doneB.length + doneF.length));
+    if (this.run.length < nB + nF) this.run = new Uint32Array(2 * (nB + nF));
     const run = this.run;
     let k = 0;
-    for (let i = doneB.length - 1; i >= 0; i--) run[k++] = doneB[i]!;
+    for (let i = nB - 1; i >= 0; i--) run[k++] = doneB[i]!;
     if (behind.size > 0) {
       // p is just after the backward search's next node b, which stays where it is; every node
       // the backward search took lies after it.
       const b = behind.top();
       const lb = behind.topLabel();
-      for (let i = 0; i < doneF.length && label[2 * doneF[i]!]! < lb; i++) run[k++] = doneF[i]!;
+      for (let i = 0; i < nF && label[2 * doneF[i]!]! < lb; i++) run[k++] = doneF[i]!;
       for (let i = 0; i < k; i++) list.unlink(run[i]!);
       list.insertRunAfter(run, k, b);
     } else {
