@@ -71,6 +71,8 @@ export class DynamicOrder {
   private run = new Uint32Array(64);
   /** Nodes taken and edges scanned by the searches so far: the work, for tests and benchmarks. */
   scanned = 0;
+  /** Nodes the searches have queued so far (u and v included), for tests and benchmarks. */
+  queued = 0;
   /**
    * A sum of what the searches read ahead, kept so that the reads are not optimised away. Each
    * step of a search waits for a chain of cache misses (the node, its first edge, that edge's
@@ -115,9 +117,17 @@ export class DynamicOrder {
     let workF = 0;
     let workB = 0;
     let warm = 0;
+    // The latest of the ancestors of u the backward search left out for coming before the forward
+    // search's next node (see `limit`), and its label: not queued, it still bounds p (below).
+    let skippedB = -1;
+    let skippedLabel = -1;
     while (ahead.size > 0 && behind.size > 0) {
       if (ahead.topLabel() > behind.topLabel()) break;
       if (workF <= workB) {
+        // A node after the backward search's next one is never taken: the forward search would
+        // stop first (that next label only falls). Nor can it close a cycle: every ancestor of u
+        // after that label is marked already. So it is not queued (nor its first edge read).
+        const limit = behind.topLabel();
         const a = ahead.pop();
         mark[a] = F_DONE;
         if (nF === doneF.length) doneF = this.doneF = grownCopy(doneF);
@@ -130,7 +140,7 @@ export class DynamicOrder {
           if (mx >= B_SEEN) return this.refuse(workF + workB);
           if (mx === 0) {
             const lx = label[2 * x]!;
-            if (lx < lu) {
+            if (lx < limit) {
               mark[x] = F_SEEN;
               this.touch(x);
               ahead.push(x, lx);
@@ -141,6 +151,7 @@ export class DynamicOrder {
           }
         }
       } else {
+        const limit = ahead.topLabel(); // the same bound the other way (it only rises)
         const b = behind.pop();
         mark[b] = B_DONE;
         if (nB === doneB.length) doneB = this.doneB = grownCopy(doneB);
@@ -153,18 +164,22 @@ export class DynamicOrder {
           if (mx === F_SEEN || mx === F_DONE) return this.refuse(workF + workB);
           if (mx === 0) {
             const lx = label[2 * x]!;
-            if (lx > lv) {
+            if (lx > limit) {
               mark[x] = B_SEEN;
               this.touch(x);
               behind.push(x, lx);
               const f = firstIn[x]!;
               warm += from[f]! + nextIn[f]!;
+            } else if (lx > lv && lx > skippedLabel) {
+              skippedB = x;
+              skippedLabel = lx;
             }
           }
         }
       }
     }
     this.scanned += workF + workB;
+    this.queued += ahead.pushes + behind.pushes;
     this.warm = warm;
     this.untouch();
     // No cycle. Move u's ancestors after p, then v's descendants before p, to p (file comment).
@@ -174,11 +189,16 @@ export class DynamicOrder {
     const run = this.run;
     let k = 0;
     for (let i = nB - 1; i >= 0; i--) run[k++] = doneB[i]!;
-    if (behind.size > 0) {
-      // p is just after the backward search's next node b, which stays where it is; every node
-      // the backward search took lies after it.
-      const b = behind.top();
-      const lb = behind.topLabel();
+    // The backward search's next node b, had it queued every ancestor of u after v: the later of
+    // its queue's top and the latest node it left out (which it would have queued, and never taken).
+    let b = skippedB;
+    let lb = skippedLabel;
+    if (behind.size > 0 && behind.topLabel() > lb) {
+      b = behind.top();
+      lb = behind.topLabel();
+    }
+    if (b >= 0) {
+      // p is just after b, which stays where it is; every node the backward search took lies after it.
       for (let i = 0; i < nF && label[2 * doneF[i]!]! < lb; i++) run[k++] = doneF[i]!;
       for (let i = 0; i < k; i++) list.unlink(run[i]!);
       list.insertRunAfter(run, k, b);
@@ -193,6 +213,7 @@ export class DynamicOrder {
 
   private refuse(work: number): AddEdgeResult {
     this.scanned += work;
+    this.queued += this.ahead.pushes + this.behind.pushes;
     this.untouch();
     return 'cycle';
   }
