@@ -13,7 +13,7 @@
  * Zito ("Two simplified algorithms for maintaining order in a list", ESA 2002). Ranges of 2^i labels
  * aligned on multiples of 2^i are tried for i = 1, 2, …, and the first holding at most (2/T)^i nodes
  * is relabelled evenly; the amortised cost is O(log n) label writes per insertion, and in practice a
- * handful, because appended nodes are spaced `STEP` apart.
+ * handful, because appended nodes are spaced `STEP` apart and a list labelled at once wider still.
  *
  * Labels are integers below 2^52, exact in a Float64Array. With T = 1.2 the whole range may hold
  * (5/3)^52 ≈ 3·10^11 nodes, far beyond the 2^32 node ids.
