@@ -489,6 +489,7 @@ export class ComputeGraph {
     this.#writable(op);
     const u = this.#id(op, fromName, from);
     const v = this.#id(op, toName, to);
+    this.#store.readAhead(u, v);
     // The data check looks the edge up anyway: an edge found there is a duplicate with the same data.
     if (this.#checkEdgeData(op, null, dataName, u, v, code) !== 0) return false;
     const r = this.#order.addEdge(this.#store, u, v, true);

@@ -22,6 +22,8 @@
  * The searches are balanced (the side that has scanned fewer edges goes next), so each costs
  * about twice the smaller side, not the span between v and u. Pearce–Kelly, which this replaced,
  * searched and renumbered the whole span: adding a 20,000-node chain from its end took 20 s.
+ * Neither search queues a node past the other's next one (it would stop before taking it), so
+ * each queue holds only nodes it may take; the search is step for step the one above.
  *
  * Many edges at once (`ComputeGraph.addEdges`, `fromJSON`) go through `addEdges`: append them all,
  * then one Kahn pass (O(n + m)) either finds a cycle — and the batch is undone — or gives the new
@@ -45,6 +47,13 @@ const F_DONE = 2;
 const B_SEEN = 3;
 const B_DONE = 4;
 
+/** A copy of `a` twice as long. */
+function grownCopy(a: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
+  const b = new Uint32Array(a.length * 2);
+  b.set(a);
+  return b;
+}
+
 /** Keeps a store's topological order valid as edges are added (one per `ComputeGraph`). */
 export class DynamicOrder {
   // Search marks, one byte a node (F_SEEN, F_DONE, B_SEEN, B_DONE; 0: not met), made on the first
@@ -56,12 +65,16 @@ export class DynamicOrder {
   private touchedCount = 0;
   private readonly ahead = new LabelHeap(1);
   private readonly behind = new LabelHeap(-1);
-  private readonly doneF: number[] = [];
-  private readonly doneB: number[] = [];
+  // The nodes each search took, in the order it took them (reused; counts in locals): typed
+  // arrays, not JS arrays, so that a search allocates nothing and `length = 0` costs nothing.
+  private doneF = new Uint32Array(64);
+  private doneB = new Uint32Array(64);
   /** The block of nodes to move, in their new order (reused). */
   private run = new Uint32Array(64);
   /** Nodes taken and edges scanned by the searches so far: the work, for tests and benchmarks. */
   scanned = 0;
+  /** Nodes the searches have queued so far (u and v included), for tests and benchmarks. */
+  queued = 0;
   /**
    * A sum of what the searches read ahead, kept so that the reads are not optimised away. Each
    * step of a search waits for a chain of cache misses (the node, its first edge, that edge's
@@ -90,10 +103,10 @@ export class DynamicOrder {
     const behind = this.behind;
     ahead.clear();
     behind.clear();
-    const doneF = this.doneF;
-    const doneB = this.doneB;
-    doneF.length = 0;
-    doneB.length = 0;
+    let doneF = this.doneF;
+    let doneB = this.doneB;
+    let nF = 0;
+    let nB = 0;
     const lu = label[2 * u]!;
     const lv = label[2 * v]!;
     mark[v] = F_SEEN;
@@ -106,12 +119,21 @@ export class DynamicOrder {
     let workF = 0;
     let workB = 0;
     let warm = 0;
+    // The latest of the ancestors of u the backward search left out for coming before the forward
+    // search's next node (see `limit`), and its label: not queued, it still bounds p (below).
+    let skippedB = -1;
+    let skippedLabel = -1;
     while (ahead.size > 0 && behind.size > 0) {
       if (ahead.topLabel() > behind.topLabel()) break;
       if (workF <= workB) {
+        // A node after the backward search's next one is never taken: the forward search would
+        // stop first (that next label only falls). Nor can it close a cycle: every ancestor of u
+        // after that label is marked already. So it is not queued (nor its first edge read).
+        const limit = behind.topLabel();
         const a = ahead.pop();
         mark[a] = F_DONE;
-        doneF.push(a);
+        if (nF === doneF.length) doneF = this.doneF = grownCopy(doneF);
+        doneF[nF++] = a;
         workF++;
         for (let e = firstOut[a]!; e !== 0; e = nextOut[e]!) {
           workF++;
@@ -120,7 +142,7 @@ export class DynamicOrder {
           if (mx >= B_SEEN) return this.refuse(workF + workB);
           if (mx === 0) {
             const lx = label[2 * x]!;
-            if (lx < lu) {
+            if (lx < limit) {
               mark[x] = F_SEEN;
               this.touch(x);
               ahead.push(x, lx);
@@ -131,9 +153,11 @@ export class DynamicOrder {
           }
         }
       } else {
+        const limit = ahead.topLabel(); // the same bound the other way (it only rises)
         const b = behind.pop();
         mark[b] = B_DONE;
-        doneB.push(b);
+        if (nB === doneB.length) doneB = this.doneB = grownCopy(doneB);
+        doneB[nB++] = b;
         workB++;
         for (let e = firstIn[b]!; e !== 0; e = nextIn[e]!) {
           workB++;
@@ -142,33 +166,42 @@ export class DynamicOrder {
           if (mx === F_SEEN || mx === F_DONE) return this.refuse(workF + workB);
           if (mx === 0) {
             const lx = label[2 * x]!;
-            if (lx > lv) {
+            if (lx > limit) {
               mark[x] = B_SEEN;
               this.touch(x);
               behind.push(x, lx);
               const f = firstIn[x]!;
               warm += from[f]! + nextIn[f]!;
+            } else if (lx > lv && lx > skippedLabel) {
+              skippedB = x;
+              skippedLabel = lx;
             }
           }
         }
       }
     }
     this.scanned += workF + workB;
+    this.queued += ahead.pushes + behind.pushes;
     this.warm = warm;
     this.untouch();
     // No cycle. Move u's ancestors after p, then v's descendants before p, to p (file comment).
     // Each search took its nodes in order, so doneF is ascending by label and doneB descending:
     // the block to move is doneB reversed, then the part of doneF before p, with no sorting.
-    if (this.run.length < doneB.length + doneF.length) this.run = new Uint32Array(2 * (doneB.length + doneF.length));
+    if (this.run.length < nB + nF) this.run = new Uint32Array(2 * (nB + nF));
     const run = this.run;
     let k = 0;
-    for (let i = doneB.length - 1; i >= 0; i--) run[k++] = doneB[i]!;
-    if (behind.size > 0) {
-      // p is just after the backward search's next node b, which stays where it is; every node
-      // the backward search took lies after it.
-      const b = behind.top();
-      const lb = behind.topLabel();
-      for (let i = 0; i < doneF.length && label[2 * doneF[i]!]! < lb; i++) run[k++] = doneF[i]!;
+    for (let i = nB - 1; i >= 0; i--) run[k++] = doneB[i]!;
+    // The backward search's next node b, had it queued every ancestor of u after v: the later of
+    // its queue's top and the latest node it left out (which it would have queued, and never taken).
+    let b = skippedB;
+    let lb = skippedLabel;
+    if (behind.size > 0 && behind.topLabel() > lb) {
+      b = behind.top();
+      lb = behind.topLabel();
+    }
+    if (b >= 0) {
+      // p is just after b, which stays where it is; every node the backward search took lies after it.
+      for (let i = 0; i < nF && label[2 * doneF[i]!]! < lb; i++) run[k++] = doneF[i]!;
       for (let i = 0; i < k; i++) list.unlink(run[i]!);
       list.insertRunAfter(run, k, b);
     } else {
@@ -182,6 +215,7 @@ export class DynamicOrder {
 
   private refuse(work: number): AddEdgeResult {
     this.scanned += work;
+    this.queued += this.ahead.pushes + this.behind.pushes;
     this.untouch();
     return 'cycle';
   }

@@ -15,6 +15,8 @@ export class LabelHeap {
   private keys: Float64Array = new Float64Array(64);
   /** Number of ids held. */
   size = 0;
+  /** Ids pushed since the last `clear`. */
+  pushes = 0;
 
   /** `sign` 1: smallest label on top; −1: largest. */
   constructor(private readonly sign: 1 | -1) {}
@@ -22,6 +24,7 @@ export class LabelHeap {
   /** Empties the heap (keeps its storage). */
   clear(): void {
     this.size = 0;
+    this.pushes = 0;
   }
 
   /** The id on top; only when `size > 0`. */
@@ -37,6 +40,7 @@ export class LabelHeap {
   /** Adds id `x`, whose label is `label`. */
   push(x: number, label: number): void {
     if (this.size === this.ids.length) this.grow();
+    this.pushes++;
     const { ids, keys } = this;
     const k = this.sign * label;
     let i = this.size++;

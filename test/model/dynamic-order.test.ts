@@ -218,3 +218,43 @@ test('findEdge answers like the lists before and after it builds the edge set, t
   for (let u = 0; u < 200; u++) for (let v = 0; v < 200; v++) assert.equal(s.hasEdge(u, v), u < v);
   assert.ok(s.edgeSetBytes() > 0, 'the edge set was built');
 });
+
+test('the searches leave out nodes they would never take, and the block still goes after the latest ancestor left out', () => {
+  // Id order v=0, b=1, x=2, u=3; edges v → x and b → u; then u → v. The forward search queues x;
+  // the backward search meets b, an ancestor of u before x, and leaves it out (the forward search
+  // would reach x first and stop there). The block [u, v] must still go after b, or b → u would
+  // point backwards.
+  const s = storeOf(4);
+  const order = new DynamicOrder();
+  assert.equal(order.addEdge(s, 0, 2), 'added');
+  assert.equal(order.addEdge(s, 1, 3), 'added');
+  assert.equal(order.addEdge(s, 3, 0), 'added');
+  assert.deepEqual([...s.ord!], [2, 0, 3, 1], 'order b, u, v, x');
+  assert.equal(order.queued, 3, 'v, u and x queued; b left out');
+  checkOrder(s, [new Set([2]), new Set([3]), new Set(), new Set([0])]);
+  // The edge closing a cycle through the node left out is still refused, and changes nothing.
+  const before = snapshot(s, true);
+  assert.equal(order.addEdge(s, 2, 1), 'cycle');
+  assert.equal(snapshot(s, true), before);
+});
+
+test('a list labelled at once leaves gaps that take many insertions at one place before a relabelling', () => {
+  const n = 1000;
+  const list = new OrderList(Array.from({ length: n }, (_, i) => i), n, n);
+  // Move nodes 1..30 one by one to just after node 0: each halves the gap after 0.
+  for (let x = 1; x <= 30; x++) {
+    list.unlink(x);
+    list.insertAfter(x, 0);
+  }
+  assert.equal(list.relabelled, 0, 'no relabelling within 30 halvings');
+  const seen: number[] = [];
+  for (let v = list.head; v >= 0; v = list.next(v)) seen.push(v);
+  assert.deepEqual(seen.slice(0, 4), [0, 30, 29, 28]);
+  // A list of over a million nodes is spread over half the labels: appends still find room.
+  const big = 2 ** 20 + 5;
+  const wide = new OrderList(Array.from({ length: big }, (_, i) => i), big, big + 1000);
+  assert.ok(wide.labelOf(big - 1) <= 2 ** 51, 'the last label is in the lower half');
+  for (let x = big; x < big + 1000; x++) wide.append(x);
+  assert.equal(wide.relabelled, 0, 'appends relabel nothing');
+  assert.ok(wide.labelOf(big + 999) > wide.labelOf(big - 1));
+});
