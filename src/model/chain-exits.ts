@@ -33,7 +33,7 @@ export interface ExitCount {
  */
 function passesOn(store: GraphStore, v: number, chainOf: Uint32Array): boolean {
   const e = store.firstOut[v]!;
-  return e !== 0 && store.nextOut[e] === 0 && chainOf[store.to[e]!] === chainOf[v];
+  return e !== 0 && store.nextOut(e) === 0 && chainOf[store.edgeTo(e)] === chainOf[v];
 }
 
 /** Counts the exits of the chain cover `chainOf` and the edges leaving them. */
@@ -43,7 +43,7 @@ export function countExits(store: GraphStore, chainOf: Uint32Array): ExitCount {
   for (let v = 0; v < store.n; v++) {
     if (passesOn(store, v, chainOf)) continue;
     exits++;
-    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) exitEdges++;
+    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut(e)) exitEdges++;
   }
   return { exits, exitEdges };
 }
@@ -78,13 +78,13 @@ export class ChainExitIndex {
     for (let i = n - 1; i >= 0; i--) {
       const v = byOrd[i]!;
       if (passesOn(store, v, chainOf)) {
-        rowOf[v] = rowOf[store.to[store.firstOut[v]!]!]!;
+        rowOf[v] = rowOf[store.edgeTo(store.firstOut[v]!)]!;
         continue;
       }
       const row = next++ * k;
       rowOf[v] = row / k;
-      for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) {
-        const w = store.to[e]!;
+      for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut(e)) {
+        const w = store.edgeTo(e);
         const src = rowOf[w]! * k;
         for (let c = 0; c < k; c++) {
           const r = rows[src + c]!;

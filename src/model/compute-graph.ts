@@ -1027,7 +1027,7 @@ function forEachEdge(s: GraphStore, visit: (u: number, v: number, code: number) 
     s.successors(u, succ);
     if (coded) {
       numbers.clear();
-      for (let e = s.firstOut[u]!; e !== 0; e = s.nextOut[e]!) numbers.set(s.to[e]!, e);
+      for (let e = s.firstOut[u]!; e !== 0; e = s.nextOut(e)) numbers.set(s.edgeTo(e), e);
     }
     for (let i = 0; i < succ.length; i++) {
       const v = succ[i]!;

@@ -31,6 +31,7 @@
  */
 import type { GraphStore } from './graph-store.js';
 import { LabelHeap } from './label-heap.js';
+import { EDGE_STRIDE, E_FROM, E_NEXT_IN, E_NEXT_OUT, E_TO } from './edge-record.js';
 
 /** What `DynamicOrder.addEdge` did: added the edge, found it already there, or refused a cycle. */
 export type AddEdgeResult = 'added' | 'duplicate' | 'cycle';
@@ -115,7 +116,7 @@ export class DynamicOrder {
     behind.push(u, lu);
     this.touch(v);
     this.touch(u);
-    const { firstOut, nextOut, to, firstIn, nextIn, from } = store;
+    const { firstOut, firstIn, edges } = store;
     let workF = 0;
     let workB = 0;
     let warm = 0;
@@ -135,9 +136,9 @@ export class DynamicOrder {
         if (nF === doneF.length) doneF = this.doneF = grownCopy(doneF);
         doneF[nF++] = a;
         workF++;
-        for (let e = firstOut[a]!; e !== 0; e = nextOut[e]!) {
+        for (let e = firstOut[a]!; e !== 0; e = edges[e * EDGE_STRIDE + E_NEXT_OUT]!) {
           workF++;
-          const x = to[e]!;
+          const x = edges[e * EDGE_STRIDE + E_TO]!;
           const mx = mark[x]!;
           if (mx >= B_SEEN) return this.refuse(workF + workB);
           if (mx === 0) {
@@ -147,8 +148,7 @@ export class DynamicOrder {
               this.touch(x);
               ahead.push(x, lx);
               // Read x's first edge now (see `warm`): its cache misses overlap the rest of the search.
-              const f = firstOut[x]!;
-              warm += to[f]! + nextOut[f]!;
+              warm += edges[firstOut[x]! * EDGE_STRIDE]!;
             }
           }
         }
@@ -159,9 +159,9 @@ export class DynamicOrder {
         if (nB === doneB.length) doneB = this.doneB = grownCopy(doneB);
         doneB[nB++] = b;
         workB++;
-        for (let e = firstIn[b]!; e !== 0; e = nextIn[e]!) {
+        for (let e = firstIn[b]!; e !== 0; e = edges[e * EDGE_STRIDE + E_NEXT_IN]!) {
           workB++;
-          const x = from[e]!;
+          const x = edges[e * EDGE_STRIDE + E_FROM]!;
           const mx = mark[x]!;
           if (mx === F_SEEN || mx === F_DONE) return this.refuse(workF + workB);
           if (mx === 0) {
@@ -170,8 +170,7 @@ export class DynamicOrder {
               mark[x] = B_SEEN;
               this.touch(x);
               behind.push(x, lx);
-              const f = firstIn[x]!;
-              warm += from[f]! + nextIn[f]!;
+              warm += edges[firstIn[x]! * EDGE_STRIDE]!;
             } else if (lx > lv && lx > skippedLabel) {
               skippedB = x;
               skippedLabel = lx;
@@ -260,13 +259,13 @@ export class DynamicOrder {
     // Kahn over the whole graph: it either orders every node or leaves a cycle behind.
     const n = store.n;
     const indeg = new Uint32Array(n);
-    for (let e = 1; e <= store.m; e++) indeg[store.to[e]!]!++;
+    for (let e = 1; e <= store.m; e++) indeg[store.edgeTo(e)]!++;
     const queue = new Uint32Array(n);
     let tail = 0;
     for (let v = 0; v < n; v++) if (indeg[v] === 0) queue[tail++] = v;
     for (let head = 0; head < tail; head++) {
-      for (let e = store.firstOut[queue[head]!]!; e !== 0; e = store.nextOut[e]!) {
-        const x = store.to[e]!;
+      for (let e = store.firstOut[queue[head]!]!; e !== 0; e = store.nextOut(e)) {
+        const x = store.edgeTo(e);
         if (--indeg[x]! === 0) queue[tail++] = x;
       }
     }
@@ -282,7 +281,7 @@ export class DynamicOrder {
     while (indeg[x] === 0) x++;
     while (!step.has(x)) {
       let p = -1;
-      for (let e = store.firstIn[x]!; e !== 0 && p < 0; e = store.nextIn[e]!) if (indeg[store.from[e]!]! > 0) p = store.from[e]!;
+      for (let e = store.firstIn[x]!; e !== 0 && p < 0; e = store.nextIn(e)) if (indeg[store.edgeFrom(e)]! > 0) p = store.edgeFrom(e);
       step.set(x, p);
       x = p;
     }

@@ -34,6 +34,6 @@ export function outEdges(store: GraphStore, u: number, out: OutEdges): void {
     return;
   }
   out.numbers.clear();
-  for (let e = store.firstOut[u]!; e !== 0; e = store.nextOut[e]!) out.numbers.set(store.to[e]!, e);
+  for (let e = store.firstOut[u]!; e !== 0; e = store.nextOut(e)) out.numbers.set(store.edgeTo(e), e);
   for (let i = 0; i < out.to.length; i++) out.codes[i] = store.edgeCodeOf(out.numbers.get(out.to[i]!)!);
 }

@@ -8,8 +8,10 @@
  * when asked for (`readNode`).
  *
  * Why linked edge lists ("forward star"): edges are added one at a time, by a capture and by hand
- * (`addEdge`), and read by traversals. Each edge is four integers (from, to, next-out, next-in) and
- * each node holds the heads of its two lists, so adding an edge is O(1) with no per-node arrays.
+ * (`addEdge`), and read by traversals. Each edge is four integers (from, to, next-out, next-in),
+ * kept side by side in one 16-byte record so that a step along either list costs one cache miss,
+ * not two (edge-record.ts); each node holds the heads of its two lists, so adding an edge is O(1)
+ * with no per-node arrays.
  * Edges are numbered from 1 so that 0 means "none" and fresh (zeroed) arrays need no filling.
  * Lists prepend; readers that promise ascending ids sort (`sortSmall` is O(k) on the reversed
  * lists a capture makes).
@@ -42,6 +44,7 @@ import { decodeMemcpyDir, DIR_P2P, type MemcpyDir } from './memcpy-dir.js';
 import { PLAIN_EDGE } from './edge-data.js';
 import { OrderList } from './order-list.js';
 import { EdgeSet } from './edge-set.js';
+import { EDGE_STRIDE, E_FROM, E_NEXT_IN, E_NEXT_OUT, E_TO } from './edge-record.js';
 import type { CaptureEvent, NodeId, StreamId } from './ids.js';
 import type { ComputeGraph } from './compute-graph.js';
 import type { ConditionalHandleRecord, ConditionalType } from './conditional.js';
@@ -148,11 +151,11 @@ export class GraphStore {
   /** List steps `findEdge` has walked since the edge set was last dropped. */
   private walked = 0;
 
-  // Edge columns, indexed by edge number 1..m (slot 0 unused).
-  from = new Uint32Array(INITIAL_EDGES);
-  to = new Uint32Array(INITIAL_EDGES);
-  nextOut = new Uint32Array(INITIAL_EDGES);
-  nextIn = new Uint32Array(INITIAL_EDGES);
+  /**
+   * The edges, one record of EDGE_STRIDE uint32 each (from, to, next-out, next-in: edge-record.ts),
+   * edge e at EDGE_STRIDE × e (record 0 unused).
+   */
+  edges = new Uint32Array(INITIAL_EDGES * EDGE_STRIDE);
   /** Edge number → its data code (edge-data.ts), for the edges that are not plain. */
   edgeCodes = new Map<number, number>();
 
@@ -212,11 +215,8 @@ export class GraphStore {
   }
 
   private growEdges(): void {
-    this.grownBy(this.from.length, (cap) => {
-      this.from = grown(this.from, cap);
-      this.to = grown(this.to, cap);
-      this.nextOut = grown(this.nextOut, cap);
-      this.nextIn = grown(this.nextIn, cap);
+    this.grownBy(this.edges.length / EDGE_STRIDE, (cap) => {
+      this.edges = grown(this.edges, cap * EDGE_STRIDE);
     });
   }
 
@@ -399,15 +399,17 @@ export class GraphStore {
    */
   appendEdge(u: number, v: number): void {
     const e = this.m + 1;
-    if (e >= this.from.length) this.growEdges();
-    this.from[e] = u;
-    this.to[e] = v;
-    this.nextOut[e] = this.firstOut[u]!;
+    if (e * EDGE_STRIDE >= this.edges.length) this.growEdges();
+    const edges = this.edges;
+    const r = e * EDGE_STRIDE;
+    edges[r + E_FROM] = u;
+    edges[r + E_TO] = v;
+    edges[r + E_NEXT_OUT] = this.firstOut[u]!;
     this.firstOut[u] = e;
-    this.nextIn[e] = this.firstIn[v]!;
+    edges[r + E_NEXT_IN] = this.firstIn[v]!;
     this.firstIn[v] = e;
     this.m = e;
-    this.edgeSet?.add(this.from, this.to, e);
+    this.edgeSet?.add(edges, e);
     this.version++;
   }
 
@@ -418,8 +420,9 @@ export class GraphStore {
   popEdge(): void {
     const e = this.m;
     this.edgeCodes.delete(e);
-    this.firstOut[this.from[e]!] = this.nextOut[e]!;
-    this.firstIn[this.to[e]!] = this.nextIn[e]!;
+    const r = e * EDGE_STRIDE;
+    this.firstOut[this.edges[r + E_FROM]!] = this.edges[r + E_NEXT_OUT]!;
+    this.firstIn[this.edges[r + E_TO]!] = this.edges[r + E_NEXT_IN]!;
     this.m = e - 1;
     this.dropEdgeSet();
     this.version++;
@@ -433,15 +436,35 @@ export class GraphStore {
    * looked up and added. Why: on a large graph each of these is a cache miss, and the lookup
    * (u's out-list, v's in-list), the search an edge against the order starts (v's out-list, u's
    * in-list) and the append (u's and v's heads) would each wait for its own, one after another;
-   * read here together, they arrive together.
+   * read here together, they arrive together. One field of each edge brings its whole record.
    */
   readAhead(u: number, v: number): void {
-    const { firstOut, firstIn, to, from, nextOut, nextIn } = this;
+    const { firstOut, firstIn, edges } = this;
     const a = firstOut[u]!;
     const b = firstIn[v]!;
     const c = firstOut[v]!;
     const d = firstIn[u]!;
-    this.ahead = to[a]! + from[b]! + to[c]! + nextOut[c]! + from[d]! + nextIn[d]!;
+    this.ahead = edges[a * EDGE_STRIDE]! + edges[b * EDGE_STRIDE]! + edges[c * EDGE_STRIDE]! + edges[d * EDGE_STRIDE]!;
+  }
+
+  /** The source node of edge number `e`. */
+  edgeFrom(e: number): number {
+    return this.edges[e * EDGE_STRIDE + E_FROM]!;
+  }
+
+  /** The target node of edge number `e`. */
+  edgeTo(e: number): number {
+    return this.edges[e * EDGE_STRIDE + E_TO]!;
+  }
+
+  /** The edge after `e` in its source's out-list, 0 if none. */
+  nextOut(e: number): number {
+    return this.edges[e * EDGE_STRIDE + E_NEXT_OUT]!;
+  }
+
+  /** The edge after `e` in its target's in-list, 0 if none. */
+  nextIn(e: number): number {
+    return this.edges[e * EDGE_STRIDE + E_NEXT_IN]!;
   }
 
   /** True if the edge u → v exists (see `findEdge`). */
@@ -457,26 +480,29 @@ export class GraphStore {
    * walking their short lists and never spend memory on the set.
    */
   findEdge(u: number, v: number): number {
-    if (this.edgeSet !== null) return this.edgeSet.find(this.from, this.to, u, v);
+    const edges = this.edges;
+    if (this.edgeSet !== null) return this.edgeSet.find(edges, u, v);
     let a = this.firstOut[u]!;
     let b = this.firstIn[v]!;
     let steps = 0;
     let found = 0;
     while (a !== 0 && b !== 0) {
-      if (this.to[a] === v) {
+      const ra = a * EDGE_STRIDE;
+      const rb = b * EDGE_STRIDE;
+      if (edges[ra + E_TO] === v) {
         found = a;
         break;
       }
-      if (this.from[b] === u) {
+      if (edges[rb + E_FROM] === u) {
         found = b;
         break;
       }
-      a = this.nextOut[a]!;
-      b = this.nextIn[b]!;
+      a = edges[ra + E_NEXT_OUT]!;
+      b = edges[rb + E_NEXT_IN]!;
       steps++;
     }
     this.walked += steps;
-    if (this.walked > 2 * this.m + EDGE_SET_MIN_STEPS) this.edgeSet = new EdgeSet(this.from, this.to, this.m);
+    if (this.walked > 2 * this.m + EDGE_SET_MIN_STEPS) this.edgeSet = new EdgeSet(edges, this.m);
     return found;
   }
 
@@ -505,14 +531,16 @@ export class GraphStore {
   /** Successor ids of `u`, ascending (into `out`, which is cleared first). */
   successors(u: number, out: number[] = []): number[] {
     out.length = 0;
-    for (let e = this.firstOut[u]!; e !== 0; e = this.nextOut[e]!) out.push(this.to[e]!);
+    const edges = this.edges;
+    for (let e = this.firstOut[u]!; e !== 0; e = edges[e * EDGE_STRIDE + E_NEXT_OUT]!) out.push(edges[e * EDGE_STRIDE + E_TO]!);
     return sortSmall(out.reverse());
   }
 
   /** Predecessor ids of `v`, ascending. */
   predecessors(v: number): number[] {
     const out: number[] = [];
-    for (let e = this.firstIn[v]!; e !== 0; e = this.nextIn[e]!) out.push(this.from[e]!);
+    const edges = this.edges;
+    for (let e = this.firstIn[v]!; e !== 0; e = edges[e * EDGE_STRIDE + E_NEXT_IN]!) out.push(edges[e * EDGE_STRIDE + E_FROM]!);
     return sortSmall(out.reverse());
   }
 
@@ -604,10 +632,7 @@ export class GraphStore {
     c.firstOut = this.firstOut.slice();
     c.firstIn = this.firstIn.slice();
     c.order = this.order === null ? null : this.order.clone();
-    c.from = this.from.slice();
-    c.to = this.to.slice();
-    c.nextOut = this.nextOut.slice();
-    c.nextIn = this.nextIn.slice();
+    c.edges = this.edges.slice();
     c.edgeCodes = new Map(this.edgeCodes);
     c.strings = this.strings.slice();
     c.stringIndex = new Map(this.stringIndex);
@@ -636,12 +661,8 @@ export class GraphStore {
       this.firstIn = this.firstIn.slice(0, n);
       if (this.order) this.order.grow(n);
     }
-    if (this.from.length - e > this.from.length / 8) {
-      this.from = this.from.slice(0, e);
-      this.to = this.to.slice(0, e);
-      this.nextOut = this.nextOut.slice(0, e);
-      this.nextIn = this.nextIn.slice(0, e);
-    }
+    const cap = this.edges.length / EDGE_STRIDE;
+    if (cap - e > cap / 8) this.edges = this.edges.slice(0, e * EDGE_STRIDE);
   }
 }
 

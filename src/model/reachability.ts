@@ -112,8 +112,8 @@ export class ReachabilityIndex {
         const sc = streamChain[s]!;
         if (sc >= 0 && store.hasEdge(chainTail[sc]!, v)) c = sc;
       } else {
-        for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn[e]!) {
-          const p = store.from[e]!;
+        for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn(e)) {
+          const p = store.edgeFrom(e);
           const pc = chainOf[p]!;
           if (chainStreamless[pc] && chainTail[pc] === p) {
             c = pc;
@@ -148,8 +148,8 @@ export class ReachabilityIndex {
     for (let i = n - 1; i >= 0; i--) {
       const v = byOrd[i]!;
       const row = v * k;
-      for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) {
-        const srow = store.to[e]! * k;
+      for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut(e)) {
+        const srow = store.edgeTo(e) * k;
         for (let c = 0; c < k; c++) {
           const r = reach[srow + c]!;
           if (r < reach[row + c]!) reach[row + c] = r;

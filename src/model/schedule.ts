@@ -20,9 +20,9 @@ export function nodesByOrd(store: GraphStore): Uint32Array {
  */
 export function kahnOrder(store: GraphStore): Uint32Array {
   const n = store.n;
-  const { firstOut, nextOut, to } = store;
+  const { firstOut } = store;
   const indeg = new Uint32Array(n);
-  for (let e = 1; e <= store.m; e++) indeg[to[e]!]!++;
+  for (let e = 1; e <= store.m; e++) indeg[store.edgeTo(e)]!++;
   const queue = new Uint32Array(n);
   let tail = 0;
   for (let v = 0; v < n; v++) if (indeg[v] === 0) queue[tail++] = v;
@@ -31,17 +31,17 @@ export function kahnOrder(store: GraphStore): Uint32Array {
     const u = queue[head]!;
     const first = firstOut[u]!;
     if (first === 0) continue;
-    if (nextOut[first] === 0) {
+    if (store.nextOut(first) === 0) {
       // One successor: the common case in a capture, no sorting needed.
-      const x = to[first]!;
+      const x = store.edgeTo(first);
       if (--indeg[x]! === 0) queue[tail++] = x;
       continue;
     }
     // Out-lists prepend, so a capture's lists come newest first: read them backwards.
     scratch.length = 0;
     let descending = true;
-    for (let e = first; e !== 0; e = nextOut[e]!) {
-      const x = to[e]!;
+    for (let e = first; e !== 0; e = store.nextOut(e)) {
+      const x = store.edgeTo(e);
       if (scratch.length > 0 && x > scratch[scratch.length - 1]!) descending = false;
       scratch.push(x);
     }
@@ -68,8 +68,8 @@ export function nodeLevels(store: GraphStore, byOrd: Uint32Array): Uint32Array {
   for (let i = 0; i < byOrd.length; i++) {
     const v = byOrd[i]!;
     const next = level[v]! + 1;
-    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) {
-      const x = store.to[e]!;
+    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut(e)) {
+      const x = store.edgeTo(e);
       if (level[x]! < next) level[x] = next;
     }
   }
@@ -101,8 +101,8 @@ export function longestPath(store: GraphStore, byOrd: Uint32Array, cost: Float64
     const v = byOrd[i]!;
     let d = 0;
     let from = -1;
-    for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn[e]!) {
-      const p = store.from[e]!;
+    for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn(e)) {
+      const p = store.edgeFrom(e);
       const dp = dist[p]!;
       if (from < 0 || dp > d || (dp === d && p < from)) {
         d = dp;
@@ -141,8 +141,8 @@ export function nodeTimes(store: GraphStore, byOrd: Uint32Array, cost: Float64Ar
     const v = byOrd[i]!;
     const end = asap[v]! + cost[v]!;
     if (end > length) length = end;
-    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) {
-      const x = store.to[e]!;
+    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut(e)) {
+      const x = store.edgeTo(e);
       if (asap[x]! < end) asap[x] = end;
     }
   }
@@ -150,7 +150,7 @@ export function nodeTimes(store: GraphStore, byOrd: Uint32Array, cost: Float64Ar
   for (let i = n - 1; i >= 0; i--) {
     const v = byOrd[i]!;
     let latestEnd = length;
-    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) latestEnd = Math.min(latestEnd, alap[store.to[e]!]!);
+    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut(e)) latestEnd = Math.min(latestEnd, alap[store.edgeTo(e)]!);
     alap[v] = latestEnd - cost[v]!;
   }
   return { length, asap, alap };
@@ -177,11 +177,11 @@ export function listSchedule(store: GraphStore, byOrd: Uint32Array, cost: Float6
   for (let i = n - 1; i >= 0; i--) {
     const v = byOrd[i]!;
     let best = 0;
-    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) best = Math.max(best, bottom[store.to[e]!]!);
+    for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut(e)) best = Math.max(best, bottom[store.edgeTo(e)]!);
     bottom[v] = best + cost[v]!;
   }
   const indeg = new Uint32Array(n);
-  for (let e = 1; e <= store.m; e++) indeg[store.to[e]!]!++;
+  for (let e = 1; e <= store.m; e++) indeg[store.edgeTo(e)]!++;
   const readyAt = new Float64Array(n);
   // Ready nodes: a max-heap by (bottom level, then smaller id).
   const ready = new Heap<number>((a, b) => bottom[a]! > bottom[b]! || (bottom[a] === bottom[b] && a < b));
@@ -212,8 +212,8 @@ export function listSchedule(store: GraphStore, byOrd: Uint32Array, cost: Float6
       done++;
       makespan = Math.max(makespan, now);
       freeStreams.push(placement[v]!.stream);
-      for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut[e]!) {
-        const x = store.to[e]!;
+      for (let e = store.firstOut[v]!; e !== 0; e = store.nextOut(e)) {
+        const x = store.edgeTo(e);
         readyAt[x] = Math.max(readyAt[x]!, now);
         if (--indeg[x]! === 0) ready.push(x);
       }

@@ -811,8 +811,8 @@ export class StreamCapture {
     for (const v of stack) seen[v] = 1;
     while (stack.length > 0) {
       const v = stack.pop()!;
-      for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn[e]!) {
-        const p = store.from[e]!;
+      for (let e = store.firstIn[v]!; e !== 0; e = store.nextIn(e)) {
+        const p = store.edgeFrom(e);
         if (!seen[p]) {
           seen[p] = 1;
           stack.push(p);

@@ -43,7 +43,7 @@ function dag(n: number, slots: readonly number[], edges: readonly [number, numbe
   );
   assert.ok(r.ok, 'the generated edges are acyclic');
   const succ = Array.from({ length: n }, () => [] as number[]);
-  for (let e = 1; e <= store.m; e++) succ[store.from[e]!]!.push(store.to[e]!);
+  for (let e = 1; e <= store.m; e++) succ[store.edgeFrom(e)]!.push(store.edgeTo(e));
   return { store, succ };
 }
 
