@@ -31,7 +31,6 @@
  */
 import type { GraphStore } from './graph-store.js';
 import { LabelHeap } from './label-heap.js';
-import { EDGE_STRIDE, E_FROM, E_NEXT_IN, E_NEXT_OUT, E_TO } from './edge-record.js';
 
 /** What `DynamicOrder.addEdge` did: added the edge, found it already there, or refused a cycle. */
 export type AddEdgeResult = 'added' | 'duplicate' | 'cycle';
@@ -116,7 +115,7 @@ export class DynamicOrder {
     behind.push(u, lu);
     this.touch(v);
     this.touch(u);
-    const { firstOut, firstIn, edges } = store;
+    const { firstOut, firstIn, outs, ins } = store;
     let workF = 0;
     let workB = 0;
     let warm = 0;
@@ -136,9 +135,9 @@ export class DynamicOrder {
         if (nF === doneF.length) doneF = this.doneF = grownCopy(doneF);
         doneF[nF++] = a;
         workF++;
-        for (let e = firstOut[a]!; e !== 0; e = edges[e * EDGE_STRIDE + E_NEXT_OUT]!) {
+        for (let e = firstOut[a]!; e !== 0; e = outs[2 * e + 1]!) {
           workF++;
-          const x = edges[e * EDGE_STRIDE + E_TO]!;
+          const x = outs[2 * e]!;
           const mx = mark[x]!;
           if (mx >= B_SEEN) return this.refuse(workF + workB);
           if (mx === 0) {
@@ -148,7 +147,7 @@ export class DynamicOrder {
               this.touch(x);
               ahead.push(x, lx);
               // Read x's first edge now (see `warm`): its cache misses overlap the rest of the search.
-              warm += edges[firstOut[x]! * EDGE_STRIDE]!;
+              warm += outs[2 * firstOut[x]!]!;
             }
           }
         }
@@ -159,9 +158,9 @@ export class DynamicOrder {
         if (nB === doneB.length) doneB = this.doneB = grownCopy(doneB);
         doneB[nB++] = b;
         workB++;
-        for (let e = firstIn[b]!; e !== 0; e = edges[e * EDGE_STRIDE + E_NEXT_IN]!) {
+        for (let e = firstIn[b]!; e !== 0; e = ins[2 * e + 1]!) {
           workB++;
-          const x = edges[e * EDGE_STRIDE + E_FROM]!;
+          const x = ins[2 * e]!;
           const mx = mark[x]!;
           if (mx === F_SEEN || mx === F_DONE) return this.refuse(workF + workB);
           if (mx === 0) {
@@ -170,7 +169,7 @@ export class DynamicOrder {
               mark[x] = B_SEEN;
               this.touch(x);
               behind.push(x, lx);
-              warm += edges[firstIn[x]! * EDGE_STRIDE]!;
+              warm += ins[2 * firstIn[x]!]!;
             } else if (lx > lv && lx > skippedLabel) {
               skippedB = x;
               skippedLabel = lx;

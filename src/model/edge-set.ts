@@ -5,15 +5,13 @@
  * Why: without it, finding the edge u → v walks u's out-list and v's in-list, which costs the
  * smaller degree; on a dense graph (a 2,000-node complete DAG) that is a thousand steps a lookup,
  * and every `addEdge` looks up its edge. The set stores only edge numbers (4 bytes a slot, at most
- * half the slots used) and reads the ends from the store's edge records, so it costs 8–16 bytes an
+ * half the slots used) and reads the ends from the store's edge pairs, so it costs 8–16 bytes an
  * edge — which is why a store builds it only once walking has cost as much as building it would
  * (graph-store.ts), and a capture, which never looks up edges this way, never pays for it.
  *
  * Linear probing; no deletions (a store drops the set when it removes an edge and builds it again
  * when it is needed).
  */
-
-import { EDGE_STRIDE, E_FROM, E_TO } from './edge-record.js';
 
 /** Hash of the pair (u, v): two multiplicative hashes mixed, good enough for linear probing. */
 function hashPair(u: number, v: number): number {
@@ -29,13 +27,13 @@ export class EdgeSet {
   private mask: number;
   private size = 0;
 
-  /** A set of the edges 1..m of `edges` (records as in edge-record.ts). */
-  constructor(edges: Uint32Array, m: number) {
+  /** A set of the edges 1..m of a store's `ins` and `outs` (edge-pairs.ts). */
+  constructor(ins: Uint32Array, outs: Uint32Array, m: number) {
     let cap = 16;
     while (cap < 2 * (m + 1)) cap *= 2;
     this.slots = new Uint32Array(cap);
     this.mask = cap - 1;
-    for (let e = 1; e <= m; e++) this.add(edges, e);
+    for (let e = 1; e <= m; e++) this.add(ins, outs, e);
   }
 
   /** Bytes held. */
@@ -44,34 +42,32 @@ export class EdgeSet {
   }
 
   /** The number of the edge u → v, or 0 if there is none. */
-  find(edges: Uint32Array, u: number, v: number): number {
+  find(ins: Uint32Array, outs: Uint32Array, u: number, v: number): number {
     const slots = this.slots;
     const mask = this.mask;
     for (let i = hashPair(u, v) & mask; ; i = (i + 1) & mask) {
       const e = slots[i]!;
       if (e === 0) return 0;
-      const r = e * EDGE_STRIDE;
-      if (edges[r + E_FROM] === u && edges[r + E_TO] === v) return e;
+      if (ins[2 * e] === u && outs[2 * e] === v) return e;
     }
   }
 
   /** Adds edge number e (new: not in the set), growing the table past half full. */
-  add(edges: Uint32Array, e: number): void {
-    if (2 * (this.size + 1) > this.slots.length) this.rehash(edges);
+  add(ins: Uint32Array, outs: Uint32Array, e: number): void {
+    if (2 * (this.size + 1) > this.slots.length) this.rehash(ins, outs);
     const slots = this.slots;
     const mask = this.mask;
-    const r = e * EDGE_STRIDE;
-    let i = hashPair(edges[r + E_FROM]!, edges[r + E_TO]!) & mask;
+    let i = hashPair(ins[2 * e]!, outs[2 * e]!) & mask;
     while (slots[i] !== 0) i = (i + 1) & mask;
     slots[i] = e;
     this.size++;
   }
 
-  private rehash(edges: Uint32Array): void {
+  private rehash(ins: Uint32Array, outs: Uint32Array): void {
     const old = this.slots;
     this.slots = new Uint32Array(old.length * 2);
     this.mask = this.slots.length - 1;
     this.size = 0;
-    for (let i = 0; i < old.length; i++) if (old[i] !== 0) this.add(edges, old[i]!);
+    for (let i = 0; i < old.length; i++) if (old[i] !== 0) this.add(ins, outs, old[i]!);
   }
 }

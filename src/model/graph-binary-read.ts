@@ -20,7 +20,6 @@ import { addEdgeColumns } from './edge-columns.js';
 import { cycleText } from './cycle-text.js';
 import { BinaryRefusal, LITTLE_ENDIAN, readFraming, swapBytes, type BinaryParts, type ByteRequest } from './graph-binary-format.js';
 import { GraphStore } from './graph-store.js';
-import { EDGE_STRIDE } from './edge-record.js';
 import { appendNodeSpec, type SpecSource } from './node-spec.js';
 import { DIR_P2P } from './memcpy-dir.js';
 // The kinds' codes and CUDA's launch limits, as node-spec.ts checks them.
@@ -306,7 +305,8 @@ function readEdges(store: GraphStore, from: Uint32Array, to: Uint32Array, codes:
     if (problem !== null) refuse('ECOD', `edge ${e} [${u}, ${v}] (${edgeDataText(code)}): ${problem}`);
   }
   // Room for every edge at once: appending then never grows the arrays.
-  store.edges = new Uint32Array((m + 1) * EDGE_STRIDE);
+  store.outs = new Uint32Array(2 * (m + 1));
+  store.ins = new Uint32Array(2 * (m + 1));
   const p = addEdgeColumns(store, from, to, m);
   if (p !== null) {
     const at = `edge ${p.index} [${from[p.index]}, ${to[p.index]}]`;

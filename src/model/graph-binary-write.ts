@@ -11,7 +11,7 @@ import { BINARY_MAGIC, BINARY_VERSION, HEADER_BYTES, LITTLE_ENDIAN, SECTION_HEAD
 import { documentNode } from './graph-json-stream.js';
 import { KIND_CHILD, KIND_CONDITIONAL } from './node.js';
 import type { GraphStore } from './graph-store.js';
-import { edgeField, E_FROM, E_TO } from './edge-record.js';
+import { pairEnds } from './edge-pairs.js';
 
 /** The most bytes one piece holds. */
 const PIECE_BYTES = 1 << 20;
@@ -85,8 +85,8 @@ function payloads(store: GraphStore): Record<SectionTag, Uint8Array[]> {
     PEER: [records(store.peers)],
     TEXT: textSection(store.strings),
     NEST: nestSection(store),
-    EFRM: [bytesOf(edgeField(store.edges, m, E_FROM))],
-    ETOS: [bytesOf(edgeField(store.edges, m, E_TO))],
+    EFRM: [bytesOf(pairEnds(store.ins, m))],
+    ETOS: [bytesOf(pairEnds(store.outs, m))],
     ECOD: [u32Bytes(codes)],
   };
 }

@@ -9,9 +9,9 @@
  *
  * Why linked edge lists ("forward star"): edges are added one at a time, by a capture and by hand
  * (`addEdge`), and read by traversals. Each edge is four integers (from, to, next-out, next-in),
- * kept side by side in one 16-byte record so that a step along either list costs one cache miss,
- * not two (edge-record.ts); each node holds the heads of its two lists, so adding an edge is O(1)
- * with no per-node arrays.
+ * kept as two pairs, (to, next-out) and (from, next-in), so that a step along either list reads one
+ * cache line, not two (edge-pairs.ts); each node holds the heads of its two lists, so adding an edge
+ * is O(1) with no per-node arrays.
  * Edges are numbered from 1 so that 0 means "none" and fresh (zeroed) arrays need no filling.
  * Lists prepend; readers that promise ascending ids sort (`sortSmall` is O(k) on the reversed
  * lists a capture makes).
@@ -44,7 +44,6 @@ import { decodeMemcpyDir, DIR_P2P, type MemcpyDir } from './memcpy-dir.js';
 import { PLAIN_EDGE } from './edge-data.js';
 import { OrderList } from './order-list.js';
 import { EdgeSet } from './edge-set.js';
-import { EDGE_STRIDE, E_FROM, E_NEXT_IN, E_NEXT_OUT, E_TO } from './edge-record.js';
 import type { CaptureEvent, NodeId, StreamId } from './ids.js';
 import type { ComputeGraph } from './compute-graph.js';
 import type { ConditionalHandleRecord, ConditionalType } from './conditional.js';
@@ -151,11 +150,11 @@ export class GraphStore {
   /** List steps `findEdge` has walked since the edge set was last dropped. */
   private walked = 0;
 
-  /**
-   * The edges, one record of EDGE_STRIDE uint32 each (from, to, next-out, next-in: edge-record.ts),
-   * edge e at EDGE_STRIDE × e (record 0 unused).
-   */
-  edges = new Uint32Array(INITIAL_EDGES * EDGE_STRIDE);
+  // Edges, as pairs indexed by edge number 1..m (pair 0 unused; edge-pairs.ts).
+  /** Edge e's target at [2e], the next edge of its source's out-list at [2e + 1]. */
+  outs = new Uint32Array(2 * INITIAL_EDGES);
+  /** Edge e's source at [2e], the next edge of its target's in-list at [2e + 1]. */
+  ins = new Uint32Array(2 * INITIAL_EDGES);
   /** Edge number → its data code (edge-data.ts), for the edges that are not plain. */
   edgeCodes = new Map<number, number>();
 
@@ -215,8 +214,9 @@ export class GraphStore {
   }
 
   private growEdges(): void {
-    this.grownBy(this.edges.length / EDGE_STRIDE, (cap) => {
-      this.edges = grown(this.edges, cap * EDGE_STRIDE);
+    this.grownBy(this.outs.length / 2, (cap) => {
+      this.outs = grown(this.outs, 2 * cap);
+      this.ins = grown(this.ins, 2 * cap);
     });
   }
 
@@ -399,17 +399,16 @@ export class GraphStore {
    */
   appendEdge(u: number, v: number): void {
     const e = this.m + 1;
-    if (e * EDGE_STRIDE >= this.edges.length) this.growEdges();
-    const edges = this.edges;
-    const r = e * EDGE_STRIDE;
-    edges[r + E_FROM] = u;
-    edges[r + E_TO] = v;
-    edges[r + E_NEXT_OUT] = this.firstOut[u]!;
+    if (2 * e >= this.outs.length) this.growEdges();
+    const { outs, ins } = this;
+    outs[2 * e] = v;
+    outs[2 * e + 1] = this.firstOut[u]!;
     this.firstOut[u] = e;
-    edges[r + E_NEXT_IN] = this.firstIn[v]!;
+    ins[2 * e] = u;
+    ins[2 * e + 1] = this.firstIn[v]!;
     this.firstIn[v] = e;
     this.m = e;
-    this.edgeSet?.add(edges, e);
+    this.edgeSet?.add(ins, outs, e);
     this.version++;
   }
 
@@ -420,9 +419,8 @@ export class GraphStore {
   popEdge(): void {
     const e = this.m;
     this.edgeCodes.delete(e);
-    const r = e * EDGE_STRIDE;
-    this.firstOut[this.edges[r + E_FROM]!] = this.edges[r + E_NEXT_OUT]!;
-    this.firstIn[this.edges[r + E_TO]!] = this.edges[r + E_NEXT_IN]!;
+    this.firstOut[this.ins[2 * e]!] = this.outs[2 * e + 1]!;
+    this.firstIn[this.outs[2 * e]!] = this.ins[2 * e + 1]!;
     this.m = e - 1;
     this.dropEdgeSet();
     this.version++;
@@ -436,35 +434,35 @@ export class GraphStore {
    * looked up and added. Why: on a large graph each of these is a cache miss, and the lookup
    * (u's out-list, v's in-list), the search an edge against the order starts (v's out-list, u's
    * in-list) and the append (u's and v's heads) would each wait for its own, one after another;
-   * read here together, they arrive together. One field of each edge brings its whole record.
+   * read here together, they arrive together. One field of each pair brings the pair.
    */
   readAhead(u: number, v: number): void {
-    const { firstOut, firstIn, edges } = this;
+    const { firstOut, firstIn, outs, ins } = this;
     const a = firstOut[u]!;
     const b = firstIn[v]!;
     const c = firstOut[v]!;
     const d = firstIn[u]!;
-    this.ahead = edges[a * EDGE_STRIDE]! + edges[b * EDGE_STRIDE]! + edges[c * EDGE_STRIDE]! + edges[d * EDGE_STRIDE]!;
+    this.ahead = outs[2 * a]! + ins[2 * b]! + outs[2 * c]! + ins[2 * d]!;
   }
 
   /** The source node of edge number `e`. */
   edgeFrom(e: number): number {
-    return this.edges[e * EDGE_STRIDE + E_FROM]!;
+    return this.ins[2 * e]!;
   }
 
   /** The target node of edge number `e`. */
   edgeTo(e: number): number {
-    return this.edges[e * EDGE_STRIDE + E_TO]!;
+    return this.outs[2 * e]!;
   }
 
   /** The edge after `e` in its source's out-list, 0 if none. */
   nextOut(e: number): number {
-    return this.edges[e * EDGE_STRIDE + E_NEXT_OUT]!;
+    return this.outs[2 * e + 1]!;
   }
 
   /** The edge after `e` in its target's in-list, 0 if none. */
   nextIn(e: number): number {
-    return this.edges[e * EDGE_STRIDE + E_NEXT_IN]!;
+    return this.ins[2 * e + 1]!;
   }
 
   /** True if the edge u → v exists (see `findEdge`). */
@@ -480,29 +478,27 @@ export class GraphStore {
    * walking their short lists and never spend memory on the set.
    */
   findEdge(u: number, v: number): number {
-    const edges = this.edges;
-    if (this.edgeSet !== null) return this.edgeSet.find(edges, u, v);
+    const { outs, ins } = this;
+    if (this.edgeSet !== null) return this.edgeSet.find(ins, outs, u, v);
     let a = this.firstOut[u]!;
     let b = this.firstIn[v]!;
     let steps = 0;
     let found = 0;
     while (a !== 0 && b !== 0) {
-      const ra = a * EDGE_STRIDE;
-      const rb = b * EDGE_STRIDE;
-      if (edges[ra + E_TO] === v) {
+      if (outs[2 * a] === v) {
         found = a;
         break;
       }
-      if (edges[rb + E_FROM] === u) {
+      if (ins[2 * b] === u) {
         found = b;
         break;
       }
-      a = edges[ra + E_NEXT_OUT]!;
-      b = edges[rb + E_NEXT_IN]!;
+      a = outs[2 * a + 1]!;
+      b = ins[2 * b + 1]!;
       steps++;
     }
     this.walked += steps;
-    if (this.walked > 2 * this.m + EDGE_SET_MIN_STEPS) this.edgeSet = new EdgeSet(edges, this.m);
+    if (this.walked > 2 * this.m + EDGE_SET_MIN_STEPS) this.edgeSet = new EdgeSet(ins, outs, this.m);
     return found;
   }
 
@@ -531,16 +527,16 @@ export class GraphStore {
   /** Successor ids of `u`, ascending (into `out`, which is cleared first). */
   successors(u: number, out: number[] = []): number[] {
     out.length = 0;
-    const edges = this.edges;
-    for (let e = this.firstOut[u]!; e !== 0; e = edges[e * EDGE_STRIDE + E_NEXT_OUT]!) out.push(edges[e * EDGE_STRIDE + E_TO]!);
+    const outs = this.outs;
+    for (let e = this.firstOut[u]!; e !== 0; e = outs[2 * e + 1]!) out.push(outs[2 * e]!);
     return sortSmall(out.reverse());
   }
 
   /** Predecessor ids of `v`, ascending. */
   predecessors(v: number): number[] {
     const out: number[] = [];
-    const edges = this.edges;
-    for (let e = this.firstIn[v]!; e !== 0; e = edges[e * EDGE_STRIDE + E_NEXT_IN]!) out.push(edges[e * EDGE_STRIDE + E_FROM]!);
+    const ins = this.ins;
+    for (let e = this.firstIn[v]!; e !== 0; e = ins[2 * e + 1]!) out.push(ins[2 * e]!);
     return sortSmall(out.reverse());
   }
 
@@ -632,7 +628,8 @@ export class GraphStore {
     c.firstOut = this.firstOut.slice();
     c.firstIn = this.firstIn.slice();
     c.order = this.order === null ? null : this.order.clone();
-    c.edges = this.edges.slice();
+    c.outs = this.outs.slice();
+    c.ins = this.ins.slice();
     c.edgeCodes = new Map(this.edgeCodes);
     c.strings = this.strings.slice();
     c.stringIndex = new Map(this.stringIndex);
@@ -661,8 +658,11 @@ export class GraphStore {
       this.firstIn = this.firstIn.slice(0, n);
       if (this.order) this.order.grow(n);
     }
-    const cap = this.edges.length / EDGE_STRIDE;
-    if (cap - e > cap / 8) this.edges = this.edges.slice(0, e * EDGE_STRIDE);
+    const cap = this.outs.length / 2;
+    if (cap - e > cap / 8) {
+      this.outs = this.outs.slice(0, 2 * e);
+      this.ins = this.ins.slice(0, 2 * e);
+    }
   }
 }
 

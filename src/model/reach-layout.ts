@@ -28,7 +28,6 @@
  * many streams keeps about one edge in twenty.
  */
 import type { GraphStore } from './graph-store.js';
-import { EDGE_STRIDE, E_FROM, E_NEXT_IN } from './edge-record.js';
 
 /** No position: no exit after, or entry before, on the chain. */
 export const NONE_POS = 0x7fff_ffff;
@@ -77,7 +76,7 @@ export interface Successors {
  */
 export function buildLayout(store: GraphStore, cover?: ChainCover): { layout: ReachLayout; all: Successors; level: Uint32Array } {
   const n = store.n;
-  const { firstIn, edges } = store;
+  const { firstIn, ins } = store;
   const ord = store.ord;
   const byOrd = new Uint32Array(n);
   if (ord === null) for (let v = 0; v < n; v++) byOrd[v] = v;
@@ -93,8 +92,8 @@ export function buildLayout(store: GraphStore, cover?: ChainCover): { layout: Re
   for (let q = 0; q < n; q++) {
     const v = byOrd[q]!;
     let lv = 0;
-    for (let e = firstIn[v]!; e !== 0; e = edges[e * EDGE_STRIDE + E_NEXT_IN]!) {
-      const u = edges[e * EDGE_STRIDE + E_FROM]!;
+    for (let e = firstIn[v]!; e !== 0; e = ins[2 * e + 1]!) {
+      const u = ins[2 * e]!;
       pred[m++] = u;
       if (level[u]! >= lv) lv = level[u]! + 1;
     }

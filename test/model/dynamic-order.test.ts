@@ -12,7 +12,7 @@ import { GraphStore } from '../../src/model/graph-store.js';
 import { DynamicOrder } from '../../src/model/dynamic-order.js';
 import { OrderList } from '../../src/model/order-list.js';
 import { KIND_EMPTY } from '../../src/model/node.js';
-import { edgeField, E_FROM, E_TO } from '../../src/model/edge-record.js';
+import { pairEnds } from '../../src/model/edge-pairs.js';
 
 function storeOf(n: number): GraphStore {
   const s = new GraphStore();
@@ -40,7 +40,7 @@ function snapshot(s: GraphStore, withList: boolean): string {
   const list = s.order;
   const links = !withList || list === null ? '' : `${list.head} ${list.tail} ${Array.from({ length: s.n }, (_, v) => list.next(v))} ${Array.from({ length: s.n }, (_, v) => list.labelOf(v))}`;
   const ord = s.ord ?? Uint32Array.from({ length: s.n }, (_, i) => i);
-  return `${s.m} ${[...edgeField(s.edges, s.m, E_FROM)]} ${[...edgeField(s.edges, s.m, E_TO)]} ${[...ord]} ${links}`;
+  return `${s.m} ${[...pairEnds(s.ins, s.m)]} ${[...pairEnds(s.outs, s.m)]} ${[...ord]} ${links}`;
 }
 
 /** The store's order is a permutation, its list is consistent, and every reference edge goes forward in it. */
