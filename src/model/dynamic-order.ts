@@ -31,6 +31,7 @@
  */
 import type { GraphStore } from './graph-store.js';
 import { LabelHeap } from './label-heap.js';
+import { doubled } from './doubled.js';
 
 /** What `DynamicOrder.addEdge` did: added the edge, found it already there, or refused a cycle. */
 export type AddEdgeResult = 'added' | 'duplicate' | 'cycle';
@@ -46,13 +47,6 @@ const F_SEEN = 1;
 const F_DONE = 2;
 const B_SEEN = 3;
 const B_DONE = 4;
-
-/** A copy of `a` twice as long. */
-function grownCopy(a: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
-  const b = new Uint32Array(a.length * 2);
-  b.set(a);
-  return b;
-}
 
 /** Keeps a store's topological order valid as edges are added (one per `ComputeGraph`). */
 export class DynamicOrder {
@@ -132,7 +126,7 @@ export class DynamicOrder {
         const limit = behind.topLabel();
         const a = ahead.pop();
         mark[a] = F_DONE;
-        if (nF === doneF.length) doneF = this.doneF = grownCopy(doneF);
+        if (nF === doneF.length) doneF = this.doneF = doubled(doneF);
         doneF[nF++] = a;
         workF++;
         for (let e = firstOut[a]!; e !== 0; e = outs[2 * e + 1]!) {
@@ -155,7 +149,7 @@ export class DynamicOrder {
         const limit = ahead.topLabel(); // the same bound the other way (it only rises)
         const b = behind.pop();
         mark[b] = B_DONE;
-        if (nB === doneB.length) doneB = this.doneB = grownCopy(doneB);
+        if (nB === doneB.length) doneB = this.doneB = doubled(doneB);
         doneB[nB++] = b;
         workB++;
         for (let e = firstIn[b]!; e !== 0; e = ins[2 * e + 1]!) {

@@ -44,6 +44,7 @@
  */
 import { ENTRY, EXIT, HEAD, NONE_POS, PLAIN, type ReachLayout } from './reach-layout.js';
 import { LevelQueue } from './level-queue.js';
+import { doubled } from './doubled.js';
 
 /** Found forward: a reaches the node. */
 const FWD = 1;
@@ -117,14 +118,14 @@ export class ChainSweep {
   private mark(p: number, bits: number): void {
     const m = this.marks[p]!;
     if (m === 0) {
-      if (this.nodeCount === this.touchedNodes.length) this.touchedNodes = grown(this.touchedNodes);
+      if (this.nodeCount === this.touchedNodes.length) this.touchedNodes = doubled(this.touchedNodes);
       this.touchedNodes[this.nodeCount++] = p;
     }
     this.marks[p] = m | bits;
   }
 
   private touchChain(c: number): void {
-    if (this.chainCount === this.touchedChains.length) this.touchedChains = grown(this.touchedChains);
+    if (this.chainCount === this.touchedChains.length) this.touchedChains = doubled(this.touchedChains);
     this.touchedChains[this.chainCount++] = c;
   }
 
@@ -234,7 +235,7 @@ export class ChainSweep {
         }
         if (cover[2 * c]! <= x) continue;
         cover[2 * c] = x;
-        if (tc === chains.length) chains = this.touchedChains = grown(chains);
+        if (tc === chains.length) chains = this.touchedChains = doubled(chains);
         chains[tc++] = c;
       }
       if ((link & EXIT) !== 0) {
@@ -251,7 +252,7 @@ export class ChainSweep {
           }
           if (m === 0) {
             marks[y] = FWD;
-            if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+            if (tn === touched.length) touched = this.touchedNodes = doubled(touched);
             touched[tn++] = y;
             if (y < nextEnd) {
               if (ns === next.length) {
@@ -283,7 +284,7 @@ export class ChainSweep {
         // compiled code with no type feedback and throw it away.
         marks[e] = m | FWD | FWD_CHAIN;
         if (m === 0) {
-          if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+          if (tn === touched.length) touched = this.touchedNodes = doubled(touched);
           touched[tn++] = e;
           if (e < nextEnd) {
             if (ns === next.length) {
@@ -336,7 +337,7 @@ export class ChainSweep {
         }
         if (cover[2 * c + 1]! > x) continue;
         cover[2 * c + 1] = x + 1;
-        if (tc === chains.length) chains = this.touchedChains = grown(chains);
+        if (tc === chains.length) chains = this.touchedChains = doubled(chains);
         chains[tc++] = c;
       }
       if ((link & ENTRY) !== 0) {
@@ -353,7 +354,7 @@ export class ChainSweep {
           }
           if (m === 0) {
             marks[y] = BWD;
-            if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+            if (tn === touched.length) touched = this.touchedNodes = doubled(touched);
             touched[tn++] = y;
             const key = ~y >>> 0;
             if (key < nextEnd) {
@@ -384,7 +385,7 @@ export class ChainSweep {
         }
         marks[e] = m | BWD | BWD_CHAIN;
         if (m === 0) {
-          if (tn === touched.length) touched = this.touchedNodes = grown(touched);
+          if (tn === touched.length) touched = this.touchedNodes = doubled(touched);
           touched[tn++] = e;
           const key = ~e >>> 0;
           if (key < nextEnd) {
@@ -456,8 +457,3 @@ function touchHeads(head: Uint32Array, edges: Uint32Array, batch: Uint32Array, s
   return sink;
 }
 
-function grown(a: Uint32Array): Uint32Array<ArrayBuffer> {
-  const b = new Uint32Array(a.length * 2);
-  b.set(a);
-  return b;
-}
