@@ -12,6 +12,7 @@ import { cycleText } from './cycle-text.js';
 import { GraphStore } from './graph-store.js';
 import { DynamicOrder } from './dynamic-order.js';
 import { ReachabilityIndex } from './reachability.js';
+import { keepShapes, KEPT_EDGES } from './kept-shapes.js';
 import { groupLevels, kahnOrder, listSchedule, longestPath, nodeLevels, nodesByOrd, nodeTimes, toIdArray } from './schedule.js';
 import type { DotOptions } from './dot.js';
 import { dotChunks, renderDot, type DotChunkOptions } from './dot-stream.js';
@@ -93,11 +94,23 @@ export interface BoundedMakespan {
 // Derived data, rebuilt when the store's version moves.
 interface Cache {
   version: number;
-  reach?: ReachabilityIndex;
-  byOrd?: Uint32Array;
-  level?: Uint32Array;
-  order?: Uint32Array;
+  reach: ReachabilityIndex | undefined;
+  byOrd: Uint32Array | undefined;
+  level: Uint32Array | undefined;
+  order: Uint32Array | undefined;
 }
+
+/**
+ * An empty cache with every field present from the start: one object shape whatever a graph
+ * computes first, so the queries' compiled code sees one shape, and the kept graph keeps it
+ * (kept-shapes.ts).
+ */
+function freshCache(version: number): Cache {
+  return { version, reach: undefined, byOrd: undefined, level: undefined, order: undefined };
+}
+
+/** Whether the first graph has made the kept graph (kept-shapes.ts). */
+let shapesKept = false;
 
 let adopt: (graph: ComputeGraph, store: GraphStore) => void;
 let branded: (value: unknown) => value is ComputeGraph;
@@ -143,7 +156,7 @@ export interface EdgeArg {
 export class ComputeGraph {
   #store: GraphStore;
   #order = new DynamicOrder();
-  #cache: Cache = { version: -1 };
+  #cache: Cache = freshCache(-1);
   /** The call whose user callback is running, if any: the graph refuses to change meanwhile (`#writable`). */
   #readingBy: string | null = null;
   /** A child graph node's copy: it never changes (a record hands it out, so it must not). */
@@ -206,6 +219,23 @@ export class ComputeGraph {
   /** An empty graph, to build by hand with `addNode` / `addEdge`. */
   constructor() {
     this.#store = new GraphStore();
+    if (!shapesKept) {
+      shapesKept = true;
+      ComputeGraph.#keepShapes();
+    }
+  }
+
+  /**
+   * Keeps a small graph, exercised through the public calls, and the structures its queries build,
+   * for the life of the process, so that V8 keeps its compiled code for them when a program drops
+   * all its graphs (kept-shapes.ts says why).
+   */
+  static #keepShapes(): void {
+    const g = new ComputeGraph();
+    for (let i = 0; i < 8; i++) g.addNode({ kind: 'empty', name: 'kept' });
+    for (const [u, v] of KEPT_EDGES) g.addEdge(u as NodeId, v as NodeId);
+    for (let a = 0; a < 8; a++) for (let b = 0; b < 8; b++) g.isReachable(a as NodeId, b as NodeId);
+    keepShapes(g, g.#store);
   }
 
   /**
@@ -997,7 +1027,7 @@ export class ComputeGraph {
   }
 
   #fresh(): Cache {
-    if (this.#cache.version !== this.#store.version) this.#cache = { version: this.#store.version };
+    if (this.#cache.version !== this.#store.version) this.#cache = freshCache(this.#store.version);
     return this.#cache;
   }
 

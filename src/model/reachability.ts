@@ -94,8 +94,12 @@ export class ReachabilityIndex {
     this.labels = labels;
   }
 
-  /** Builds the index for `store` as it is now (the caller rebuilds after any change). */
-  static build(store: GraphStore): ReachabilityIndex {
+  /**
+   * Builds the index for `store` as it is now (the caller rebuilds after any change). `kind`: the
+   * structure to build whatever the graph's size (null: chosen by size; the default is the test
+   * hook's setting, normally null).
+   */
+  static build(store: GraphStore, kind: ReachabilityKind | null = forced): ReachabilityIndex {
     const n = store.n;
     const byOrd = nodesByOrd(store);
 
@@ -135,14 +139,14 @@ export class ReachabilityIndex {
     }
     const k = chainTail.length;
     const chainsFit = k <= ALWAYS_OK_CHAINS || (n + store.m) * k <= entryLimit;
-    if (forced === 'labels' || (forced === null && !chainsFit)) {
-      if (forced === null) {
+    if (kind === 'labels' || (kind === null && !chainsFit)) {
+      if (kind === null) {
         const { exits, exitEdges } = countExits(store, chainOf);
         if ((exits + exitEdges) * k <= entryLimit) return new ReachabilityIndex(store, k, 'exits', null, null, null, ChainExitIndex.build(store, byOrd, k, chainOf, posOf, exits), null);
       }
       return new ReachabilityIndex(store, k, 'labels', null, null, null, null, ReachLabels.build(store, { cover: { chainOf, posOf } }));
     }
-    if (forced === 'exits') return new ReachabilityIndex(store, k, 'exits', null, null, null, ChainExitIndex.build(store, byOrd, k, chainOf, posOf, countExits(store, chainOf).exits), null);
+    if (kind === 'exits') return new ReachabilityIndex(store, k, 'exits', null, null, null, ChainExitIndex.build(store, byOrd, k, chainOf, posOf, countExits(store, chainOf).exits), null);
 
     const reach = new Uint32Array(n * k).fill(UNREACHED);
     for (let i = n - 1; i >= 0; i--) {

@@ -1,0 +1,56 @@
+/**
+ * One small instance of each structure the model's hot code reads, kept for the life of the
+ * process (internal: `ComputeGraph`'s first construction calls `keepShapes` once).
+ *
+ * Why. V8's optimised code holds the hidden classes ("maps") of the objects it reads only weakly:
+ * a map lives while some object has it. When a program drops its last graph — or its last
+ * reachability index, order list or edge set — and the collector runs, those maps die, and every
+ * compiled function that read them is thrown away ("deoptimized: weak objects"). The next graph's
+ * first edges and queries then run in V8's slower tiers while it compiles the same functions
+ * again: on a 2-core machine the reachability search alone took about 140 ms to compile, and the
+ * first 20,000 random queries on a 1M-node capture of 1,024 streams cost 4.4–5.1 µs each instead
+ * of 1.4–1.8 (docs/model.md, "Reachability"). A program that builds graph after graph (a
+ * benchmark, a server that models each request's graph) paid that on every graph.
+ *
+ * A live instance keeps its map, and so the compiled code: a graph of eight nodes with an edge
+ * against its order (its order list, the two-way search, a move), its edge set, and one
+ * reachability index of each kind with every pair queried (each kind's search and labels), a few
+ * kilobytes in all.
+ */
+import type { GraphStore } from './graph-store.js';
+import { EdgeSet } from './edge-set.js';
+import { ReachabilityIndex, type ReachabilityKind } from './reachability.js';
+
+const kept: object[] = [];
+
+/** Edges of the kept graph (ids 0–7): against id order at first, so the order becomes a list and searches move nodes. */
+export const KEPT_EDGES: readonly (readonly [number, number])[] = [
+  [7, 6],
+  [6, 5],
+  [5, 4],
+  [7, 3],
+  [3, 2],
+  [2, 1],
+  [1, 0],
+  [6, 2],
+  [3, 5],
+  [5, 1],
+  [2, 4],
+  [4, 0],
+];
+
+/**
+ * Keeps `graph` (a small graph of the caller's class with `KEPT_EDGES` added) and, over its
+ * store, an edge set and every kind of reachability index with every pair queried.
+ */
+export function keepShapes(graph: object, store: GraphStore): void {
+  kept.push(graph);
+  const set = new EdgeSet(store.ins, store.outs, store.m);
+  for (const [u, v] of KEPT_EDGES) set.find(store.ins, store.outs, u, v);
+  kept.push(set);
+  for (const kind of ['chains', 'exits', 'labels'] as const satisfies readonly ReachabilityKind[]) {
+    const index = ReachabilityIndex.build(store, kind);
+    for (let a = 0; a < store.n; a++) for (let b = 0; b < store.n; b++) index.reachable(a, b);
+    kept.push(index);
+  }
+}
