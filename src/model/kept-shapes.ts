@@ -1,6 +1,7 @@
 /**
  * One small instance of each structure the model's hot code reads, kept for the life of the
- * process (internal: `ComputeGraph`'s first construction calls `keepShapes` once).
+ * process (internal: the first `ComputeGraph` calls `keepShapes` once, the first `StreamCapture`
+ * keeps a capture in progress through `keepAlive`).
  *
  * Why. V8's optimised code holds the hidden classes ("maps") of the objects it reads only weakly:
  * a map lives while some object has it. When a program drops its last graph — or its last
@@ -13,15 +14,20 @@
  * benchmark, a server that models each request's graph) paid that on every graph.
  *
  * A live instance keeps its map, and so the compiled code: a graph of eight nodes with an edge
- * against its order (its order list, the two-way search, a move), its edge set, and one
- * reachability index of each kind with every pair queried (each kind's search and labels), a few
- * kilobytes in all.
+ * against its order (its order list, the two-way search, a move), its edge set, one
+ * reachability index of each kind with every pair queried (each kind's search and labels), and a
+ * capture of two streams with a node of each kind and an event, left open; a few kilobytes in all.
  */
 import type { GraphStore } from './graph-store.js';
 import { EdgeSet } from './edge-set.js';
 import { ReachabilityIndex, type ReachabilityKind } from './reachability.js';
 
 const kept: object[] = [];
+
+/** Keeps `x` for the life of the process (a small object, once per class: see the file comment). */
+export function keepAlive(x: object): void {
+  kept.push(x);
+}
 
 /** Edges of the kept graph (ids 0–7): against id order at first, so the order becomes a list and searches move nodes. */
 export const KEPT_EDGES: readonly (readonly [number, number])[] = [
@@ -44,13 +50,13 @@ export const KEPT_EDGES: readonly (readonly [number, number])[] = [
  * store, an edge set and every kind of reachability index with every pair queried.
  */
 export function keepShapes(graph: object, store: GraphStore): void {
-  kept.push(graph);
+  keepAlive(graph);
   const set = new EdgeSet(store.ins, store.outs, store.m);
   for (const [u, v] of KEPT_EDGES) set.find(store.ins, store.outs, u, v);
-  kept.push(set);
+  keepAlive(set);
   for (const kind of ['chains', 'exits', 'labels'] as const satisfies readonly ReachabilityKind[]) {
     const index = ReachabilityIndex.build(store, kind);
     for (let a = 0; a < store.n; a++) for (let b = 0; b < store.n; b++) index.reachable(a, b);
-    kept.push(index);
+    keepAlive(index);
   }
 }

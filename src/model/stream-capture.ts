@@ -37,14 +37,15 @@ import { CaptureStatus } from './capture-status.js';
 import { GraphErrorCode } from './error-codes.js';
 import { GraphStore } from './graph-store.js';
 import { graphFromStore, type ComputeGraph } from './compute-graph.js';
-import { encodeMemcpyDir, type MemcpyDir } from './memcpy-dir.js';
+import { encodeMemcpyDir, MemcpyDir } from './memcpy-dir.js';
 import { BLOCK_THREADS_MAX, GRID_X_MAX, KIND_HOST, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET } from './node.js';
 import { appendNodeSpec } from './node-spec.js';
 import { edgeCode } from './edge-data.js';
 import { renamed } from './call-name.js';
 import { checkBodyCount, checkEstimate, type ConditionalHandleRecord, type ConditionalType } from './conditional.js';
 import { HandleRegistry } from './conditional-handles.js';
-import type { CaptureEvent, NodeId, StreamId } from './ids.js';
+import { CaptureEvent, StreamId, type NodeId } from './ids.js';
+import { keepAlive } from './kept-shapes.js';
 
 const NONE = 0;
 const ACTIVE = 1;
@@ -61,6 +62,28 @@ function recordingStore(): GraphStore {
   const store = new GraphStore();
   store.growth = 4;
   return store;
+}
+
+/** Whether the first capture has made the kept one (kept-shapes.ts). */
+let captureKept = false;
+
+/**
+ * A capture of two streams with a node of each kind, a join and a wait, left open: kept for the
+ * life of the process so that V8 keeps its compiled recording code when a program drops every
+ * capture (kept-shapes.ts says why).
+ */
+function keptCapture(): StreamCapture {
+  const cap = new StreamCapture();
+  const [a, b] = [StreamId(0), StreamId(1)];
+  cap.beginCapture(a);
+  cap.beginCapture(b);
+  cap.recordKernel(a, 'kept', 1, 1, 0);
+  cap.recordMemcpy(b, 'kept', MemcpyDir.DeviceToDevice, 4);
+  cap.recordEvent(b, CaptureEvent(0));
+  cap.waitEvent(a, CaptureEvent(0));
+  cap.recordMemset(a, 'kept', 4, 0);
+  cap.recordHostCallback(b, 'kept');
+  return cap;
 }
 
 /** Options of `new StreamCapture`. */
@@ -175,6 +198,10 @@ export class StreamCapture {
     const o = requireOptions<StreamCaptureOptions>(OP, options, ['semantics']);
     const semantics = o.semantics === undefined ? 'per-stream' : requireOneOf(OP, 'semantics', o.semantics, ['per-stream', 'cuda'] as const);
     this.#cuda = semantics === 'cuda';
+    if (!captureKept) {
+      captureKept = true;
+      keepAlive(keptCapture());
+    }
   }
 
   /** The rules this capture follows. */

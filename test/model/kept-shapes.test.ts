@@ -1,8 +1,8 @@
 /**
  * The model keeps its compiled code when a program drops every graph (kept-shapes.ts): in a child
  * process run with V8's deoptimization trace, graphs are built edge by edge against their order
- * and queried with every kind of reachability index until the hot functions are optimised; then
- * every graph is dropped and the collector runs twice. No hot function of the model may be thrown
+ * and queried with every kind of reachability index, and captures recorded, until the hot
+ * functions are optimised; then every graph and capture is dropped and the collector runs twice. No hot function of the model may be thrown
  * away for "weak objects" (the hidden classes of the dropped objects dying). Without the kept
  * instances about forty functions are, the search and the order list among them.
  * The child polls V8's optimisation status (`--allow-natives-syntax`) so that the check is never
@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process';
 const src = new URL('../../src/', import.meta.url).href;
 
 /** Functions on the hot paths of addEdge and isReachable; each must be optimised before the drop. */
-const HOT = ['forwardLevel', 'backwardLevel', 'insertRunAfter', 'addEdge'];
+const HOT = ['forwardLevel', 'backwardLevel', 'insertRunAfter', 'addEdge', 'recordMemcpy', 'recordEvent', 'waitEvent'];
 /**
  * Model functions the collection must not throw away (names as V8 prints them; distinctive ones,
  * so that Node's own functions, which may die with the module loader's objects, do not match).
@@ -42,16 +42,23 @@ const KEPT = [
   '#addOne',
   '#checkEdgeData',
   '#fresh',
+  'recordKernel',
+  'recordMemcpy',
+  'recordMemset',
+  'recordEvent',
+  'waitEvent',
+  '#wire',
+  '#active',
 ];
 
 const CHILD = `
-const { ComputeGraph } = await import(${JSON.stringify(src + 'index.js')});
+const { ComputeGraph, StreamCapture, StreamId, CaptureEvent, MemcpyDir } = await import(${JSON.stringify(src + 'index.js')});
 const { forceReachabilityKindForTesting } = await import(${JSON.stringify(src + 'model/reachability.js')});
 const { ChainSweep } = await import(${JSON.stringify(src + 'model/reach-search.js')});
 const { OrderList } = await import(${JSON.stringify(src + 'model/order-list.js')});
 const { DynamicOrder } = await import(${JSON.stringify(src + 'model/dynamic-order.js')});
 const { mulberry32 } = await import(${JSON.stringify(src + 'util/random.js')});
-const hot = [ChainSweep.prototype.forwardLevel, ChainSweep.prototype.backwardLevel, OrderList.prototype.insertRunAfter, DynamicOrder.prototype.addEdge];
+const hot = [ChainSweep.prototype.forwardLevel, ChainSweep.prototype.backwardLevel, OrderList.prototype.insertRunAfter, DynamicOrder.prototype.addEdge, ...['recordMemcpy', 'recordEvent', 'waitEvent'].map((k) => StreamCapture.prototype[k])];
 const optimised = () => hot.every((f) => (%GetOptimizationStatus(f) & 16) !== 0);
 function work(seed) {
   const r = mulberry32(seed);
@@ -67,6 +74,22 @@ function work(seed) {
     for (let q = 0; q < 20000; q++) g.isReachable(Math.floor(r() * n), Math.floor(r() * n));
     forceReachabilityKindForTesting(null);
   }
+  // A capture of four streams with joins, then its graph's queries.
+  const cap = new StreamCapture();
+  const streams = [0, 1, 2, 3].map(StreamId);
+  for (const s of streams) cap.beginCapture(s);
+  for (let i = 0; i < 20000; i++) {
+    const s = streams[i & 3];
+    if (i % 20 === 0) {
+      cap.recordEvent(streams[(i + 1) & 3], CaptureEvent(i & 255));
+      cap.waitEvent(s, CaptureEvent(i & 255));
+    }
+    if (i % 3 === 0) cap.recordKernel(s, 'k', 128, 256, 0);
+    else if (i % 3 === 1) cap.recordMemcpy(s, 'm', MemcpyDir.DeviceToDevice, 4096);
+    else cap.recordMemset(s, 'z', 4096, 0);
+  }
+  const g = cap.endCapture(streams[0]);
+  for (let q = 0; q < 20000; q++) g.isReachable(Math.floor(r() * g.nodeCount()), Math.floor(r() * g.nodeCount()));
 }
 let rounds = 0;
 while (!optimised() && rounds < 200) {
@@ -79,7 +102,7 @@ gc();
 console.log('--- collected');
 `;
 
-test('dropping every graph keeps the compiled search, order list and edge code (no "weak objects" deoptimization)', { timeout: 120_000 }, () => {
+test('dropping every graph and capture keeps the compiled search, order list, edge and recording code (no "weak objects" deoptimization)', { timeout: 120_000 }, () => {
   const r = spawnSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', '--trace-deopt', '--input-type=module', '-e', CHILD], {
     encoding: 'utf8',
     timeout: 110_000,
