@@ -221,7 +221,12 @@ export class ComputeGraph {
     this.#store = new GraphStore();
     if (!shapesKept) {
       shapesKept = true;
-      ComputeGraph.#keepShapes();
+      try {
+        ComputeGraph.#keepShapes();
+      } catch {
+        // Only an optimisation: it must never make a construction fail (say, with a method of the
+        // prototype replaced by a caller's wrapper that throws).
+      }
     }
   }
 

@@ -1,22 +1,23 @@
 /**
  * One small instance of each structure the model's hot code reads, kept for the life of the
- * process (internal: the first `ComputeGraph` calls `keepShapes` once, the first `StreamCapture`
- * keeps a capture in progress through `keepAlive`).
+ * process. Two places make them, each where the private parts it needs are: the first
+ * `ComputeGraph` builds a small graph through the public calls and hands it to `keepShapes` (which
+ * adds the edge set and the indexes over its store), and the first `StreamCapture` keeps a capture
+ * in progress through `keepAlive` (stream-capture.ts).
  *
  * Why. V8's optimised code holds the hidden classes ("maps") of the objects it reads only weakly:
  * a map lives while some object has it. When a program drops its last graph — or its last
- * reachability index, order list or edge set — and the collector runs, those maps die, and every
- * compiled function that read them is thrown away ("deoptimized: weak objects"). The next graph's
- * first edges and queries then run in V8's slower tiers while it compiles the same functions
- * again: on a 2-core machine the reachability search alone took about 140 ms to compile, and the
- * first 20,000 random queries on a 1M-node capture of 1,024 streams cost 4.4–5.1 µs each instead
- * of 1.4–1.8 (docs/model.md, "Reachability"). A program that builds graph after graph (a
- * benchmark, a server that models each request's graph) paid that on every graph.
+ * reachability index, order list, edge set or capture — and the collector runs, those maps die,
+ * and every compiled function that read them is thrown away ("deoptimized: weak objects"). The
+ * next graph's first edges and queries then run in V8's slower tiers while it compiles the same
+ * functions again: a program that builds graph after graph (a benchmark, a server that models each
+ * request's graph) paid that on every graph. docs/model.md ("Compiled code kept across graphs")
+ * has the measurements.
  *
- * A live instance keeps its map, and so the compiled code: a graph of eight nodes with an edge
- * against its order (its order list, the two-way search, a move), its edge set, one
- * reachability index of each kind with every pair queried (each kind's search and labels), and a
- * capture of two streams with a node of each kind and an event, left open; a few kilobytes in all.
+ * A live instance keeps its map, and so the compiled code: a graph of eight nodes with edges
+ * against its order (its order list, the two-way search, a move), its edge set, one reachability
+ * index of each kind with every pair queried (each kind's search and labels), and a capture of two
+ * streams with a node of each kind and an event, left open; some tens of kilobytes in all.
  */
 import type { GraphStore } from './graph-store.js';
 import { EdgeSet } from './edge-set.js';

@@ -200,7 +200,11 @@ export class StreamCapture {
     this.#cuda = semantics === 'cuda';
     if (!captureKept) {
       captureKept = true;
-      keepAlive(keptCapture());
+      try {
+        keepAlive(keptCapture());
+      } catch {
+        // Only an optimisation: it must never make a construction fail.
+      }
     }
   }
 

@@ -2,11 +2,15 @@
  * The model keeps its compiled code when a program drops every graph (kept-shapes.ts): in a child
  * process run with V8's deoptimization trace, graphs are built edge by edge against their order
  * and queried with every kind of reachability index, and captures recorded, until the hot
- * functions are optimised; then every graph and capture is dropped and the collector runs twice. No hot function of the model may be thrown
- * away for "weak objects" (the hidden classes of the dropped objects dying). Without the kept
- * instances about forty functions are, the search and the order list among them.
+ * functions are optimised; then every graph and capture is dropped and the collector runs twice.
+ * No model function may be thrown away for "weak objects" (the hidden classes of the dropped
+ * objects dying): without the kept graph and indexes a dozen or more are, without the kept
+ * capture the recording calls.
+ *
  * The child polls V8's optimisation status (`--allow-natives-syntax`) so that the check is never
- * made before the code it guards exists.
+ * made before the code it guards exists, and a control — a function of its own, optimised over
+ * objects of a class of its own that it then drops — must be thrown away in the same collection,
+ * so that the test fails, rather than passes, if V8 stops printing what it looks for.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,14 +18,15 @@ import { spawnSync } from 'node:child_process';
 
 const src = new URL('../../src/', import.meta.url).href;
 
-/** Functions on the hot paths of addEdge and isReachable; each must be optimised before the drop. */
-const HOT = ['forwardLevel', 'backwardLevel', 'insertRunAfter', 'addEdge', 'recordMemcpy', 'recordEvent', 'waitEvent'];
 /**
  * Model functions the collection must not throw away (names as V8 prints them; distinctive ones,
  * so that Node's own functions, which may die with the module loader's objects, do not match).
  */
 const KEPT = [
-  ...HOT,
+  'forwardLevel',
+  'backwardLevel',
+  'insertRunAfter',
+  'addEdge',
   'search',
   'chainOnF',
   'chainOnB',
@@ -58,8 +63,31 @@ const { ChainSweep } = await import(${JSON.stringify(src + 'model/reach-search.j
 const { OrderList } = await import(${JSON.stringify(src + 'model/order-list.js')});
 const { DynamicOrder } = await import(${JSON.stringify(src + 'model/dynamic-order.js')});
 const { mulberry32 } = await import(${JSON.stringify(src + 'util/random.js')});
-const hot = [ChainSweep.prototype.forwardLevel, ChainSweep.prototype.backwardLevel, OrderList.prototype.insertRunAfter, DynamicOrder.prototype.addEdge, ...['recordMemcpy', 'recordEvent', 'waitEvent'].map((k) => StreamCapture.prototype[k])];
+// The functions whose loss shows a missing kept instance first, each optimised before the drop.
+const hot = [
+  ChainSweep.prototype.forwardLevel,
+  OrderList.prototype.insertRunAfter,
+  DynamicOrder.prototype.addEdge,
+  ComputeGraph.prototype.isReachable,
+  ComputeGraph.prototype.addEdge,
+  ...['recordKernel', 'recordMemcpy', 'recordEvent', 'waitEvent'].map((k) => StreamCapture.prototype[k]),
+];
 const optimised = () => hot.every((f) => (%GetOptimizationStatus(f) & 16) !== 0);
+// The control: optimised code over objects of a class nothing else uses, which die at the drop.
+class Probe {
+  constructor(i) { this.a = i; this.b = 2 * i; }
+}
+function probeSum(ps) {
+  let s = 0;
+  for (let i = 0; i < ps.length; i++) s += ps[i].a + ps[i].b;
+  return s;
+}
+let probes = Array.from({ length: 100 }, (_, i) => new Probe(i));
+%PrepareFunctionForOptimization(probeSum);
+probeSum(probes);
+probeSum(probes);
+%OptimizeFunctionOnNextCall(probeSum);
+probeSum(probes);
 function work(seed) {
   const r = mulberry32(seed);
   const n = 4000;
@@ -96,7 +124,8 @@ while (!optimised() && rounds < 200) {
   work(++rounds);
   await new Promise((resolve) => setTimeout(resolve, 5)); // lets finished compile jobs install
 }
-console.log('--- optimised ' + optimised() + ' after ' + rounds + ' rounds');
+console.log('--- optimised ' + (optimised() && (%GetOptimizationStatus(probeSum) & 16) !== 0) + ' after ' + rounds + ' rounds');
+probes = null;
 gc();
 gc();
 console.log('--- collected');
@@ -108,13 +137,15 @@ test('dropping every graph and capture keeps the compiled search, order list, ed
     timeout: 110_000,
     maxBuffer: 64 << 20,
   });
+  assert.equal(r.signal, null, `the child was stopped (${r.signal}): it did not finish within the time limit`);
   assert.equal(r.status, 0, r.stderr);
   const out = r.stdout;
   const drop = out.indexOf('--- optimised ');
   const done = out.indexOf('--- collected');
   assert.ok(drop >= 0 && done > drop, 'the child reached the drop and the collection');
-  assert.match(out.slice(drop, done), /^--- optimised true/, `the hot functions (${HOT.join(', ')}) were optimised before the drop`);
+  assert.match(out.slice(drop, done), /^--- optimised true/, 'the hot functions and the control were optimised before the drop');
   const thrown = [...out.slice(drop, done).matchAll(/SharedFunctionInfo ([^>]+)>.*reason: weak objects/g)].map((m) => m[1]!.trim());
+  assert.ok(thrown.includes('probeSum'), 'the control was thrown away: the trace still says what the test looks for');
   assert.deepEqual(
     thrown.filter((name) => KEPT.includes(name)),
     [],
