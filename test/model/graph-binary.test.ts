@@ -33,7 +33,10 @@ function boundaries(bytes: Uint8Array): number[] {
 }
 
 /** Rewrites one section's payload (and its checksums) of a file: a file that frames correctly but says something else. */
-function patch(bytes: Uint8Array, tag: string, edit: (payload: Uint8Array) => Uint8Array): Uint8Array {
+function patch(input: Uint8Array, tag: string, edit: (payload: Uint8Array) => Uint8Array): Uint8Array {
+  // A copy of its own: a Buffer's slice is a view, and a pooled Buffer's `.buffer` is shared, so the
+  // DataViews below (which start at offset 0) would write into another buffer's bytes.
+  const bytes = Uint8Array.from(input);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let at = 24;
   for (;;) {
@@ -47,7 +50,7 @@ function patch(bytes: Uint8Array, tag: string, edit: (payload: Uint8Array) => Ui
       hv.setUint32(12, crc32(head.subarray(0, 12)), true);
       const tail = new Uint8Array(4);
       new DataView(tail.buffer).setUint32(0, crc32(payload), true);
-      return Buffer.concat([bytes.subarray(0, at), head, payload, tail, bytes.subarray(at + 20 + len)]);
+      return Uint8Array.from(Buffer.concat([bytes.subarray(0, at), head, payload, tail, bytes.subarray(at + 20 + len)]));
     }
     at += 20 + len;
   }
