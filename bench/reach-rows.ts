@@ -12,6 +12,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { ComputeGraph, NodeId } from '../src/index.js';
 import { mulberry32 } from '../src/util/random.js';
+import { hugePageMiB, hugePageSetting } from './huge-pages.js';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
@@ -40,6 +41,8 @@ export interface ReachRow {
   /** The naive search on the sampled queries: mean µs per query (random, positive). */
   naiveRandomUs: number;
   naivePositiveUs: number;
+  /** MiB of the process on transparent huge pages after the queries (null: not reported): see huge-pages.ts. */
+  hugePageMiB: number | null;
 }
 
 /** Timing of one query set. */
@@ -154,6 +157,7 @@ export function measureReach(name: string, g: ComputeGraph, queries: number, sam
   const random = stats(g, ra, rb);
   const indexBytesPerNode = (held() - before) / n;
   const positive = stats(g, pa, pb);
+  const huge = hugePageMiB();
   if (positive.reachable !== queries) throw new Error(`bench: ${name}: a walked pair was reported unreachable`);
 
   const seen = new Uint8Array(n);
@@ -169,20 +173,21 @@ export function measureReach(name: string, g: ComputeGraph, queries: number, sam
     }
     return us / k;
   };
-  return { graph: name, nodes: n, edges: g.edgeCount(), buildMs, indexBytesPerNode, random, positive, naiveRandomUs: naiveMean(ra, rb), naivePositiveUs: naiveMean(pa, pb) };
+  return { graph: name, nodes: n, edges: g.edgeCount(), buildMs, indexBytesPerNode, random, positive, naiveRandomUs: naiveMean(ra, rb), naivePositiveUs: naiveMean(pa, pb), hugePageMiB: huge };
 }
 
 /** The rows as a Markdown table. */
 export function reachTable(rows: readonly ReachRow[]): string {
   const f = (x: number, d = 2): string => x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
   const lines = [
-    '| graph | nodes | edges | build ms | ms per M edges | index B/node | random: mean µs | p99 µs | reachable | positive: mean µs | p99 µs | max µs | naive BFS µs (random / positive) |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| graph | nodes | edges | build ms | ms per M edges | index B/node | random: mean µs | p99 µs | reachable | positive: mean µs | p99 µs | max µs | naive BFS µs (random / positive) | MiB on huge pages |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.graph} | ${r.nodes.toLocaleString('en-US')} | ${r.edges.toLocaleString('en-US')} | ${f(r.buildMs, 0)} | ${f((r.buildMs * 1e6) / Math.max(r.edges, 1), 0)} | ${f(r.indexBytesPerNode, 0)} | ${f(r.random.meanUs)} | ${f(r.random.p99Us)} | ${f((100 * r.random.reachable) / r.random.queries, 1)} % | ${f(r.positive.meanUs)} | ${f(r.positive.p99Us)} | ${f(r.positive.maxUs, 0)} | ${f(r.naiveRandomUs, 0)} / ${f(r.naivePositiveUs, 0)} |`,
+      `| ${r.graph} | ${r.nodes.toLocaleString('en-US')} | ${r.edges.toLocaleString('en-US')} | ${f(r.buildMs, 0)} | ${f((r.buildMs * 1e6) / Math.max(r.edges, 1), 0)} | ${f(r.indexBytesPerNode, 0)} | ${f(r.random.meanUs)} | ${f(r.random.p99Us)} | ${f((100 * r.random.reachable) / r.random.queries, 1)} % | ${f(r.positive.meanUs)} | ${f(r.positive.p99Us)} | ${f(r.positive.maxUs, 0)} | ${f(r.naiveRandomUs, 0)} / ${f(r.naivePositiveUs, 0)} | ${r.hugePageMiB === null ? '–' : f(r.hugePageMiB, 0)} |`,
     );
   }
+  lines.push('', hugePageSetting());
   return lines.join('\n');
 }
