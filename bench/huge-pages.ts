@@ -1,7 +1,8 @@
 /**
  * Whether a benchmark's large arrays sit on transparent huge pages, so that the reachability rows
- * state that condition (it moves them by a fifth or more on a million-node graph: a search is a
- * random read a node, and with 4 KiB pages most of them also miss the address translation cache).
+ * state that condition: a search is a random read a node in an index of tens of megabytes, and
+ * with 4 KiB pages most of those reads also miss the address translation cache. (Measured both
+ * ways, the rows moved less than they move from run to run: docs/model.md.)
  *
  * Node's array buffers come from glibc's malloc. With the kernel's setting `always` they get huge
  * pages as they are; with `madvise` (the default of many distributions) only where the allocator
@@ -40,11 +41,4 @@ export function hugePageSetting(): string {
   if (mode === null) return 'transparent huge pages: not reported by this system';
   const tunable = (process.env['GLIBC_TUNABLES'] ?? '').includes(HUGE_PAGE_TUNABLE) ? `, GLIBC_TUNABLES=${HUGE_PAGE_TUNABLE}` : '';
   return `transparent huge pages: ${mode}${tunable}`;
-}
-
-/** The environment for a child process whose allocations glibc puts on huge pages (the tunable added to any already set). */
-export function hugePageEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  const set = env['GLIBC_TUNABLES'];
-  if (set?.includes(HUGE_PAGE_TUNABLE)) return env;
-  return { ...env, GLIBC_TUNABLES: set ? `${set}:${HUGE_PAGE_TUNABLE}` : HUGE_PAGE_TUNABLE };
 }

@@ -5,9 +5,7 @@
  * callbacks, names from a pool of 64), where 5 % of ops first join work from another stream
  * (recordEvent there, waitEvent here). Then 100,000 random `isReachable` queries,
  * `topologicalOrder`, `toJSON` and `fromJSON`. Then reachability on graphs that the 8-stream
- * capture's chain index does not cover (bench/reach.ts): a table of its own, and the same table
- * again in a child process on transparent huge pages where the kernel gives them only when asked
- * (bench/huge-pages.ts).
+ * capture's chain index does not cover (bench/reach.ts): a table of its own.
  *
  * The floor: a loop over the same program that writes the same fields (kind, stream, name index,
  * numBlocks/threadsPerBlock/sharedMem, direction, size, value, the same-stream and event edges)
@@ -20,8 +18,6 @@
  * GC runs before each timed step, so no step pays for the garbage of the one before.
  */
 import v8 from 'node:v8';
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 import os from 'node:os';
 import { StreamCapture, ComputeGraph, MemcpyDir, StreamId, CaptureEvent, type NodeId } from '../src/index.js';
@@ -30,7 +26,6 @@ import { reachRows, REACH_QUERIES, REACH_SAMPLED } from './reach.js';
 import { reachTable } from './reach-rows.js';
 import { printIoRows } from './model-io.js';
 import { edgeTables } from './model-edges.js';
-import { HUGE_PAGE_TUNABLE, hugePageEnv, hugePageMode } from './huge-pages.js';
 
 const N = 1_000_000;
 const STREAMS = 8;
@@ -257,27 +252,6 @@ console.log('');
 console.log(`reachability beyond the chain index: ${REACH_QUERIES.toLocaleString('en-US')} random and ${REACH_QUERIES.toLocaleString('en-US')} reachable pairs (b by a random walk of 1–100 steps from a) per graph; naive BFS on ${REACH_SAMPLED} of each`);
 console.log('');
 console.log(reachTable(reachRows(REACH_QUERIES, REACH_SAMPLED)));
-printHugePageRows();
 console.log(`\n${edgeTables()}`);
 
 printIoRows(process.argv);
-
-/**
- * The reachability rows again on transparent huge pages, where the kernel gives them only when
- * asked (`madvise`): in a child process with glibc's tunable set, after the rows above, so both
- * conditions are measured in one run (see huge-pages.ts for why it matters).
- */
-function printHugePageRows(): void {
-  const mode = hugePageMode();
-  const asked = (process.env['GLIBC_TUNABLES'] ?? '').includes(HUGE_PAGE_TUNABLE);
-  if (mode !== 'madvise' || asked) {
-    console.log(mode === null || mode === 'never' ? 'no second table: this system gives no transparent huge pages' : 'no second table: the rows above ran where huge pages are given without asking');
-    return;
-  }
-  console.log('');
-  console.log(`the same graphs and queries on huge pages: a child process with GLIBC_TUNABLES=${HUGE_PAGE_TUNABLE} (glibc 2.35 or later asks the kernel for them)`);
-  console.log('');
-  const child = spawnSync(process.execPath, [fileURLToPath(new URL('./reach.js', import.meta.url))], { env: hugePageEnv(), stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-  if (child.status !== 0) throw new Error(`bench:model: the huge-page reachability run ended with status ${child.status ?? child.signal}`);
-  process.stdout.write(child.stdout);
-}
