@@ -9,6 +9,7 @@
  * the cache misses of its nodes, where a heap hands out one node at a time.
  */
 import { UintHeap } from './uint-heap.js';
+import { withRoom } from './doubled.js';
 
 /** First capacity of the arrays: small, so that the first searches already grow them (see uint-heap.ts). */
 const START = 2;
@@ -20,7 +21,7 @@ export class LevelQueue {
   /** The keys of the level taken last (`take`), at `batch[0 … batchSize)`. */
   batch: Uint32Array = new Uint32Array(START);
   batchSize = 0;
-  /** The next level's keys, at `next[0 … nextSize)`; the search appends to it directly (`grow` when full). */
+  /** The next level's keys, at `next[0 … nextSize)`; the search appends to it directly (after `reserve`). */
   next: Uint32Array = new Uint32Array(START);
   nextSize = 0;
   private readonly heap = new UintHeap();
@@ -58,7 +59,21 @@ export class LevelQueue {
 
   /** Doubles the next level's array (its first `nextSize` keys kept) and returns it. */
   grow(): Uint32Array {
-    this.next = doubled(this.next, this.nextSize);
+    this.next = withRoom(this.next, this.nextSize, 1);
+    return this.next;
+  }
+
+  /**
+   * The next level's array with room for `need` keys after its first `used` (grown when it has
+   * not; `used` becomes `nextSize`), for the search to append to. The search calls it for every
+   * level it takes, so that its one growth (shared by both sides) has run before V8 compiles the
+   * search: code that meets a growth it never saw run is thrown away.
+   */
+  reserve(used: number, need: number): Uint32Array {
+    if (used + need > this.next.length) {
+      this.nextSize = used;
+      this.next = withRoom(this.next, used, need);
+    }
     return this.next;
   }
 
@@ -71,14 +86,8 @@ export class LevelQueue {
     this.nextSize = 0;
     const heap = this.heap;
     while (heap.size > 0 && heap.top() < end) {
-      if (this.batchSize === this.batch.length) this.batch = doubled(this.batch, this.batchSize);
+      if (this.batchSize === this.batch.length) this.batch = withRoom(this.batch, this.batchSize, 1);
       this.batch[this.batchSize++] = heap.pop();
     }
   }
-}
-
-function doubled(a: Uint32Array, used: number): Uint32Array<ArrayBuffer> {
-  const b = new Uint32Array(a.length * 2);
-  b.set(a.subarray(0, used));
-  return b;
 }

@@ -31,12 +31,16 @@ import type { GraphStore } from './graph-store.js';
 
 /** No position: no exit after, or entry before, on the chain. */
 export const NONE_POS = 0x7fff_ffff;
-/** Set in a forward head's link when the node is an exit. */
-export const EXIT = 0x8000_0000;
-/** Set in a backward head's link when the node is an entry. */
-export const ENTRY = 0x8000_0000;
-/** Set in a head's chain word when the chain is plain (see `makeHeads`). */
-export const PLAIN = 0x8000_0000;
+// The flags are a head word's sign bit, and the heads are Int32Arrays, so that every word the
+// search reads is an int32: V8 reads a Uint32Array word of 2^31 or more as a double, and code
+// it compiled while the words it met were smaller is thrown away at the first one ("lost
+// precision"), which happened as each new graph's first queries met a flag in a new place.
+/** Set in a forward head's link when the node is an exit (the sign bit). */
+export const EXIT = -0x8000_0000;
+/** Set in a backward head's link when the node is an entry (the sign bit). */
+export const ENTRY = -0x8000_0000;
+/** Set in a head's chain word when the chain is plain (see `makeHeads`): the word is negative. */
+export const PLAIN = -0x8000_0000;
 /** Words per node in a head: edge offset, link, chain word. */
 export const HEAD = 3;
 
@@ -55,11 +59,11 @@ export interface ReachLayout {
   /** Chains in the cover. */
   readonly chains: number;
   /** Forward heads, HEAD words per position, n + 1 of them (the last holds only the end offset). */
-  readonly fhead: Uint32Array;
+  readonly fhead: Int32Array;
   /** Successors on other chains: p's at `out[fhead[3p] … fhead[3p + 3])`. */
   readonly out: Uint32Array;
   /** Backward heads, as `fhead`. */
-  readonly bhead: Uint32Array;
+  readonly bhead: Int32Array;
   /** Predecessors on other chains: p's at `into[bhead[3p] … bhead[3p + 3])`. */
   readonly into: Uint32Array;
 }
@@ -170,8 +174,8 @@ function greedyCover(n: number, storeAt: Uint32Array, predStart: Uint32Array, pr
 
 /** The forward and backward heads and edge lists (see the file comment) from all successors by position. */
 function makeHeads(n: number, chains: number, start: Uint32Array, adj: Uint32Array, chain: Uint32Array): Pick<ReachLayout, 'fhead' | 'out' | 'bhead' | 'into'> {
-  const fhead = new Uint32Array(HEAD * (n + 1));
-  const bhead = new Uint32Array(HEAD * (n + 1));
+  const fhead = new Int32Array(HEAD * (n + 1));
+  const bhead = new Int32Array(HEAD * (n + 1));
   // Counts at the next node's offset, then running sums.
   for (let p = 0; p < n; p++) {
     const c = chain[p]!;
@@ -213,7 +217,7 @@ function makeHeads(n: number, chains: number, start: Uint32Array, adj: Uint32Arr
     const c = chain[p]!;
     const r = HEAD * p;
     const exit = fhead[r + HEAD]! > fhead[r]!;
-    fhead[r + 1] = ((exit ? EXIT : 0) | near[c]!) >>> 0;
+    fhead[r + 1] = (exit ? EXIT : 0) | near[c]!;
     if (exit) near[c] = p;
     else if (seen[c] === 1) busy[c] = 1;
     seen[c] = 1;
@@ -224,14 +228,14 @@ function makeHeads(n: number, chains: number, start: Uint32Array, adj: Uint32Arr
     const c = chain[p]!;
     const r = HEAD * p;
     const entry = bhead[r + HEAD]! > bhead[r]!;
-    bhead[r + 1] = ((entry ? ENTRY : 0) | near[c]!) >>> 0;
+    bhead[r + 1] = (entry ? ENTRY : 0) | near[c]!;
     if (entry) near[c] = p;
     else if (seen[c] === 1) busy[c] = 1;
     seen[c] = 1;
   }
   for (let p = 0; p < n; p++) {
     const c = chain[p]!;
-    const word = (busy[c] === 1 ? c : c | PLAIN) >>> 0;
+    const word = busy[c] === 1 ? c : c | PLAIN;
     fhead[HEAD * p + 2] = word;
     bhead[HEAD * p + 2] = word;
   }

@@ -37,14 +37,20 @@
  *   stores with common ones, and the arrays that grow start small and are stored twice (see
  *   uint-heap.ts): V8 compiles the search while the first queries run (tens of milliseconds a
  *   function on the machine measured), and compiled code that reaches a branch it never saw run,
- *   or a field it took for a constant changing, is thrown away and compiled again.
+ *   or a field it took for a constant changing, is thrown away and compiled again. A new graph
+ *   shape reaches such branches, so those that some graphs reach late or not at all run early
+ *   on every graph: room in the lists is made by calls on every level taken (their growth shared
+ *   by both sides, and run once by the constructor), the chain test compares with the other
+ *   end's chain before it tests for a plain chain, and the heads are int32 words with their
+ *   flags in the sign bit (a Uint32Array word of 2^31 or more is a double to V8).
+ *   test/model/search-feedback.test.ts checks it.
  *
  * Marks (one byte a position) and chain entries are put back after each search for what it
  * touched, so a search costs what it touches, never n.
  */
-import { ENTRY, EXIT, HEAD, NONE_POS, PLAIN, type ReachLayout } from './reach-layout.js';
+import { ENTRY, EXIT, HEAD, NONE_POS, type ReachLayout } from './reach-layout.js';
 import { LevelQueue } from './level-queue.js';
-import { doubled } from './doubled.js';
+import { doubled, withRoom } from './doubled.js';
 
 /** Found forward: a reaches the node. */
 const FWD = 1;
@@ -72,16 +78,33 @@ export class ChainSweep {
   // Complements: the highest position first.
   private readonly bwd = new LevelQueue();
   /** What touchHeads read, kept so that its reads are not optimised away. */
-  sink = 0;
+  readonly sink = new Uint32Array(1);
 
   constructor(private readonly g: ReachLayout) {
     // Stored twice so that V8 takes them as plain fields, not constants (as in UintHeap): their
     // first growth would otherwise discard the compiled search.
     this.touchedNodes = new Uint32Array(START);
     this.touchedChains = new Uint32Array(START);
+    ChainSweep.warmUp(this.fwd);
+    ChainSweep.warmUp(this.bwd);
     this.marks = new Uint8Array(g.fhead.length / HEAD - 1);
     this.cover = new Uint32Array(2 * g.chains);
     for (let c = 0; c < g.chains; c++) this.cover[2 * c] = NONE;
+  }
+
+  /**
+   * Runs once each growth and drain of the lists the levels use (doubling twice), so that their
+   * type feedback exists before V8 compiles the search: a path first met in compiled code throws
+   * it away, and which list fills first, and when, differs from one graph to the next (tested in
+   * test/model/search-feedback.test.ts).
+   */
+  private static warmUp(q: LevelQueue): void {
+    withRoom(new Uint32Array(START), START, 3 * START);
+    q.reserve(0, 4 * START);
+    // More keys than the batch holds, so that taking them grows it.
+    for (let k = 0; k < 8 * START; k++) q.pushFar(k);
+    q.take(8 * START);
+    q.clear();
   }
 
   /** Bytes held. */
@@ -165,7 +188,7 @@ export class ChainSweep {
     bwd.clear();
     // a covers its chain from a on, b its chain up to b; each sweep starts at its chain's exit
     // (entry) nearest to it, xa (xb).
-    // Chain words (PLAIN set on a plain chain); a plain chain is tested only when it is a's or b's.
+    // Chain words (negative on a plain chain); a plain chain is tested only when it is a's or b's.
     const caw = fhead[HEAD * pa + 2]!;
     const cbw = bhead[HEAD * pb + 2]!;
     const ca = caw & NONE_POS;
@@ -220,13 +243,19 @@ export class ChainSweep {
     const deep = levelStart[lb]!;
     const batch = fwd.batch;
     const size = fwd.batchSize;
-    this.sink = touchHeads(fhead, out, batch, size, 0, EXIT);
+    // Room for all the level can queue and mark (each node's edges and its chain's next exit),
+    // made by calls on every level whose growth both sides share (and the constructor runs).
+    const room = touchHeads(fhead, out, batch, size, 0, EXIT, this.sink);
+    next = fwd.reserve(0, room);
+    touched = withRoom(touched, tn, room);
     level: for (let k = 0; k < size; k++) {
       const x = batch[k]!;
       const r = HEAD * x;
       const link = fhead[r + 1]!;
       const cw = fhead[r + 2]!;
-      if ((marks[x]! & FWD_CHAIN) === 0 && (cw < PLAIN || cw === cbw)) {
+      // (The comparison with b's chain comes first so that it runs on every graph: the first
+      // graphs may have no plain chain, and code compiled without it was thrown away later.)
+      if ((marks[x]! & FWD_CHAIN) === 0 && (cw === cbw || cw >= 0)) {
         // Found across an edge: the chain test, then x covers its chain from here on.
         const c = cw & NONE_POS;
         if (cover[2 * c + 1]! > x) {
@@ -235,7 +264,7 @@ export class ChainSweep {
         }
         if (cover[2 * c]! <= x) continue;
         cover[2 * c] = x;
-        if (tc === chains.length) chains = this.touchedChains = doubled(chains);
+        chains = withRoom(chains, tc, 1);
         chains[tc++] = c;
       }
       if ((link & EXIT) !== 0) {
@@ -252,13 +281,8 @@ export class ChainSweep {
           }
           if (m === 0) {
             marks[y] = FWD;
-            if (tn === touched.length) touched = this.touchedNodes = doubled(touched);
             touched[tn++] = y;
             if (y < nextEnd) {
-              if (ns === next.length) {
-                fwd.nextSize = ns;
-                next = fwd.grow();
-              }
               next[ns++] = y;
             } else fwd.pushFar(y);
           }
@@ -284,20 +308,17 @@ export class ChainSweep {
         // compiled code with no type feedback and throw it away.
         marks[e] = m | FWD | FWD_CHAIN;
         if (m === 0) {
-          if (tn === touched.length) touched = this.touchedNodes = doubled(touched);
           touched[tn++] = e;
           if (e < nextEnd) {
-            if (ns === next.length) {
-              fwd.nextSize = ns;
-              next = fwd.grow();
-            }
             next[ns++] = e;
           } else fwd.pushFar(e);
         }
       }
     }
     fwd.nextSize = ns;
+    this.touchedNodes = touched;
     this.nodeCount = tn;
+    this.touchedChains = chains;
     this.chainCount = tc;
     return met;
   }
@@ -323,13 +344,15 @@ export class ChainSweep {
     const shallow = levelStart[lf + 1]!;
     const batch = bwd.batch;
     const size = bwd.batchSize;
-    this.sink = touchHeads(bhead, into, batch, size, -1, ENTRY);
+    const room = touchHeads(bhead, into, batch, size, -1, ENTRY, this.sink);
+    next = bwd.reserve(0, room);
+    touched = withRoom(touched, tn, room);
     level: for (let k = 0; k < size; k++) {
       const x = ~batch[k]! >>> 0;
       const r = HEAD * x;
       const link = bhead[r + 1]!;
       const cw = bhead[r + 2]!;
-      if ((marks[x]! & BWD_CHAIN) === 0 && (cw < PLAIN || cw === caw)) {
+      if ((marks[x]! & BWD_CHAIN) === 0 && (cw === caw || cw >= 0)) {
         const c = cw & NONE_POS;
         if (cover[2 * c]! <= x) {
           met = true;
@@ -337,7 +360,7 @@ export class ChainSweep {
         }
         if (cover[2 * c + 1]! > x) continue;
         cover[2 * c + 1] = x + 1;
-        if (tc === chains.length) chains = this.touchedChains = doubled(chains);
+        chains = withRoom(chains, tc, 1);
         chains[tc++] = c;
       }
       if ((link & ENTRY) !== 0) {
@@ -354,14 +377,9 @@ export class ChainSweep {
           }
           if (m === 0) {
             marks[y] = BWD;
-            if (tn === touched.length) touched = this.touchedNodes = doubled(touched);
             touched[tn++] = y;
             const key = ~y >>> 0;
             if (key < nextEnd) {
-              if (ns === next.length) {
-                bwd.nextSize = ns;
-                next = bwd.grow();
-              }
               next[ns++] = key;
             } else bwd.pushFar(key);
           }
@@ -385,21 +403,18 @@ export class ChainSweep {
         }
         marks[e] = m | BWD | BWD_CHAIN;
         if (m === 0) {
-          if (tn === touched.length) touched = this.touchedNodes = doubled(touched);
           touched[tn++] = e;
           const key = ~e >>> 0;
           if (key < nextEnd) {
-            if (ns === next.length) {
-              bwd.nextSize = ns;
-              next = bwd.grow();
-            }
             next[ns++] = key;
           } else bwd.pushFar(key);
         }
       }
     }
     bwd.nextSize = ns;
+    this.touchedNodes = touched;
     this.nodeCount = tn;
+    this.touchedChains = chains;
     this.chainCount = tc;
     return met;
   }
@@ -446,14 +461,21 @@ function levelDown(levelStart: Uint32Array, from: number, p: number): number {
  * Reads the heads of a batch, then the first edge of each that has edges, before the batch is
  * taken: the reads are independent of each other, so their cache misses overlap, where the loop
  * that takes the batch waits on each node's in turn. `flip` is −1 for keys that are complements.
+ * Returns how many nodes taking the batch can queue or mark at most (each node's edges and its
+ * chain's next or previous node); what it read goes to `sink[0]`.
  */
-function touchHeads(head: Uint32Array, edges: Uint32Array, batch: Uint32Array, size: number, flip: number, bit: number): number {
-  let sink = 0;
-  for (let k = 0; k < size; k++) sink ^= head[HEAD * ((batch[k]! ^ flip) >>> 0) + 1]!;
+function touchHeads(head: Int32Array, edges: Uint32Array, batch: Uint32Array, size: number, flip: number, bit: number, sink: Uint32Array): number {
+  let read = 0;
+  for (let k = 0; k < size; k++) read ^= head[HEAD * ((batch[k]! ^ flip) >>> 0) + 1]!;
+  let room = size;
   for (let k = 0; k < size; k++) {
     const r = HEAD * ((batch[k]! ^ flip) >>> 0);
-    if ((head[r + 1]! & bit) !== 0) sink ^= edges[head[r]!]!;
+    if ((head[r + 1]! & bit) !== 0) {
+      const first = head[r]!;
+      read ^= edges[first]!;
+      room += head[r + HEAD]! - first;
+    }
   }
-  return sink;
+  sink[0] = read;
+  return room;
 }
-
