@@ -14,7 +14,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { tracedChild } from './traced-child.js';
 
 const src = new URL('../../src/', import.meta.url).href;
 
@@ -132,19 +132,9 @@ console.log('--- collected');
 `;
 
 test('dropping every graph and capture keeps the compiled search, order list, edge and recording code (no "weak objects" deoptimization)', { timeout: 120_000 }, () => {
-  const r = spawnSync(process.execPath, ['--allow-natives-syntax', '--expose-gc', '--trace-deopt', '--input-type=module', '-e', CHILD], {
-    encoding: 'utf8',
-    timeout: 110_000,
-    maxBuffer: 64 << 20,
-  });
-  assert.equal(r.signal, null, `the child was stopped (${r.signal}): it did not finish within the time limit`);
-  assert.equal(r.status, 0, r.stderr);
-  const out = r.stdout;
-  const drop = out.indexOf('--- optimised ');
-  const done = out.indexOf('--- collected');
-  assert.ok(drop >= 0 && done > drop, 'the child reached the drop and the collection');
-  assert.match(out.slice(drop, done), /^--- optimised true/, 'the hot functions and the control were optimised before the drop');
-  const thrown = [...out.slice(drop, done).matchAll(/SharedFunctionInfo ([^>]+)>.*reason: weak objects/g)].map((m) => m[1]!.trim());
+  const out = tracedChild(CHILD, ['--allow-natives-syntax', '--expose-gc'], '--- optimised ', '--- collected');
+  assert.match(out, /^--- optimised true/, 'the hot functions and the control were optimised before the drop');
+  const thrown = [...out.matchAll(/SharedFunctionInfo ([^>]+)>.*reason: weak objects/g)].map((m) => m[1]!.trim());
   assert.ok(thrown.includes('probeSum'), 'the control was thrown away: the trace still says what the test looks for');
   assert.deepEqual(
     thrown.filter((name) => KEPT.includes(name)),

@@ -15,7 +15,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { tracedChild } from './traced-child.js';
 
 const src = new URL('../../src/', import.meta.url).href;
 
@@ -104,19 +104,9 @@ console.log('--- done');
 `;
 
 test('the reachability search keeps its compiled code from a capture to a random DAG and a layered graph (no deoptimization)', { timeout: 120_000 }, () => {
-  const r = spawnSync(process.execPath, ['--allow-natives-syntax', '--trace-deopt', '--input-type=module', '-e', CHILD], {
-    encoding: 'utf8',
-    timeout: 110_000,
-    maxBuffer: 64 << 20,
-  });
-  assert.equal(r.signal, null, `the child was stopped (${r.signal}): it did not finish within the time limit`);
-  assert.equal(r.status, 0, r.stderr);
-  const out = r.stdout;
-  const from = out.indexOf('--- optimised ');
-  const done = out.indexOf('--- done');
-  assert.ok(from >= 0 && done > from, 'the child reached the later graphs and finished');
-  assert.match(out.slice(from, done), /^--- optimised true/, 'the search and the control were optimised on the capture');
-  const thrown = [...out.slice(from, done).matchAll(/bailout \(kind: deopt-[a-z]+, reason: ([^)]*)\): begin\. deoptimizing [^<]*<JSFunction ([^ >]+)/g)].map((m) => `${m[2]} (${m[1]})`);
+  const out = tracedChild(CHILD, ['--allow-natives-syntax'], '--- optimised ', '--- done');
+  assert.match(out, /^--- optimised true/, 'the search and the control were optimised on the capture');
+  const thrown = [...out.matchAll(/bailout \(kind: deopt-[a-z]+, reason: ([^)]*)\): begin\. deoptimizing [^<]*<JSFunction ([^ >]+)/g)].map((m) => `${m[2]} (${m[1]})`);
   assert.ok(thrown.some((t) => t.startsWith('control ')), `the control was thrown away: the trace still says what the test looks for (${thrown.join(', ')})`);
   assert.deepEqual(
     thrown.filter((t) => SEARCH.includes(t.split(' ')[0]!)),
