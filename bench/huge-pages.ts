@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 
 /** The tunable that makes glibc ask for transparent huge pages (glibc ≥ 2.35). */
-export const HUGE_PAGE_TUNABLE = 'glibc.malloc.hugetlb=1';
+const HUGE_PAGE_TUNABLE = 'glibc.malloc.hugetlb=1';
 
 /** The kernel's transparent huge page mode (`always`, `madvise`, `never`), or null where there is none to read. */
 export function hugePageMode(): string | null {

@@ -99,8 +99,7 @@ export class ChainSweep {
    * test/model/search-feedback.test.ts).
    */
   private static warmUp(q: LevelQueue): void {
-    withRoom(new Uint32Array(START), START, 3 * START);
-    q.reserve(0, 4 * START);
+    q.reserve(0, 4 * START); // withRoom's growth, doubling twice
     // More keys than the batch holds, so that taking them grows it.
     for (let k = 0; k < 8 * START; k++) q.pushFar(k);
     q.take(8 * START);
