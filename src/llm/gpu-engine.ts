@@ -230,13 +230,13 @@ export class GpuDecodeEngine implements DecodeEngine {
       const none = arg.u64(0n);
       for (const B of this.#buckets) {
         /** out (+)= W · input for the bucket's rows; `norm`: the input is the RMSNorm of `input` with that weight. */
-        const g = (out: DeviceBuffer, w: DeviceBuffer, input: DeviceBuffer, rows: number, cols: number, mode: number, accumulate: 0 | 1, norm?: DeviceBuffer) => {
-          const split = gemvSplit(cols);
+        const g = (out: DeviceBuffer, w: DeviceBuffer, input: DeviceBuffer, rows: number, cols: number, mode: number, accumulate: 0 | 1, norm?: DeviceBuffer, startNext: 0 | 1 = 0) => {
+          const split = gemvSplit(cols, rows, this.device.multiprocessorCount);
           // A block: 8 / split groups of the tile's rows a warp, for one slice of the batch.
           const tile = GEMV_TILES[B]!;
           return k(gemvName(t, mode, B)).prepare({
             grid: [Math.ceil(rows / ((8 / split) * tile.rows)), B / tile.batch], block: 256,
-            args: [out, w, input, norm ?? none, arg.i32(rows), arg.i32(cols), arg.i32(accumulate), arg.f32(c.rmsEps), arg.i32(split)],
+            args: [out, w, input, norm ?? none, arg.i32(rows), arg.i32(cols), arg.i32(accumulate), arg.f32(c.rmsEps), arg.i32(split), arg.i32(startNext)],
           });
         };
         const cacheArgs = (li: number) => [kcache, vcache, arg.u64(slotsAt), arg.u64(positionsAt), arg.i32(c.heads), arg.i32(c.kvHeads), arg.i32(c.layers), arg.i32(li), arg.i32(this.maxPositions), arg.f32(c.ropeTheta)];
@@ -245,7 +245,7 @@ export class GpuDecodeEngine implements DecodeEngine {
           const appended = kind === 'prefill';
           list.push(k(`embed_${t}`).prepare({ grid: B, block: 256, args: [x, emb, tokens, arg.i32(c.dim)] }));
           layers.forEach((L, li) => {
-            list.push(g(qkv, L.qkv, x, qkvDim, c.dim, GEMV_INPUT.rmsnorm, 0, L.inNorm));
+            list.push(g(qkv, L.qkv, x, qkvDim, c.dim, GEMV_INPUT.rmsnorm, 0, L.inNorm, appended ? 0 : 1));
             if (appended) list.push(k(`kv_append_hd${hd}`).prepare({ grid: [B, c.kvHeads], block: hd, args: [qkv, ...cacheArgs(li)] }));
             list.push(k(`attention_hd${hd}`).prepare({
               grid: [B, c.heads, chunks], block: 256, sharedMem: ATTENTION_CHUNK * 4,
@@ -255,7 +255,7 @@ export class GpuDecodeEngine implements DecodeEngine {
             list.push(g(gu, L.gu, x, 2 * c.hidden, c.dim, GEMV_INPUT.rmsnorm, 0, L.postNorm));
             list.push(g(x, L.down, gu, c.dim, c.hidden, GEMV_INPUT.swiglu, 1));
           });
-          list.push(g(this.#logits, lmHead, x, c.vocab, c.dim, GEMV_INPUT.rmsnorm, 0, finalNorm));
+          list.push(g(this.#logits, lmHead, x, c.vocab, c.dim, GEMV_INPUT.rmsnorm, 0, finalNorm, 1));
           list.push(k('argmax').prepare({ grid: B, block: 256, args: [this.#tokensOut, this.#logits, arg.i32(c.vocab)] }));
         }
         this.#launches.set(B, steps);

@@ -9,9 +9,11 @@
  * the KV append on its own before attention, so each position sees the keys of those before it.
  *
  * Programmatic dependent launch: every kernel loads what does not depend on the kernels before it
- * (a GEMV's first weights), then waits for them (`griddepcontrol.wait`) before it reads or writes
- * anything else, and lets the next one start (`griddepcontrol.launch_dependents`) once its main
- * loop is done (the small kernels at once). Launched with programmatic edges (the graphed step), each kernel's start and its
+ * (a GEMV's first weights; in a decode step, attention's cached keys and values and its rotary
+ * angles), then waits for them (`griddepcontrol.wait`) before it reads or writes anything else,
+ * and lets the next one start (`griddepcontrol.launch_dependents`) once its main loop is done, or
+ * at once where the next kernel is small (attention, argmax) or is the output GEMV after
+ * attention's few blocks. Launched with programmatic edges (the graphed step), each kernel's start and its
  * weights' memory latency overlap the kernel before; launched plainly both instructions do
  * nothing. Either way the arithmetic is the same.
  *
@@ -55,10 +57,23 @@ export function gemvName(dtype: 'f32' | 'bf16', input: number, bucket: number): 
   return `gemv_${dtype}_m${input}_b${t.batch}_r${t.rows}`;
 }
 
-/** Warps a GEMV row is split over: about one per 256 columns, at most 8, dividing `cols / 4`. */
-export function gemvSplit(cols: number): number {
+/**
+ * Blocks of a GEMV an SM holds at once: its 256 threads use about 64 registers each, and an SM
+ * has 64 K of them. A grid larger than this many blocks a multiprocessor runs in two waves, and
+ * the second wave's weights are loaded only when the first is done.
+ */
+export const GEMV_BLOCKS_PER_SM = 4;
+
+/**
+ * Warps a GEMV row of `rows` × `cols` weights is split over: about one per 256 columns, at most
+ * 8, dividing `cols / 4`; fewer while batch 1's grid (8 / split rows a block) would not fit on
+ * `multiprocessors` SMs at once. The split depends on the matrix and the device only, never on
+ * the batch, so that a sequence's sums are the same in every bucket.
+ */
+export function gemvSplit(cols: number, rows: number, multiprocessors: number): number {
   let k = 1;
   while (k < 8 && cols / (2 * k) >= 256 && cols % (8 * k) === 0) k *= 2;
+  while (k > 1 && Math.ceil(rows / (8 / k)) > GEMV_BLOCKS_PER_SM * multiprocessors) k /= 2;
   return k;
 }
 
@@ -115,9 +130,15 @@ __device__ float block_max(float v, float *scratch) {
   return warp_max(t);
 }
 
-// acc + w . x, in this order, in every GEMV: the same bits for a row whatever the kernel around it.
+// acc + w . x, in this order, in every GEMV and attention score: the same bits for a row
+// whatever the code around it (an expression left to the compiler may be fused differently in
+// two places, as attention's two ways of reading keys showed).
 __device__ __forceinline__ float dot4(float acc, float4 w, float4 x) {
   return fmaf(w.w, x.w, fmaf(w.z, x.z, fmaf(w.y, x.y, fmaf(w.x, x.x, acc))));
+}
+// acc + p * v, each lane one fused multiply-add.
+__device__ __forceinline__ float4 axpy4(float p, float4 v, float4 acc) {
+  return make_float4(fmaf(p, v.x, acc.x), fmaf(p, v.y, acc.y), fmaf(p, v.z, acc.z), fmaf(p, v.w, acc.w));
 }
 
 // out[b*rows + r] (+)= W[r, :] . in_b for NB sequences b of the batch (the slice blockIdx.y: a
@@ -131,11 +152,13 @@ __device__ __forceinline__ float dot4(float acc, float4 w, float4 x) {
 // then the ksplit parts in order), so a sequence's outputs do not depend on its batch. in_b is:
 //   MODE 0: in[b, :];
 //   MODE 1: RMSNorm of in[b, :] with weight nw (Hugging Face's LlamaRMSNorm: w * (x / rms(x))),
-//           the norm computed by every block (cheap beside its rows of W);
+//           the norm computed by every block (cheap beside its rows of W): the sums are taken
+//           with nw * x and scaled by 1 / rms(x) at the end, so that the norm's own reduction
+//           runs beside them rather than before them;
 //   MODE 2: SwiGLU of a fused gate|up row in[b, 0:2*cols]: silu(gate) * up.
 // cols must be a multiple of 4 * ksplit.
 template <int MODE, typename W>
-__device__ __forceinline__ float4 input4(const float *in, const W *nw, const float *rs, int b, int cols, int c) {
+__device__ __forceinline__ float4 input4(const float *in, const W *nw, int b, int cols, int c) {
   if (MODE == 2) {
     float4 g = *reinterpret_cast<const float4 *>(in + (size_t)b * 2 * cols + c);
     float4 u = *reinterpret_cast<const float4 *>(in + (size_t)b * 2 * cols + cols + c);
@@ -145,18 +168,20 @@ __device__ __forceinline__ float4 input4(const float *in, const W *nw, const flo
   float4 x = *reinterpret_cast<const float4 *>(in + (size_t)b * cols + c);
   if (MODE == 1) {
     float4 n = ld4(nw, c);
-    float r = rs[b];
-    return make_float4(n.x * (x.x * r), n.y * (x.y * r), n.z * (x.z * r), n.w * (x.w * r));
+    return make_float4(n.x * x.x, n.y * x.y, n.z * x.z, n.w * x.w);
   }
   return x;
 }
 
 template <typename W, int NB, int MODE, int ROWS>
-__device__ void gemv(float *out, const W *w, const float *in, const W *nw, int rows, int cols, int accumulate, float eps, int ksplit) {
+__device__ void gemv(float *out, const W *w, const float *in, const W *nw, int rows, int cols, int accumulate, float eps, int ksplit, int startNext) {
   // Up to PRE 4-column pieces of each row per lane are loaded first, before waiting for the
   // kernel before and before the norm, neither of which they depend on: the weights' memory
   // latency overlaps both. (One piece with several rows: the registers go to the accumulators.)
   const int PRE = ROWS == 1 ? 4 : 1;
+  // startNext: the next kernel is small (attention, argmax) and may start at once: its few blocks
+  // take little SM room, and their loads made before their wait overlap all of this kernel.
+  if (startNext) pdl_start();
   __shared__ float part[8][ROWS][NB];
   __shared__ float rs[NB];
   int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -195,7 +220,7 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
       ss = warp_sum(ss);
       if (lane == 0) rs[b] = rsqrtf(ss / cols + eps);
     }
-    __syncthreads();
+    // No barrier here: rs is read after the one before the parts are added.
   }
   float acc[ROWS][NB];
 #pragma unroll
@@ -213,10 +238,9 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
           if (MODE == 1) {
             // input4's arithmetic, with the norm's weights already loaded.
             float4 x = *reinterpret_cast<const float4 *>(in + (size_t)b * cols + c);
-            float rb = rs[b];
-            xv = make_float4(npre[i].x * (x.x * rb), npre[i].y * (x.y * rb), npre[i].z * (x.z * rb), npre[i].w * (x.w * rb));
+            xv = make_float4(npre[i].x * x.x, npre[i].y * x.y, npre[i].z * x.z, npre[i].w * x.w);
           } else {
-            xv = input4<MODE>(in, nw, rs, b, cols, c);
+            xv = input4<MODE>(in, nw, b, cols, c);
           }
 #pragma unroll
           for (int r = 0; r < ROWS; r++) acc[r][b] = dot4(acc[r][b], wpre[i][r], xv);
@@ -230,14 +254,14 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
       for (int r = 0; r < ROWS; r++) wv[r] = ld4(w, base[r] + c);
 #pragma unroll
       for (int b = 0; b < NB; b++) {
-        float4 xv = input4<MODE>(in, nw, rs, b, cols, c);
+        float4 xv = input4<MODE>(in, nw, b, cols, c);
 #pragma unroll
         for (int r = 0; r < ROWS; r++) acc[r][b] = dot4(acc[r][b], wv[r], xv);
       }
     }
   }
   // The next kernel may start now: its blocks take SM room only while this one finishes.
-  pdl_start();
+  if (!startNext) pdl_start();
 #pragma unroll
   for (int r = 0; r < ROWS; r++)
 #pragma unroll
@@ -252,14 +276,15 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
     if (grow >= rows) continue;
     float v = 0.0f;
     for (int k = 0; k < ksplit; k++) v += part[g * ksplit + k][r][b];
+    if (MODE == 1) v *= rs[b];
     float *o = out + (size_t)b * rows + grow;
     *o = accumulate ? *o + v : v;
   }
 }
 #define GEMV(T, NAME, NB, MODE, ROWS) \
   extern "C" __global__ void __launch_bounds__(256) gemv_##NAME##_m##MODE##_b##NB##_r##ROWS(float *out, const T *w, const float *in, const T *nw, \
-                                                               int rows, int cols, int accumulate, float eps, int ksplit) { \
-    gemv<T, NB, MODE, ROWS>(out, w, in, nw, rows, cols, accumulate, eps, ksplit); }
+                                                               int rows, int cols, int accumulate, float eps, int ksplit, int startNext) { \
+    gemv<T, NB, MODE, ROWS>(out, w, in, nw, rows, cols, accumulate, eps, ksplit, startNext); }
 #define GEMV_MODES(T, NAME, NB, ROWS) GEMV(T, NAME, NB, 0, ROWS) GEMV(T, NAME, NB, 1, ROWS) GEMV(T, NAME, NB, 2, ROWS)
 // x[b, :] = embedding[tokens[b], :] (one block a sequence).
 template <typename W>
@@ -273,13 +298,22 @@ __device__ void embed(float *x, const W *emb, const int *tokens, int dim) {
 extern "C" __global__ void embed_f32(float *x, const float *emb, const int *tokens, int dim) { embed(x, emb, tokens, dim); }
 extern "C" __global__ void embed_bf16(float *x, const bf16_t *emb, const int *tokens, int dim) { embed(x, emb, tokens, dim); }
 
-// Hugging Face's rotary embedding (rotate_half: pairs (j, j + hd/2)) of one pair at position pos.
-__device__ __forceinline__ void rope_pair(float x1, float x2, int j, int hd, int pos, float theta, float *r1, float *r2) {
+// Hugging Face's rotary embedding (rotate_half: pairs (j, j + hd/2)): the angle's sine and
+// cosine of pair j at position pos, then the rotation of one pair by them.
+__device__ __forceinline__ void rope_angle(int j, int hd, int pos, float theta, float *s, float *c) {
   float inv = 1.0f / powf(theta, (float)(2 * j) / (float)hd);
+  sincosf((float)pos * inv, s, c);
+}
+// Explicit fused multiply-adds: attention rotates the new key, kv_append a prompt's keys, and
+// both must give the same bits (an expression left to the compiler may be fused differently).
+__device__ __forceinline__ void rope_rotate(float x1, float x2, float s, float c, float *r1, float *r2) {
+  *r1 = fmaf(x1, c, -__fmul_rn(x2, s));
+  *r2 = fmaf(x2, c, __fmul_rn(x1, s));
+}
+__device__ __forceinline__ void rope_pair(float x1, float x2, int j, int hd, int pos, float theta, float *r1, float *r2) {
   float s, c;
-  sincosf((float)pos * inv, &s, &c);
-  *r1 = x1 * c - x2 * s;
-  *r2 = x2 * c + x1 * s;
+  rope_angle(j, hd, pos, theta, &s, &c);
+  rope_rotate(x1, x2, s, c, r1, r2);
 }
 
 // out[b, h*HD:(h+1)*HD] = softmax(q . K[0..pos] / sqrt(HD)) . V[0..pos] for head h of sequence b
@@ -318,24 +352,56 @@ __device__ void attention(float *out, const float *qkv, float *kcache, float *vc
   int pos = positions[b], slot = slots[b], group = heads / kvHeads, kvh = h / group;
   int chunks = pos / chunk + 1;
   if (z >= chunks) return;
-  pdl_wait();
+  // The output GEMV may start at once: its blocks are few and load their weights meanwhile.
+  pdl_start();
   int t0 = z * chunk, t1 = min(t0 + chunk, pos + 1);
   // fresh: this block covers pos and its key and value are not in the cache yet (kv_append did
   // not run): it takes them from registers, and the first head of the kv head writes them.
   bool fresh = !appended && t1 == pos + 1;
   int qkvDim = (heads + 2 * kvHeads) * HD, kvDim = kvHeads * HD;
-  const float *row = qkv + (size_t)b * qkvDim;
   size_t base = ((size_t)slot * layers + layer) * maxPos * kvDim + (size_t)kvh * HD;
+  // Values: a thread four columns (one 16-byte load a position), the block in 1024 / HD stripes
+  // of positions. Positions read from the cache: [t0, tv). pos comes last in its stripe either
+  // way, so a fresh and an appended step add the same values in the same order: the same bits.
+  const int C4 = HD / 4, stripes = 256 / C4;
+  int d4 = threadIdx.x % C4, stripe = threadIdx.x / C4;
+  int tv = fresh ? pos : t1;
+  // early: a decode step (the cached keys and values, below pos, were written by earlier steps,
+  // not by the kernels before this one), a head width whose key row and value columns fit in
+  // registers (a thread's key row is HD floats, its values a position in each of HD / 4 stripes)
+  // and a chunk of at most one position a thread: both are loaded before the wait, so their
+  // memory latency overlaps the kernel before rather than following it.
+  constexpr int EARLY = HD <= 64 ? HD / 4 : 1;
+  bool early = HD <= 64 && !appended && chunk <= (int)blockDim.x;
+  float4 kpre[EARLY], vpre[EARLY];
+  if (early) {
+    int t = t0 + threadIdx.x;
+    if (t < t1 && !(t == pos && fresh)) {
+      const float4 *k = reinterpret_cast<const float4 *>(kcache + base + (size_t)t * kvDim);
+#pragma unroll
+      for (int i = 0; i < EARLY; i++) kpre[i] = k[i];
+    }
+#pragma unroll
+    for (int i = 0; i < EARLY; i++) {
+      int tt = t0 + stripe + i * stripes;
+      if (tt < tv) vpre[i] = *reinterpret_cast<const float4 *>(vcache + base + (size_t)tt * kvDim + 4 * d4);
+    }
+  }
+  // The rotation's angles depend on pos alone: computed before the wait too.
+  const int half = HD / 2;
+  float rs = 0.0f, rc = 0.0f;
+  if (threadIdx.x < half) rope_angle(threadIdx.x, HD, pos, theta, &rs, &rc);
+  pdl_wait();
+  const float *row = qkv + (size_t)b * qkvDim;
   size_t at = base + (size_t)pos * kvDim;
   bool writer = fresh && h % group == 0;
-  const int half = HD / 2;
   if (threadIdx.x < half) {
     int j = threadIdx.x;
     float *q = reinterpret_cast<float *>(q4), *kc = reinterpret_cast<float *>(kcur4);
     const float *qs = row + h * HD, *ks = row + (heads + kvh) * HD;
-    rope_pair(qs[j], qs[j + half], j, HD, pos, theta, &q[j], &q[j + half]);
+    rope_rotate(qs[j], qs[j + half], rs, rc, &q[j], &q[j + half]);
     if (fresh) {
-      rope_pair(ks[j], ks[j + half], j, HD, pos, theta, &kc[j], &kc[j + half]);
+      rope_rotate(ks[j], ks[j + half], rs, rc, &kc[j], &kc[j + half]);
       if (writer) {
         kcache[at + j] = kc[j];
         kcache[at + j + half] = kc[j + half];
@@ -351,17 +417,33 @@ __device__ void attention(float *out, const float *qkv, float *kcache, float *vc
   }
   __syncthreads();
   float scale = rsqrtf((float)HD), m = NEG_INF;
-  for (int t = t0 + threadIdx.x; t < t1; t += blockDim.x) {
-    const float4 *k = t == pos && fresh ? kcur4 : reinterpret_cast<const float4 *>(kcache + base + (size_t)t * kvDim);
-    float4 kv[HD / 4];
+  if (early) {
+    int t = t0 + threadIdx.x;
+    if (t < t1) {
+      bool cur = t == pos && fresh;
+      float s = 0.0f;
 #pragma unroll
-    for (int i = 0; i < HD / 4; i++) kv[i] = k[i];
-    float s = 0.0f;
+      for (int i = 0; i < EARLY; i++) {
+        float4 kv = cur ? kcur4[i] : kpre[i];
+        s = dot4(s, q4[i], kv);
+      }
+      s *= scale;
+      sc[t - t0] = s;
+      m = s;
+    }
+  } else {
+    for (int t = t0 + threadIdx.x; t < t1; t += blockDim.x) {
+      const float4 *k = t == pos && fresh ? kcur4 : reinterpret_cast<const float4 *>(kcache + base + (size_t)t * kvDim);
+      float4 kv[HD / 4];
 #pragma unroll
-    for (int i = 0; i < HD / 4; i++) s += q4[i].x * kv[i].x + q4[i].y * kv[i].y + q4[i].z * kv[i].z + q4[i].w * kv[i].w;
-    s *= scale;
-    sc[t - t0] = s;
-    m = fmaxf(m, s);
+      for (int i = 0; i < HD / 4; i++) kv[i] = k[i];
+      float s = 0.0f;
+#pragma unroll
+      for (int i = 0; i < HD / 4; i++) s = dot4(s, q4[i], kv[i]);
+      s *= scale;
+      sc[t - t0] = s;
+      m = fmaxf(m, s);
+    }
   }
   m = block_max(m, scratch);
   float sum = 0.0f;
@@ -370,29 +452,35 @@ __device__ void attention(float *out, const float *qkv, float *kcache, float *vc
     sc[t - t0] = e;
     sum += e;
   }
-  sum = block_sum(sum, scratch);
+  // The exponentials, for every stripe; their block sum is taken after the values (only the
+  // last division needs it), its first barrier publishing the stripes' partial sums too.
   __syncthreads();
-  // Values: a thread four columns (one 16-byte load a position), the block in 1024 / HD stripes of positions.
-  const int C4 = HD / 4, stripes = 256 / C4;
-  int d4 = threadIdx.x % C4, stripe = threadIdx.x / C4;
   float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  // Positions read from the cache: [t0, tv). pos comes last in its stripe either way, so a fresh
-  // and an appended step add the same values in the same order: the same bits.
-  int tv = fresh ? pos : t1;
+  if (early) {
+#pragma unroll
+    for (int i = 0; i < EARLY; i++) {
+      int t = t0 + stripe + i * stripes;
+      if (t < tv) {
+        float p = sc[t - t0];
+        float4 v = vpre[i];
+        acc = axpy4(p, v, acc);
+      }
+    }
+  } else {
 #pragma unroll 8
-  for (int t = t0 + stripe; t < tv; t += stripes) {
-    float p = sc[t - t0];
-    float4 v = *reinterpret_cast<const float4 *>(vcache + base + (size_t)t * kvDim + 4 * d4);
-    acc.x += p * v.x; acc.y += p * v.y; acc.z += p * v.z; acc.w += p * v.w;
+    for (int t = t0 + stripe; t < tv; t += stripes) {
+      float p = sc[t - t0];
+      float4 v = *reinterpret_cast<const float4 *>(vcache + base + (size_t)t * kvDim + 4 * d4);
+      acc = axpy4(p, v, acc);
+    }
   }
   if (fresh && (pos - t0) % stripes == stripe) {
     float p = sc[pos - t0];
     float4 v = vcur4[d4];
-    acc.x += p * v.x; acc.y += p * v.y; acc.z += p * v.z; acc.w += p * v.w;
+    acc = axpy4(p, v, acc);
   }
-  pdl_start();
   partial[threadIdx.x] = acc;
-  __syncthreads();
+  sum = block_sum(sum, scratch);
   const float *pf = reinterpret_cast<const float *>(partial);
   float *o = out + (size_t)b * heads * HD + h * HD;
   if (chunks == 1) {
