@@ -17,7 +17,7 @@ import { Device, DeviceBuffer, GraphCache, Module, PinnedHostBuffer, arg, type K
 import type { LlamaConfig } from './config.js';
 import { headDim } from './config.js';
 import type { DecodeEngine, DecodeEntry, StepResult } from './engine.js';
-import { ATTENTION_CHUNK, ATTENTION_HEAD_DIMS, GEMV_BATCHES, GEMV_INPUT, GEMV_TILES, decoderSource, gemvName, gemvSplit } from './gpu-kernels.js';
+import { ATTENTION_CHUNK, ATTENTION_HEAD_DIMS, GEMV_BATCHES, GEMV_MODE, GEMV_TILES, decoderSource, gemvName, gemvSplit, interleaveRows } from './gpu-kernels.js';
 
 /** One launch of a step: prepared, and its kernel and config for a capture with programmatic edges. */
 interface Launch {
@@ -186,11 +186,11 @@ export class GpuDecodeEngine implements DecodeEngine {
         const p = `model.layers.${i}.`;
         return {
           inNorm: upload(weight(`${p}input_layernorm.weight`, c.dim)),
-          // Q, K and V in one matrix (one GEMV); gate and up likewise.
+          // Q, K and V in one matrix (one GEMV); gate and up likewise, their rows in turn (GEMV_MODE.rmsnormSwiglu).
           qkv: upload(concat(weight(`${p}self_attn.q_proj.weight`, c.heads * hd * c.dim), weight(`${p}self_attn.k_proj.weight`, kvDim * c.dim), weight(`${p}self_attn.v_proj.weight`, kvDim * c.dim))),
           o: upload(weight(`${p}self_attn.o_proj.weight`, c.dim * c.heads * hd)),
           postNorm: upload(weight(`${p}post_attention_layernorm.weight`, c.dim)),
-          gu: upload(concat(weight(`${p}mlp.gate_proj.weight`, c.hidden * c.dim), weight(`${p}mlp.up_proj.weight`, c.hidden * c.dim))),
+          gu: upload(interleaveRows(weight(`${p}mlp.gate_proj.weight`, c.hidden * c.dim), weight(`${p}mlp.up_proj.weight`, c.hidden * c.dim), c.dim)),
           down: upload(weight(`${p}mlp.down_proj.weight`, c.dim * c.hidden)),
         };
       });
@@ -203,7 +203,7 @@ export class GpuDecodeEngine implements DecodeEngine {
       const x = buf(MB * c.dim * 4);
       const qkv = buf(MB * qkvDim * 4);
       const att = buf(MB * c.heads * hd * 4);
-      const gu = buf(MB * 2 * c.hidden * 4);
+      const gu = buf(MB * c.hidden * 4);
       this.#logits = buf(MB * c.vocab * 4);
       this.#io = buf(3 * MB * 4);
       this.#tokensOut = buf(MB * 4);
@@ -229,9 +229,9 @@ export class GpuDecodeEngine implements DecodeEngine {
       attnArrived.copyFromHost(new Uint32Array(MB * c.heads));
       const none = arg.u64(0n);
       for (const B of this.#buckets) {
-        /** out (+)= W · input for the bucket's rows; `norm`: the input is the RMSNorm of `input` with that weight. */
+        /** out (+)= W · input for the bucket's rows as `mode` says (GEMV_MODE); `norm`: the weight of its RMSNorm. */
         const g = (out: DeviceBuffer, w: DeviceBuffer, input: DeviceBuffer, rows: number, cols: number, mode: number, accumulate: 0 | 1, norm?: DeviceBuffer, startNext: 0 | 1 = 0) => {
-          const split = gemvSplit(cols, rows, this.device.multiprocessorCount);
+          const split = gemvSplit(cols, rows, this.device.multiprocessorCount, mode === GEMV_MODE.rmsnormSwiglu);
           // A block: 8 / split groups of the tile's rows a warp, for one slice of the batch.
           const tile = GEMV_TILES[B]!;
           return k(gemvName(t, mode, B)).prepare({
@@ -245,17 +245,17 @@ export class GpuDecodeEngine implements DecodeEngine {
           const appended = kind === 'prefill';
           list.push(k(`embed_${t}`).prepare({ grid: B, block: 256, args: [x, emb, tokens, arg.i32(c.dim)] }));
           layers.forEach((L, li) => {
-            list.push(g(qkv, L.qkv, x, qkvDim, c.dim, GEMV_INPUT.rmsnorm, 0, L.inNorm, appended ? 0 : 1));
+            list.push(g(qkv, L.qkv, x, qkvDim, c.dim, GEMV_MODE.rmsnorm, 0, L.inNorm, appended ? 0 : 1));
             if (appended) list.push(k(`kv_append_hd${hd}`).prepare({ grid: [B, c.kvHeads], block: hd, args: [qkv, ...cacheArgs(li)] }));
             list.push(k(`attention_hd${hd}`).prepare({
               grid: [B, c.heads, chunks], block: 256, sharedMem: ATTENTION_CHUNK * 4,
               args: [att, qkv, ...cacheArgs(li), attnPart, attnArrived, arg.i32(ATTENTION_CHUNK), arg.i32(appended ? 1 : 0)],
             }));
-            list.push(g(x, L.o, att, c.dim, c.heads * hd, GEMV_INPUT.plain, 1));
-            list.push(g(gu, L.gu, x, 2 * c.hidden, c.dim, GEMV_INPUT.rmsnorm, 0, L.postNorm));
-            list.push(g(x, L.down, gu, c.dim, c.hidden, GEMV_INPUT.swiglu, 1));
+            list.push(g(x, L.o, att, c.dim, c.heads * hd, GEMV_MODE.plain, 1));
+            list.push(g(gu, L.gu, x, 2 * c.hidden, c.dim, GEMV_MODE.rmsnormSwiglu, 0, L.postNorm));
+            list.push(g(x, L.down, gu, c.dim, c.hidden, GEMV_MODE.plain, 1));
           });
-          list.push(g(this.#logits, lmHead, x, c.vocab, c.dim, GEMV_INPUT.rmsnorm, 0, finalNorm, 1));
+          list.push(g(this.#logits, lmHead, x, c.vocab, c.dim, GEMV_MODE.rmsnorm, 0, finalNorm, 1));
           list.push(k('argmax').prepare({ grid: B, block: 256, args: [this.#tokensOut, this.#logits, arg.i32(c.vocab)] }));
         }
         this.#launches.set(B, steps);

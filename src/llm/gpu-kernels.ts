@@ -2,8 +2,8 @@
  * The decoder's CUDA kernels, compiled with NVRTC when a GPU engine starts. One decode step of a
  * batch of B sequences (B one of the batch buckets) is five launches a layer: the Q|K|V GEMV of the
  * RMSNorm of the residual (the norm computed inside the GEMV), attention (with the rotary embedding
- * of q and k and the KV-cache append), the output GEMV (added into the residual), the gate|up GEMV of the second RMSNorm, the
- * down GEMV of their SwiGLU (computed as it is read; added into the residual); around the layers,
+ * of q and k and the KV-cache append), the output GEMV (added into the residual), the gate|up GEMV of the second RMSNorm
+ * (which writes their SwiGLU), the down GEMV (added into the residual); around the layers,
  * the embedding, the logits GEMV of the final norm and a greedy argmax. A prefill step (one that
  * holds several consecutive positions of a sequence: a prompt's chunk) has a sixth launch a layer,
  * the KV append on its own before attention, so each position sees the keys of those before it.
@@ -32,8 +32,25 @@ export const ATTENTION_CHUNK = 256;
 /** Head widths with an attention kernel of their own. */
 export const ATTENTION_HEAD_DIMS = [16, 32, 64, 128, 256] as const;
 
-/** What a GEMV's input is: the plain rows, their RMSNorm, or the SwiGLU of fused gate|up rows. */
-export const GEMV_INPUT = { plain: 0, rmsnorm: 1, swiglu: 2 } as const;
+/**
+ * What a GEMV computes: W · x of the plain rows, W · RMSNorm(x), or the SwiGLU of W · RMSNorm(x)
+ * where W's rows are gate and up rows in turn (gate j at 2j, up j at 2j + 1: `interleaveRows`),
+ * one output per pair.
+ */
+export const GEMV_MODE = { plain: 0, rmsnorm: 1, rmsnormSwiglu: 2 } as const;
+
+/**
+ * The rows of a and b (`cols` values each, as many rows in each) in turn: a's row j at 2j, b's at
+ * 2j + 1, the layout of the gate|up matrix of `GEMV_MODE.rmsnormSwiglu`.
+ */
+export function interleaveRows(a: Float32Array, b: Float32Array, cols: number): Float32Array {
+  const out = new Float32Array(a.length + b.length);
+  for (let j = 0; j * cols < a.length; j++) {
+    out.set(a.subarray(j * cols, (j + 1) * cols), 2 * j * cols);
+    out.set(b.subarray(j * cols, (j + 1) * cols), (2 * j + 1) * cols);
+  }
+  return out;
+}
 
 /**
  * How bucket B's GEMVs split the work: `batch` sequences a block (the bucket's B in B / batch
@@ -51,10 +68,10 @@ export const GEMV_TILES: Readonly<Record<number, { readonly batch: number; reado
   32: { batch: 8, rows: 4 },
 };
 
-/** The GEMV kernel's name for bucket B: `gemv_<f32|bf16>_m<input>_b<batch>_r<rows>` of its tile. */
-export function gemvName(dtype: 'f32' | 'bf16', input: number, bucket: number): string {
+/** The GEMV kernel's name for bucket B: `gemv_<f32|bf16>_m<mode>_b<batch>_r<rows>` of its tile. */
+export function gemvName(dtype: 'f32' | 'bf16', mode: number, bucket: number): string {
   const t = GEMV_TILES[bucket]!;
-  return `gemv_${dtype}_m${input}_b${t.batch}_r${t.rows}`;
+  return `gemv_${dtype}_m${mode}_b${t.batch}_r${t.rows}`;
 }
 
 /**
@@ -67,12 +84,14 @@ export const GEMV_BLOCKS_PER_SM = 4;
 /**
  * Warps a GEMV row of `rows` × `cols` weights is split over: about one per 256 columns, at most
  * 8, dividing `cols / 4`; fewer while batch 1's grid (8 / split rows a block) would not fit on
- * `multiprocessors` SMs at once. The split depends on the matrix and the device only, never on
- * the batch, so that a sequence's sums are the same in every bucket.
+ * `multiprocessors` SMs at once; at most 4 with `pairs` (a block must hold both rows of a
+ * gate|up pair whatever its tile: 8 / split rows of a warp's rows each). The split depends on
+ * the matrix and the device only, never on the batch, so that a sequence's sums are the same in
+ * every bucket.
  */
-export function gemvSplit(cols: number, rows: number, multiprocessors: number): number {
+export function gemvSplit(cols: number, rows: number, multiprocessors: number, pairs = false): number {
   let k = 1;
-  while (k < 8 && cols / (2 * k) >= 256 && cols % (8 * k) === 0) k *= 2;
+  while (k < (pairs ? 4 : 8) && cols / (2 * k) >= 256 && cols % (8 * k) === 0) k *= 2;
   while (k > 1 && Math.ceil(rows / (8 / k)) > GEMV_BLOCKS_PER_SM * multiprocessors) k /= 2;
   return k;
 }
@@ -151,22 +170,19 @@ __device__ __forceinline__ float4 axpy4(float p, float4 v, float4 acc) {
 // whatever NB and ROWS are (lane l adds columns l*4 + 128 i in ascending i; then the warp's sum;
 // then the ksplit parts in order), so a sequence's outputs do not depend on its batch. in_b is:
 //   MODE 0: in[b, :];
-//   MODE 1: RMSNorm of in[b, :] with weight nw (Hugging Face's LlamaRMSNorm: w * (x / rms(x))),
+//   MODE 1, 2: RMSNorm of in[b, :] with weight nw (Hugging Face's LlamaRMSNorm: w * (x / rms(x))),
 //           the norm computed by every block (cheap beside its rows of W): the sums are taken
 //           with nw * x and scaled by 1 / rms(x) at the end, so that the norm's own reduction
-//           runs beside them rather than before them;
-//   MODE 2: SwiGLU of a fused gate|up row in[b, 0:2*cols]: silu(gate) * up.
+//           runs beside them rather than before them.
+// MODE 2 writes, for each pair of rows (2j: gate, 2j + 1: up), out[b * rows/2 + j] = silu(gate) *
+// up: computed once a hidden unit here rather than by every warp of the down GEMV that reads it
+// (each of which would take the exponentials of all its columns after its wait). A block holds
+// both rows of a pair: 8 / ksplit * ROWS is even (ksplit at most 4), and so is rows.
 // cols must be a multiple of 4 * ksplit.
 template <int MODE, typename W>
 __device__ __forceinline__ float4 input4(const float *in, const W *nw, int b, int cols, int c) {
-  if (MODE == 2) {
-    float4 g = *reinterpret_cast<const float4 *>(in + (size_t)b * 2 * cols + c);
-    float4 u = *reinterpret_cast<const float4 *>(in + (size_t)b * 2 * cols + cols + c);
-    return make_float4(g.x / (1.0f + expf(-g.x)) * u.x, g.y / (1.0f + expf(-g.y)) * u.y,
-                       g.z / (1.0f + expf(-g.z)) * u.z, g.w / (1.0f + expf(-g.w)) * u.w);
-  }
   float4 x = *reinterpret_cast<const float4 *>(in + (size_t)b * cols + c);
-  if (MODE == 1) {
+  if (MODE != 0) {
     float4 n = ld4(nw, c);
     return make_float4(n.x * x.x, n.y * x.y, n.z * x.z, n.w * x.w);
   }
@@ -186,8 +202,8 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
   __shared__ float rs[NB];
   int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   // This block's slice of the batch.
-  in += (size_t)blockIdx.y * NB * (MODE == 2 ? 2 : 1) * cols;
-  out += (size_t)blockIdx.y * NB * rows;
+  in += (size_t)blockIdx.y * NB * cols;
+  out += (size_t)blockIdx.y * NB * (MODE == 2 ? rows / 2 : rows);
   int perBlock = 8 / ksplit;
   int row0 = (blockIdx.x * perBlock + warp / ksplit) * ROWS;
   int seg = cols / ksplit, c0 = (warp % ksplit) * seg, end = c0 + seg;
@@ -204,11 +220,11 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
 #pragma unroll
       for (int r = 0; r < ROWS; r++) wpre[i][r] = ld4(w, base[r] + c);
       // The norm's weights too: no kernel writes them either.
-      if (MODE == 1) npre[i] = ld4(nw, c);
+      if (MODE != 0) npre[i] = ld4(nw, c);
     }
   }
   pdl_wait();
-  if (MODE == 1) {
+  if (MODE != 0) {
     // One warp a sequence; four independent 16-byte loads in flight per lane.
     for (int b = warp; b < NB; b += 8) {
       float ss = 0.0f;
@@ -235,7 +251,7 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
 #pragma unroll
         for (int b = 0; b < NB; b++) {
           float4 xv;
-          if (MODE == 1) {
+          if (MODE != 0) {
             // input4's arithmetic, with the norm's weights already loaded.
             float4 x = *reinterpret_cast<const float4 *>(in + (size_t)b * cols + c);
             xv = make_float4(npre[i].x * x.x, npre[i].y * x.y, npre[i].z * x.z, npre[i].w * x.w);
@@ -270,15 +286,26 @@ __device__ void gemv(float *out, const W *w, const float *in, const W *nw, int r
       if (lane == 0) part[warp][r][b] = v;
     }
   __syncthreads();
-  for (int t = threadIdx.x; t < perBlock * ROWS * NB; t += blockDim.x) {
-    int rr = t / NB, b = t % NB, g = rr / ROWS, r = rr % ROWS;
-    int grow = (blockIdx.x * perBlock + g) * ROWS + r;
+  // Row rr of the block (rr = g * ROWS + r) is row blockIdx.x * perBlock * ROWS + rr of W.
+  const int pair = MODE == 2 ? 2 : 1;
+  for (int t = threadIdx.x; t < perBlock * ROWS / pair * NB; t += blockDim.x) {
+    int rr0 = t / NB * pair, b = t % NB;
+    int grow = blockIdx.x * perBlock * ROWS + rr0;
     if (grow >= rows) continue;
-    float v = 0.0f;
-    for (int k = 0; k < ksplit; k++) v += part[g * ksplit + k][r][b];
-    if (MODE == 1) v *= rs[b];
-    float *o = out + (size_t)b * rows + grow;
-    *o = accumulate ? *o + v : v;
+    float v[2];
+#pragma unroll
+    for (int e = 0; e < pair; e++) {
+      int g = (rr0 + e) / ROWS, r = (rr0 + e) % ROWS;
+      float s = 0.0f;
+      for (int k = 0; k < ksplit; k++) s += part[g * ksplit + k][r][b];
+      v[e] = MODE != 0 ? s * rs[b] : s;
+    }
+    if (MODE == 2) {
+      out[(size_t)b * (rows / 2) + grow / 2] = v[0] / (1.0f + expf(-v[0])) * v[1];
+    } else {
+      float *o = out + (size_t)b * rows + grow;
+      *o = accumulate ? *o + v[0] : v[0];
+    }
   }
 }
 #define GEMV(T, NAME, NB, MODE, ROWS) \
