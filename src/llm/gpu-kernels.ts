@@ -86,9 +86,8 @@ export const GEMV_BLOCKS_PER_SM = 4;
  * 8, dividing `cols / 4`; fewer while batch 1's grid (8 / split rows a block) would not fit on
  * `multiprocessors` SMs at once; at most 4 with `pairs` (a block holds 8 / split groups of a
  * tile's rows and must hold both rows of each gate|up pair whatever the tile: with one row a
- * group, 8 / split must be even). The split depends on
- * the matrix and the device only, never on the batch, so that a sequence's sums are the same in
- * every bucket.
+ * group, 8 / split must be even). The split depends on the matrix and the device only, never
+ * on the batch, so that a sequence's sums are the same in every bucket.
  */
 export function gemvSplit(cols: number, rows: number, multiprocessors: number, pairs = false): number {
   let k = 1;
