@@ -129,6 +129,8 @@ export interface DriverApi {
   cuMemHostRegister_v2(p: HostPtr, bytesize: number, Flags: number): number;
   /** `CUresult cuMemHostUnregister(void *p)` */
   cuMemHostUnregister(p: HostPtr): number;
+  /** `CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)` */
+  cuMemHostGetDevicePointer_v2(pdptr: HostPtr, p: HostPtr, Flags: number): number;
   /** `CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)` */
   cuPointerGetAttribute(data: HostPtr, attribute: number, ptr: DevicePtr): number;
   /**
@@ -540,6 +542,7 @@ export const DRIVER_PROTOTYPES: { readonly [K in DriverSymbol]: string } = {
   cuMemcpyDtoH_v2: 'int cuMemcpyDtoH_v2(void *dstHost, uint64_t srcDevice, size_t ByteCount)',
   cuMemHostRegister_v2: 'int cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)',
   cuMemHostUnregister: 'int cuMemHostUnregister(void *p)',
+  cuMemHostGetDevicePointer_v2: 'int cuMemHostGetDevicePointer_v2(void *pdptr, void *p, unsigned int Flags)',
   cuPointerGetAttribute: 'int cuPointerGetAttribute(void *data, int attribute, uint64_t ptr)',
   cuModuleLoadDataEx:
     'int cuModuleLoadDataEx(void *module, const void *image, unsigned int numOptions, void *options, void *optionValues)',

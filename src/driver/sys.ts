@@ -110,6 +110,7 @@ export const DRIVER_WAITS: { readonly [K in DriverSymbol]: HostWait } = {
   cuMemcpyHtoD_v2: 'gpu',
   cuMemcpyDtoH_v2: 'gpu',
   cuMemHostRegister_v2: 'none',
+  cuMemHostGetDevicePointer_v2: 'none',
   cuMemHostUnregister: 'gpu',
   cuPointerGetAttribute: 'none',
   cuModuleLoadDataEx: 'gpu',

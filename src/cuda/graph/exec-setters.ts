@@ -14,10 +14,9 @@ import { makeCurrent } from '../core/context.js';
 import type { Lifetime } from '../core/lifetime.js';
 import { brands } from '../core/brands.js';
 import { HostFunction, hostTrampoline, isHostTrampoline } from '../host/host-function.js';
-import { normalizeArg, writeArg, type KernelArg, type KernelArgValue } from '../kernel/arg.js';
+import { normalizeArg, writeArg, type ArgBuffer, type KernelArg, type KernelArgValue } from '../kernel/arg.js';
 import { checkArgs, type LaunchConfig } from '../kernel/launch-config.js';
 import type { Kernel } from '../kernel/kernel.js';
-import type { DeviceBuffer } from '../memory/device-buffer.js';
 import { packScratch } from '../kernel/packed-args.js';
 import { CudaNode } from './cuda-node.js';
 import { kernelFunction, resolveCopy, resolveFill, resolveKernel, type KernelFunction, type MemsetNodeParams } from './node-params.js';
@@ -157,7 +156,7 @@ export function keptArgBytes(a: Uint8Array | KernelArgValue): Uint8Array {
   return a instanceof Uint8Array ? a : bytesOf(a, (b) => b.ptrHeld());
 }
 
-function bytesOf(a: KernelArgValue, ptrOf: (b: DeviceBuffer) => bigint): Uint8Array {
+function bytesOf(a: KernelArgValue, ptrOf: (b: ArgBuffer) => bigint): Uint8Array {
   const bytes = new Uint8Array(a.size);
   writeArg(new DataView(bytes.buffer), 0, a, ptrOf);
   return bytes;

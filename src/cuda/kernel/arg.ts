@@ -2,11 +2,13 @@
  * Typed kernel arguments. A kernel's parameters are C values of fixed size, so every argument
  * says its C type (`arg.f32(2)`, `arg.i32(n)`): a plain JS number is refused, since guessing
  * between int, float and double would silently pass the wrong bits. A `DeviceBuffer` stands for
- * its device address.
+ * its device address, a `PinnedHostBuffer` for the address at which kernels reach its pages
+ * (zero-copy: a kernel reads and writes the host memory itself, over the bus).
  */
 import { InvalidArgumentError } from '../../errors/base.js';
 import { describe } from '../../util/validate.js';
 import type { DeviceBuffer } from '../memory/device-buffer.js';
+import type { PinnedHostBuffer } from '../memory/pinned-host-buffer.js';
 import type { ScalarType } from '../../model/element-type.js';
 import { brands, registerBrand } from '../core/brands.js';
 
@@ -17,6 +19,13 @@ const SIZES: { readonly [T in ArgType]: 4 | 8 } = { ptr: 8, i32: 4, u32: 4, i64:
 const I64_MIN = -(2n ** 63n);
 const I64_MAX = 2n ** 63n - 1n;
 const U64_MAX = 2n ** 64n - 1n;
+
+/**
+ * Memory a `ptr` argument may stand for: device memory, or pinned host memory (its device-mapped
+ * address). A launch, a capture and an exec hold it as they hold a buffer: a graph whose kernel
+ * is given a `PinnedHostBuffer` keeps the pages pinned until the graph is disposed.
+ */
+export type ArgBuffer = DeviceBuffer | PinnedHostBuffer;
 
 /** A kernel argument with its C type. Made by the `arg.*` functions; immutable. */
 export class KernelArgValue {
@@ -35,7 +44,7 @@ export class KernelArgValue {
     /** The value (a bigint for 64-bit integers and raw pointers). */
     readonly value: number | bigint,
     /** The buffer whose address this is (`arg.ptr(buffer)`), or null. */
-    readonly buffer: DeviceBuffer | null,
+    readonly buffer: ArgBuffer | null,
   ) {
     const op = 'new KernelArgValue';
     if (typeof type !== 'string' || !Object.hasOwn(SIZES, type)) {
@@ -45,8 +54,8 @@ export class KernelArgValue {
     if (wantsBigint ? typeof value !== 'bigint' : typeof value !== 'number') {
       throw new InvalidArgumentError(op, 'value', `a ${type} value must be a ${wantsBigint ? 'bigint' : 'number'}, got ${describe(value)}; use arg.${type}()`);
     }
-    if (buffer !== null && (type !== 'ptr' || !brands.DeviceBuffer.is(buffer))) {
-      throw new InvalidArgumentError(op, 'buffer', `buffer must be null or, for a ptr, a DeviceBuffer, got ${describe(buffer)}`);
+    if (buffer !== null && (type !== 'ptr' || !isArgBuffer(buffer))) {
+      throw new InvalidArgumentError(op, 'buffer', `buffer must be null or, for a ptr, a DeviceBuffer or a PinnedHostBuffer, got ${describe(buffer)}`);
     }
     this.size = SIZES[type];
     Object.freeze(this);
@@ -66,8 +75,13 @@ export class KernelArgValue {
   }
 }
 
-/** A kernel argument: a `DeviceBuffer` (its address) or a typed `arg.*` value. */
-export type KernelArg = DeviceBuffer | KernelArgValue;
+/** A kernel argument: a `DeviceBuffer` or `PinnedHostBuffer` (its address) or a typed `arg.*` value. */
+export type KernelArg = ArgBuffer | KernelArgValue;
+
+/** True for a buffer this package made that a `ptr` argument may stand for (brand checks). */
+function isArgBuffer(b: unknown): b is ArgBuffer {
+  return brands.DeviceBuffer.is(b) || brands.PinnedHostBuffer.is(b);
+}
 
 function intArg(op: string, type: ArgType, x: unknown, min: bigint, max: bigint): KernelArgValue {
   let v: bigint;
@@ -92,9 +106,12 @@ function floatArg(op: string, type: ArgType, x: unknown): KernelArgValue {
  * kernel.launch(s, { grid: 64, block: 256, args: [arg.f32(2.5), x, y, arg.i32(n)] });
  */
 export const arg = {
-  /** A device pointer: a `DeviceBuffer` (its address) or a raw 64-bit address. */
-  ptr(p: DeviceBuffer | bigint): KernelArgValue {
-    if (brands.DeviceBuffer.is(p)) return new KernelArgValue('ptr', 0n, p);
+  /**
+   * A device pointer: a `DeviceBuffer` (its address), a `PinnedHostBuffer` (the address kernels
+   * reach its pages at), or a raw 64-bit address (held by nothing: keep its memory alive yourself).
+   */
+  ptr(p: ArgBuffer | bigint): KernelArgValue {
+    if (isArgBuffer(p)) return bufferArg(p);
     return intArg('arg.ptr', 'ptr', p, 0n, U64_MAX);
   },
   /** A C `int` (32-bit signed). */
@@ -128,10 +145,10 @@ export const arg = {
  * (whose liveness packing checks), so one serves every call, and a call that passes buffers (an
  * exec's `setKernelArgs` in a loop) allocates none.
  */
-const bufferArgs = new WeakMap<DeviceBuffer, KernelArgValue>();
+const bufferArgs = new WeakMap<ArgBuffer, KernelArgValue>();
 
-/** The `ptr` value of buffer `b` (checked a DeviceBuffer by the caller). */
-function bufferArg(b: DeviceBuffer): KernelArgValue {
+/** The `ptr` value of buffer `b` (brand-checked by the caller). */
+function bufferArg(b: ArgBuffer): KernelArgValue {
   let v = bufferArgs.get(b);
   if (v === undefined) bufferArgs.set(b, (v = new KernelArgValue('ptr', 0n, b)));
   return v;
@@ -140,7 +157,7 @@ function bufferArg(b: DeviceBuffer): KernelArgValue {
 /** Checks one argument and returns it typed. @throws InvalidArgumentError naming `args[i]`. */
 export function normalizeArg(op: string, index: number, a: unknown): KernelArgValue {
   if (KernelArgValue.is(a)) return a;
-  if (brands.DeviceBuffer.is(a)) return bufferArg(a);
+  if (isArgBuffer(a)) return bufferArg(a);
   const hint =
     typeof a === 'number' || typeof a === 'bigint'
       ? ': plain numbers are refused because the C type must be explicit (arg.i32(n), arg.f32(x), arg.u64(n), …)'
@@ -148,7 +165,7 @@ export function normalizeArg(op: string, index: number, a: unknown): KernelArgVa
   throw new InvalidArgumentError(
     op,
     `args[${index}]`,
-    `args[${index}] must be a DeviceBuffer or an arg.*() value, got ${describe(a)}${hint}`,
+    `args[${index}] must be a DeviceBuffer, a PinnedHostBuffer or an arg.*() value, got ${describe(a)}${hint}`,
   );
 }
 
@@ -156,7 +173,7 @@ export function normalizeArg(op: string, index: number, a: unknown): KernelArgVa
  * Writes `a`'s bytes at `offset` of `view` (little-endian, as the GPU reads them).
  * @param ptrOf resolves a buffer argument to its address (checks it is not disposed).
  */
-export function writeArg(view: DataView, offset: number, a: KernelArgValue, ptrOf: (b: DeviceBuffer) => bigint): void {
+export function writeArg(view: DataView, offset: number, a: KernelArgValue, ptrOf: (b: ArgBuffer) => bigint): void {
   switch (a.type) {
     case 'ptr':
       view.setBigUint64(offset, a.buffer !== null ? ptrOf(a.buffer) : (a.value as bigint), true);

@@ -8,7 +8,7 @@ import { packScratch } from './packed-args.js';
 import { PreparedLaunch } from './prepared-launch.js';
 import type { Stream } from '../device/stream.js';
 import type { Module } from './module.js';
-import type { DeviceBuffer } from '../memory/device-buffer.js';
+import type { ArgBuffer } from './arg.js';
 import { brands, registerBrand } from '../core/brands.js';
 
 /**
@@ -77,7 +77,7 @@ export class Kernel {
     requireInstance(op, 'stream', stream, brands.Stream);
     const c = checkConfig(op, this.name, config, this.paramSizes);
     const h = stream.handleFor(op);
-    const ptrOf = (b: DeviceBuffer): bigint => b.ptrFor(op);
+    const ptrOf = (b: ArgBuffer): bigint => b.ptrFor(op);
     const params = packScratch(c.args, ptrOf);
     makeCurrent(op, this.module.device.context);
     if (c.attributes === null) {

@@ -5,8 +5,7 @@
  * rebuilt argument array costs about 2.5 µs a call).
  */
 import { host } from '../../driver/result/index.js';
-import { writeArg, type KernelArgValue } from './arg.js';
-import type { DeviceBuffer } from '../memory/device-buffer.js';
+import { writeArg, type ArgBuffer, type KernelArgValue } from './arg.js';
 
 const SLOT = 8;
 
@@ -33,7 +32,7 @@ function layPointers(view: DataView, address: bigint, n: number): void {
 }
 
 /** Allocates and fills a block for `args`. */
-export function packArgs(args: readonly KernelArgValue[], ptrOf: (b: DeviceBuffer) => bigint): PackedArgs {
+export function packArgs(args: readonly KernelArgValue[], ptrOf: (b: ArgBuffer) => bigint): PackedArgs {
   const n = args.length;
   if (n === 0) {
     return { address: 0n, view: new DataView(new ArrayBuffer(0)), slotOffset: () => 0, free: () => {} };
@@ -77,7 +76,7 @@ function scratchOf(need: number): { address: bigint; view: DataView; capacity: n
 }
 
 /** Fills the shared scratch block with `args` and returns its address. */
-export function packScratch(args: readonly KernelArgValue[], ptrOf: (b: DeviceBuffer) => bigint): bigint {
+export function packScratch(args: readonly KernelArgValue[], ptrOf: (b: ArgBuffer) => bigint): bigint {
   const n = args.length;
   if (n === 0) return 0n;
   const s = scratchOf(packedSize(n));

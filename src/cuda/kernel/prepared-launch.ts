@@ -6,12 +6,11 @@ import { makeCurrent } from '../core/context.js';
 import { checkEpoch } from '../core/check-epoch.js';
 import { Lifetime } from '../core/lifetime.js';
 import type { CaptureSink } from '../core/capture-hooks.js';
-import { normalizeArg, writeArg, type KernelArg, type KernelArgValue } from './arg.js';
+import { normalizeArg, writeArg, type ArgBuffer, type KernelArg, type KernelArgValue } from './arg.js';
 import { checkArgSize, type CheckedConfig } from './launch-config.js';
 import { packArgs, type PackedArgs } from './packed-args.js';
 import type { Stream } from '../device/stream.js';
 import type { Kernel } from './kernel.js';
-import type { DeviceBuffer } from '../memory/device-buffer.js';
 import { brands, registerBrand } from '../core/brands.js';
 
 const LAUNCH = 'PreparedLaunch.launch';
@@ -57,7 +56,7 @@ export class PreparedLaunch {
     this.sharedMem = c.sharedMem;
     this.#ctx = kernel.module.device.context;
     this.#args = [...c.args];
-    const packed = packArgs(this.#args, (b: DeviceBuffer) => b.ptrFor(op));
+    const packed = packArgs(this.#args, (b: ArgBuffer) => b.ptrFor(op));
     this.#packed = packed;
     let call: ln.KernelCall;
     try {

@@ -24,6 +24,12 @@ const PAGE = 4096;
  *   stale view can never touch freed memory.
  * Views are over shared memory: APIs that refuse shared views (`TextDecoder.decode`) need a copy.
  *
+ * The pages are also mapped into the devices' address space (zero-copy): a kernel given the
+ * buffer as an argument (`args: [host]`, `arg.ptr(host)`; `devicePtr` is the address) reads and
+ * writes them itself, over the bus, with no copy in the stream. A few bytes in or out a step (a
+ * decode step's token ids) cost a bus round trip inside a kernel instead of a copy's own node.
+ * Keep the host's writes and the GPU's apart in time (write, launch, await, read).
+ *
  * @example
  * using host = PinnedHostBuffer.alloc(device, 4 * n);
  * const f = host.asFloat32();
@@ -36,6 +42,9 @@ export class PinnedHostBuffer {
   readonly [LIFETIME]: Lifetime;
   readonly #bytes: Uint8Array<SharedArrayBuffer>;
   readonly #ptr: bigint;
+  /** The device-mapped address, asked of the driver on first use (0n: not yet). */
+  #devicePtr = 0n;
+  readonly #device: Device;
 
   /** @internal Use `PinnedHostBuffer.alloc`. */
   constructor(key: typeof INTERNAL, byteLength: number, device: Device) {
@@ -49,9 +58,12 @@ export class PinnedHostBuffer {
     const skip = Number((BigInt(PAGE) - (base % BigInt(PAGE))) % BigInt(PAGE));
     const ptr = base + BigInt(skip);
     makeCurrent(op, device.context);
-    mem.hostRegister(op, ptr, span, CU.MEMHOSTREGISTER_PORTABLE);
+    // Mapped too, so that kernels may use the pages (devicePtr): registering with DEVICEMAP costs
+    // nothing when no kernel does, and a device that cannot map host memory fails only then.
+    mem.hostRegister(op, ptr, span, CU.MEMHOSTREGISTER_PORTABLE | CU.MEMHOSTREGISTER_DEVICEMAP);
     this.byteLength = byteLength;
     this.#ptr = ptr;
+    this.#device = device;
     this.#bytes = new Uint8Array(backing, skip, byteLength);
     const ctx = device.context;
     // The cleanup closure holds `backing`, so the pages stay allocated until they are unpinned.
@@ -98,6 +110,38 @@ export class PinnedHostBuffer {
   get ptr(): bigint {
     this[LIFETIME].assertAlive('PinnedHostBuffer.ptr');
     return this.#ptr;
+  }
+
+  /**
+   * The address at which kernels reach these pages (`cuMemHostGetDevicePointer`; with unified
+   * addressing, on every device of the process). Passing the buffer itself as a kernel argument
+   * is better: the launch, capture or exec then holds the pages pinned while it may run.
+   * @throws DisposedError after dispose; CudaError when the device cannot map host memory.
+   */
+  get devicePtr(): bigint {
+    return this.ptrFor('PinnedHostBuffer.devicePtr');
+  }
+
+  /** @internal The device-mapped address for `op` (a kernel argument), after the disposed check. */
+  ptrFor(op: string): bigint {
+    this[LIFETIME].assertAlive(op);
+    return this.#mapped(op);
+  }
+
+  /**
+   * @internal The device-mapped address with no disposed check, for a holder whose hold keeps the
+   * pages pinned after the owner disposed them (as `DeviceBuffer.ptrHeld`).
+   */
+  ptrHeld(): bigint {
+    return this.#mapped('PinnedHostBuffer.ptrHeld');
+  }
+
+  #mapped(op: string): bigint {
+    if (this.#devicePtr === 0n) {
+      makeCurrent(op, this.#device.context);
+      this.#devicePtr = mem.hostDevicePointer(op, this.#ptr);
+    }
+    return this.#devicePtr;
   }
 
   /** The bytes, as a Uint8Array over the pinned memory. @throws DisposedError after dispose. */
@@ -155,5 +199,9 @@ export class PinnedHostBuffer {
 
   [Symbol.dispose](): void {
     this.dispose();
+  }
+
+  toString(): string {
+    return `PinnedHostBuffer(0x${this.#ptr.toString(16)}, ${this.byteLength} bytes)`;
   }
 }

@@ -94,6 +94,12 @@ export function hostRegister(op: string, ptr: bigint, bytes: number, flags: numb
   check(driverSymbol(op, 'cuMemHostRegister_v2')(ptr, bytes, flags), op, 'cuMemHostRegister_v2');
 }
 
+/** The address kernels use for registered, device-mapped host memory at `ptr` (`cuMemHostGetDevicePointer_v2`). */
+export function hostDevicePointer(op: string, ptr: bigint): bigint {
+  check(driverSymbol(op, 'cuMemHostGetDevicePointer_v2')(u64, ptr, 0), op, 'cuMemHostGetDevicePointer_v2');
+  return u64[0]!;
+}
+
 /** Undoes `hostRegister` (`cuMemHostUnregister`); returns the CUresult for the cleanup path. */
 export function hostUnregister(op: string, ptr: bigint): number {
   return driverSymbol(op, 'cuMemHostUnregister')(ptr);
