@@ -361,7 +361,7 @@ export class CompletionServer {
     let generation: Generation | null = null;
     const decoder = new TokenDecoder();
     // With stop strings the text is watched as it comes: the first one found ends the generation
-    // (cancelled at the next step boundary), and nothing from it on is sent.
+    // (stopped at the next step boundary, counted as a stop), and nothing from it on is sent.
     const stopper = params.stopAt.length > 0 ? new StopMatcher(params.stopAt) : null;
     let collected = '';
     const deliver = (piece: string): void => {
@@ -378,7 +378,7 @@ export class CompletionServer {
           if (stopper?.hasStopped()) return;
           const text = decoder.push([t]);
           deliver(stopper === null ? text : stopper.push(text));
-          if (stopper?.hasStopped()) generation?.cancel();
+          if (stopper?.hasStopped()) generation?.stop();
         },
       });
     } catch (e) {

@@ -17,7 +17,7 @@ import { CompletionServer } from '../../src/serve/http.js';
 import { Scheduler } from '../../src/serve/scheduler.js';
 import { SSE_DONE, readSse } from '../../src/serve/sse.js';
 import { defaultNext } from './fake-engine.js';
-import { chat, complete, eventually, expectedText, withServer } from './helpers.js';
+import { chat, complete, eventually, expectedText, metric, withServer } from './helpers.js';
 
 const T = { timeout: 15_000 };
 
@@ -287,6 +287,9 @@ test('the end-of-turn marker ends the reply like EOS (finish "stop"), and no par
     const raw = (await (await complete(url, { prompt: RENDERED, max_tokens: 20 })).json()) as { choices: { text: string }[] };
     assert.equal(raw.choices[0]!.text, `Hi <|there${END_OF_TURN}mor`);
     assert.equal(scheduler.metrics().running, 0);
+    // The two replies ended at the marker are counted as stops, not cancellations.
+    assert.equal(await metric(url, 'cudagraph_serve_requests_total{outcome="stop"}'), 2);
+    assert.equal(await metric(url, 'cudagraph_serve_requests_total{outcome="cancelled"}'), 0);
   });
 });
 
