@@ -138,6 +138,27 @@ test('400: bad JSON, a bad prompt, bad max_tokens, unknown fields, bad stream or
   });
 });
 
+test('400 invalid_json: a body nesting arrays and objects deeper than 64 is refused before it is parsed; brackets in strings do not count', T, async () => {
+  await withServer({}, async ({ url }) => {
+    const nested = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const refused = async (body: string): Promise<{ status: number; code: string; message: string }> => {
+      const res = await complete(url, body);
+      const { error } = (await res.json()) as { error: { code: string; message: string } };
+      return { status: res.status, code: error?.code, message: error?.message };
+    };
+    // 64 levels (the object and 63 arrays) parse: the refusal is of the unknown field.
+    assert.equal((await refused(`{"prompt": "x", "x": ${nested(63)}}`)).code, 'unknown_field');
+    const deep = await refused(`{"prompt": "x", "x": ${nested(64)}}`);
+    assert.deepEqual(deep, { status: 400, code: 'invalid_json', message: 'the body nests arrays and objects deeper than 64 levels, the most this server parses' });
+    // Nearly 1 MiB of brackets: the same refusal.
+    assert.equal((await refused(`{"prompt":"a","x":${nested(500_000)}}`)).code, 'invalid_json');
+    // Brackets inside strings are text, an escaped quote does not end a string, an escaped backslash does not escape the quote after it.
+    const inString = await complete(url, { prompt: `${'['.repeat(100)}"${'{'.repeat(100)}`, max_tokens: 1 });
+    assert.equal(inString.status, 200);
+    assert.equal((await refused(`{"prompt": "\\\\", "x": ${nested(64)}}`)).code, 'invalid_json');
+  });
+});
+
 test('413: a body over the limit, declared or sent chunked', T, async () => {
   await withServer({ server: { maxBodyBytes: 1024 } }, async ({ port, url }) => {
     // Declared: refused from the headers, before any body is read.
