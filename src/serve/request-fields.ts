@@ -70,14 +70,24 @@ function nestsDeeperThan(body: Uint8Array, limit: number): boolean {
   return false;
 }
 
+/** Decodes strictly: bytes that are not UTF-8 throw. A leading BOM is kept, as Buffer.toString kept it (JSON.parse refuses it). */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /** The body as a JSON object, or the 400 for anything else (nesting beyond `MAX_JSON_DEPTH` included). */
 export function parseJsonObject(body: Buffer): Record<string, unknown> | ApiError {
   if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
     return badRequest(`the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels, the most this server parses`, 'invalid_json');
   }
+  let text: string;
+  try {
+    text = UTF8.decode(body);
+  } catch {
+    // Buffer.toString would put U+FFFD in place of the bad bytes, and the request would run on other text than the one sent.
+    return badRequest('the body is not valid JSON: it is not valid UTF-8', 'invalid_json');
+  }
   let json: unknown;
   try {
-    json = JSON.parse(body.toString('utf8'));
+    json = JSON.parse(text);
   } catch (e) {
     return badRequest(`the body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`, 'invalid_json');
   }

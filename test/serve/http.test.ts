@@ -8,7 +8,7 @@ import { EOS } from '../../src/llm/tokenizer.js';
 import { CompletionServer } from '../../src/serve/http.js';
 import { Scheduler } from '../../src/serve/scheduler.js';
 import { FakeEngine, defaultNext } from './fake-engine.js';
-import { complete, eventually, expectedText, raw, streamed, withServer } from './helpers.js';
+import { chat, complete, eventually, expectedText, raw, streamed, withServer } from './helpers.js';
 
 const T = { timeout: 15_000 };
 
@@ -156,6 +156,31 @@ test('400 invalid_json: a body nesting arrays and objects deeper than 64 is refu
     const inString = await complete(url, { prompt: `${'['.repeat(100)}"${'{'.repeat(100)}`, max_tokens: 1 });
     assert.equal(inString.status, 200);
     assert.equal((await refused(`{"prompt": "\\\\", "x": ${nested(64)}}`)).code, 'invalid_json');
+  });
+});
+
+test('400: ill-formed Unicode is refused, not replaced by U+FFFD: a lone surrogate in prompt or a chat content, bytes that are not UTF-8', T, async () => {
+  await withServer({}, async ({ url, port, engine }) => {
+    const error = async (res: Response): Promise<{ status: number; code: string; param: string | null; message: string }> => {
+      const { error: e } = (await res.json()) as { error: { code: string; param: string | null; message: string } };
+      return { status: res.status, code: e.code, param: e.param, message: e.message };
+    };
+    const lone = await error(await complete(url, '{"prompt": "a\\ud800b", "max_tokens": 1}'));
+    assert.deepEqual(lone, { status: 400, code: 'invalid_prompt', param: 'prompt', message: 'prompt must be well-formed Unicode (it holds a lone surrogate, such as an unpaired \\ud800 escape)' });
+    assert.equal((await error(await complete(url, '{"prompt": "\\udc00"}'))).code, 'invalid_prompt');
+    const content = await error(await chat(url, '{"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "x\\udbff"}]}'));
+    assert.deepEqual([content.status, content.code, content.param], [400, 'invalid_messages', 'messages[1].content']);
+    assert.match(content.message, /^messages\[1\]\.content must be well-formed Unicode/);
+    assert.equal(engine.stepCount, 0, 'nothing refused reaches the engine');
+    // A pair written as two escapes is one character, and taken.
+    assert.equal((await complete(url, '{"prompt": "\\ud83d\\ude00", "max_tokens": 1}')).status, 200);
+    // Bytes that are not UTF-8 (a lone continuation byte, an overlong encoding): the body is not JSON.
+    for (const bad of [[0xff], [0x80], [0xc0, 0xaf]]) {
+      const body = Buffer.concat([Buffer.from('{"prompt": "a'), Buffer.from(bad), Buffer.from('", "max_tokens": 1}')]);
+      const r = await raw(port, { method: 'POST', path: '/v1/completions', headers: { 'Content-Type': 'application/json' }, body });
+      assert.equal(r.status, 400, String(bad));
+      assert.deepEqual(JSON.parse(r.text), { error: { message: 'the body is not valid JSON: it is not valid UTF-8', type: 'invalid_request_error', param: null, code: 'invalid_json' } });
+    }
   });
 });
 
