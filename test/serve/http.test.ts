@@ -435,12 +435,88 @@ test('close after the grace period: what is left is cancelled (a stream gets an 
   assert.equal(scheduler.metrics().running, 0);
 });
 
+/** Sends `parts` on a raw socket (each after `gapMs`), and resolves with all it got back once the server closed it. */
+function rawExchange(port: number, parts: readonly (string | Buffer)[], gapMs = 0): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const got: Buffer[] = [];
+    socket.on('data', (c: Buffer) => got.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(got).toString('utf8')));
+    void (async () => {
+      for (const part of parts) {
+        if (socket.destroyed) return;
+        socket.write(part);
+        if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+      }
+    })();
+  });
+}
+
+/** A raw HTTP/1.1 response: its status, headers (lower-cased) and body parsed as JSON. */
+function parsedResponse(text: string): { status: number; headers: Record<string, string>; body: { error: { message: string; type: string; param: string | null; code: string } } } {
+  const [head, body] = [text.slice(0, text.indexOf('\r\n\r\n')), text.slice(text.indexOf('\r\n\r\n') + 4)];
+  const [statusLine, ...lines] = head.split('\r\n');
+  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  assert.equal(Number(headers['content-length']), Buffer.byteLength(body));
+  return { status: Number(/^HTTP\/1\.1 (\d+) /.exec(statusLine!)![1]), headers, body: JSON.parse(body) };
+}
+
+test('requests Node\'s parser rejects get a JSON error and Connection: close: a bad method or Content-Length (400), headers too large (431)', T, async () => {
+  await withServer({}, async ({ url, port }) => {
+    const cases: [string, number, string][] = [
+      ['FOO@ / HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'bad_request'],
+      ['POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'bad_request'],
+      [`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
+    ];
+    for (const [request, status, code] of cases) {
+      const r = parsedResponse(await rawExchange(port, [request]));
+      assert.equal(r.status, status, request.slice(0, 40));
+      assert.equal(r.headers['connection'], 'close');
+      assert.match(r.headers['content-type']!, /^application\/json/);
+      assert.equal(r.body.error.code, code);
+      assert.equal(r.body.error.type, 'invalid_request_error');
+      assert.equal(r.body.error.param, null);
+    }
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    assert.match(metrics, /^cudagraph_serve_http_responses_total\{code="400"\} 2$/m);
+    assert.match(metrics, /^cudagraph_serve_http_responses_total\{code="431"\} 1$/m);
+  });
+});
+
+test('a client too slow with its headers or its body gets 408 and the connection closed; a stream runs longer than the request timeout', T, async () => {
+  await withServer({ engine: { delayMs: 10 }, server: { headersTimeoutMs: 200, requestTimeoutMs: 400 } }, async ({ url, port }) => {
+    let t = performance.now();
+    const headers = parsedResponse(await rawExchange(port, ['GET /health HTTP/1.1\r\n', 'Host: x\r\n']));
+    assert.equal(headers.status, 408);
+    assert.equal(headers.headers['connection'], 'close');
+    assert.equal(headers.body.error.code, 'request_timeout');
+    assert.ok(performance.now() - t < 2000, 'refused near the headers timeout');
+    // The headers in time, the body trickling in: the request timeout ends it.
+    t = performance.now();
+    const body = '{"prompt": "abc", "max_tokens": 2}';
+    const start = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const slow = parsedResponse(await rawExchange(port, [start, ...body.split('')], 50));
+    assert.equal(slow.status, 408);
+    assert.equal(slow.body.error.code, 'request_timeout');
+    assert.ok(performance.now() - t < 2000);
+    // A request sent at once whose streamed answer takes longer than both timeouts.
+    const res = await complete(url, { prompt: 'abc', max_tokens: 80, stream: true });
+    const { chunks, done } = await streamed(res);
+    assert.ok(done);
+    assert.equal(chunks.at(-1)!.choices[0]!.finish_reason, 'length');
+  });
+});
+
 test('server options and listen are checked', T, async () => {
   const scheduler = new Scheduler(new FakeEngine({ maxPositions: 100 }));
   assert.throws(() => new CompletionServer({ scheduler, maxTokensLimit: 100 }), /maxTokensLimit must be an integer in 1\.\.99/);
   assert.throws(() => new CompletionServer({ scheduler, defaultMaxTokens: 50, maxTokensLimit: 40 }), /defaultMaxTokens must be an integer in 1\.\.40/);
   assert.throws(() => new CompletionServer({ scheduler, nope: 1 } as never), /unknown option 'nope'/);
   assert.throws(() => new CompletionServer({} as never), /scheduler must be a Scheduler/);
+  assert.throws(() => new CompletionServer({ scheduler, headersTimeoutMs: 0 }), /headersTimeoutMs must be an integer/);
+  assert.throws(() => new CompletionServer({ scheduler, headersTimeoutMs: 5000, requestTimeoutMs: 4000 }), /requestTimeoutMs must be an integer in 5000\.\./);
+  assert.throws(() => new CompletionServer({ scheduler, maxConnections: 0 }), /maxConnections must be an integer/);
   const s = new CompletionServer({ scheduler });
   assert.equal(s.defaultMaxTokens, 64);
   assert.equal(s.maxTokensLimit, 99);
