@@ -9,7 +9,7 @@
  * logits, in index order, so the same logits and seed give the same token on every machine.
  */
 import { InvalidArgumentError } from '../errors/base.js';
-import { mulberry32 } from '../util/random.js';
+import { xoshiro128ss } from '../util/random.js';
 import { describe } from '../util/validate.js';
 
 /** How a request picks its tokens. */
@@ -73,8 +73,9 @@ export class Sampler {
     this.#temperature = p.temperature;
     this.#topP = p.topP;
     this.#topK = p.topK;
-    // Fold the seed's high bits in: seeds that differ only above bit 32 still differ.
-    this.#uniform = mulberry32((p.seed ^ Math.floor(p.seed / 2 ** 32)) >>> 0);
+    // Both halves of the seed start the generator: no two safe integers share a stream (folding
+    // them into 32 bits made 0, -1 and 2^32 + 1 draw the same tokens).
+    this.#uniform = xoshiro128ss(p.seed);
   }
 
   /** The next token from `logits[offset .. offset + vocab)`. */

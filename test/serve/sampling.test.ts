@@ -84,6 +84,10 @@ test('greedy needs no sampler: temperature 0 or top_k 1; different seeds draw di
   assert.notDeepEqual(draw({ temperature: 1, seed: 1 }, flat, 30), draw({ temperature: 1, seed: 2 }, flat, 30));
   // Seeds above 2^32 are not folded onto smaller ones.
   assert.notDeepEqual(draw({ temperature: 1, seed: 5 }, flat, 30), draw({ temperature: 1, seed: 5 + 2 ** 33 }, flat, 30));
+  // Seeds whose halves XOR to the same 32 bits (0, -1 = 2^32 · -1 + (2^32 − 1), 2^32 + 1), and neighbours across the halves: each its own stream.
+  const seeds = [0, -1, 2 ** 32 + 1, 1, 2 ** 32, -(2 ** 32), Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 2 ** 32 - 1, 2 ** 33 + 2];
+  const streams = new Set(seeds.map((seed) => draw({ temperature: 1, seed }, flat, 30).join(',')));
+  assert.equal(streams.size, seeds.length);
   // Unseeded samplers get a seed of their own.
   assert.equal(typeof checkSampling('t', { temperature: 1 })!.seed, 'number');
 });
