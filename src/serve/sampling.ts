@@ -48,10 +48,12 @@ export function checkSampling(op: string, p: SamplingParams | undefined, names: 
   if (typeof topP !== 'number' || !Number.isFinite(topP) || topP <= 0 || topP > 1) {
     throw new InvalidArgumentError(op, names.topP, `${names.topP} must be a number in (0, 1], got ${describe(topP)}`);
   }
-  const topK = p.topK ?? 0;
-  if (typeof topK !== 'number' || !Number.isSafeInteger(topK) || topK < 0) {
-    throw new InvalidArgumentError(op, names.topK, `${names.topK} must be an integer ≥ 0 (0: no limit), got ${describe(topK)}`);
+  const given = p.topK ?? 0;
+  if (typeof given !== 'number' || !Number.isSafeInteger(given) || given < -1) {
+    throw new InvalidArgumentError(op, names.topK, `${names.topK} must be an integer ≥ 0 (0 or -1: no limit), got ${describe(given)}`);
   }
+  // -1 is vLLM's "no limit", which its clients send: the same as 0 here.
+  const topK = given === -1 ? 0 : given;
   const seed = p.seed ?? Math.floor(Math.random() * 2 ** 32);
   if (typeof seed !== 'number' || !Number.isSafeInteger(seed)) throw new InvalidArgumentError(op, 'seed', `seed must be a safe integer, got ${describe(seed)}`);
   // Greedy whatever the rest says: nothing to draw.

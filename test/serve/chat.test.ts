@@ -221,7 +221,7 @@ test('400: every refusal names its field, the same rules as /v1/completions; not
       [{ messages: m, model: 5 }, 'invalid_model', /^model must be a string/, 'model'],
       [{ messages: m, temperature: 2.5 }, 'invalid_sampling', /^temperature must be a number from 0 to 2, got 2\.5/, 'temperature'],
       [{ messages: m, temperature: 1, top_p: 0 }, 'invalid_sampling', /^top_p must be a number in \(0, 1\]/, 'top_p'],
-      [{ messages: m, top_k: -1 }, 'invalid_sampling', /^top_k must be an integer ≥ 0/, 'top_k'],
+      [{ messages: m, top_k: -2 }, 'invalid_sampling', /^top_k must be an integer ≥ 0/, 'top_k'],
       [{ messages: m, seed: 1.5 }, 'invalid_sampling', /^seed must be a safe integer/, 'seed'],
       [{ messages: m, stop: ['a', 'b', 'c', 'd', 'e'] }, 'invalid_stop', /^stop must be a string or a list of 1 to 4 strings/, 'stop'],
       [{ messages: m, stop: [''] }, 'invalid_stop', /^stop\[0\] must be a non-empty string/, 'stop'],
