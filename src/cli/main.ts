@@ -147,6 +147,9 @@ function program(io: Output, exit: { code: number }): Command {
     .option('--prefill-chunk <n>', 'the most prompt tokens a request feeds in one step (default: --max-batch; 1: token by token)')
     .option('--queue <n>', 'requests that may wait for a slot; one more is refused with 429', String(SERVE_DEFAULTS.queue))
     .option('--max-tokens <n>', `the most max_tokens a request may ask for (default ${SERVE_DEFAULTS.maxTokens}; requests default to 64)`)
+    .option('--headers-timeout <ms>', `milliseconds a client has to send a request's headers; later, 408 (default ${SERVE_DEFAULTS.headersTimeoutMs})`)
+    .option('--request-timeout <ms>', `milliseconds a client has to send a whole request, at least --headers-timeout; later, 408 (default ${SERVE_DEFAULTS.requestTimeoutMs}; a response is not timed)`)
+    .option('--max-connections <n>', `open connections at most; one more is closed at once (default ${SERVE_DEFAULTS.maxConnections})`)
     .addOption(
       new Option('--config <name>', `the model's shape: small (${MODEL_CONFIGS.small.layers} layers, width ${MODEL_CONFIGS.small.dim}, ${MODEL_CONFIGS.small.maxPositions} positions) or default (${MODEL_CONFIGS.default.layers} layers, width ${MODEL_CONFIGS.default.dim}, ${MODEL_CONFIGS.default.maxPositions} positions)`)
         .choices(Object.keys(MODEL_CONFIGS))

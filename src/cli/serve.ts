@@ -8,7 +8,7 @@ import { statSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { DecodeEngine } from '../llm/engine.js';
 import { GEMV_BATCHES } from '../llm/gpu-kernels.js';
-import { CompletionServer } from '../serve/http.js';
+import { CONNECTION_DEFAULTS, CompletionServer } from '../serve/http.js';
 import { Scheduler } from '../serve/scheduler.js';
 import { createEngine, MODEL_CONFIGS, type ConfigName, type EngineFactory, type EngineKind } from './engine-factory.js';
 import { intOption } from './options.js';
@@ -26,13 +26,16 @@ export interface ServeArgs {
   readonly prefillChunk?: string;
   readonly queue: string;
   readonly maxTokens?: string;
+  readonly headersTimeout?: string;
+  readonly requestTimeout?: string;
+  readonly maxConnections?: string;
   readonly config: ConfigName;
   readonly weights?: string;
   readonly seed: string;
 }
 
 /** The defaults of `cudagraph serve`'s options. */
-export const SERVE_DEFAULTS = Object.freeze({ port: 8000, host: '127.0.0.1', engine: 'cpu', slots: 8, queue: 64, maxTokens: 256, config: 'default', seed: 0, graceMs: 10_000 } as const);
+export const SERVE_DEFAULTS = Object.freeze({ port: 8000, host: '127.0.0.1', engine: 'cpu', slots: 8, queue: 64, maxTokens: 256, config: 'default', seed: 0, graceMs: 10_000, ...CONNECTION_DEFAULTS } as const);
 
 /** What tests and other front ends may replace. */
 export interface ServeHooks {
@@ -52,6 +55,9 @@ interface ServePlan {
   prefillChunk: number;
   queue: number;
   maxTokens: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  maxConnections: number;
   config: ConfigName;
   weights?: string;
   seed: number;
@@ -72,6 +78,11 @@ export function serveOptions(a: ServeArgs): ServePlan {
   const ceiling = config.maxPositions - 1;
   const maxTokens = a.maxTokens === undefined ? Math.min(SERVE_DEFAULTS.maxTokens, ceiling) : intOption('--max-tokens', a.maxTokens, 1, ceiling);
   const seed = intOption('--seed', a.seed, 0, 0xffff_ffff);
+  const day = 24 * 3600_000;
+  const headersTimeoutMs = a.headersTimeout === undefined ? SERVE_DEFAULTS.headersTimeoutMs : intOption('--headers-timeout', a.headersTimeout, 1, day);
+  // Node refuses a request timeout shorter than the headers timeout: the whole request includes its headers.
+  const requestTimeoutMs = a.requestTimeout === undefined ? Math.max(SERVE_DEFAULTS.requestTimeoutMs, headersTimeoutMs) : intOption('--request-timeout', a.requestTimeout, headersTimeoutMs, day);
+  const maxConnections = a.maxConnections === undefined ? SERVE_DEFAULTS.maxConnections : intOption('--max-connections', a.maxConnections, 1, 1_000_000);
   if (a.weights !== undefined) {
     try {
       if (!statSync(a.weights).isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
@@ -79,7 +90,7 @@ export function serveOptions(a: ServeArgs): ServePlan {
       throw new UsageError(`--weights: cannot read '${terminalText(a.weights)}': ${fileErrorReason(e)}`);
     }
   }
-  return { port, host: a.host, engine: a.engine, slots, maxBatch, prefillChunk, queue, maxTokens, config: a.config, seed, ...(a.weights !== undefined ? { weights: a.weights } : {}) };
+  return { port, host: a.host, engine: a.engine, slots, maxBatch, prefillChunk, queue, maxTokens, headersTimeoutMs, requestTimeoutMs, maxConnections, config: a.config, seed, ...(a.weights !== undefined ? { weights: a.weights } : {}) };
 }
 
 /** The one-line reason of a listen failure. */
@@ -119,7 +130,15 @@ export async function serve(args: ServeArgs, io: Output, hooks: ServeHooks = {})
     const scheduler = new Scheduler(engine, { queueLimit: plan.queue, prefillChunk: Math.min(plan.prefillChunk, engine.maxBatch) });
     const maxTokens = Math.min(plan.maxTokens, engine.maxPositions - 1);
     const model = plan.weights !== undefined ? basename(plan.weights).replace(/\.safetensors$/, '') : `cudagraph-llama-${plan.config}`;
-    const server = new CompletionServer({ scheduler, model, maxTokensLimit: maxTokens, defaultMaxTokens: Math.min(64, maxTokens) });
+    const server = new CompletionServer({
+      scheduler,
+      model,
+      maxTokensLimit: maxTokens,
+      defaultMaxTokens: Math.min(64, maxTokens),
+      headersTimeoutMs: plan.headersTimeoutMs,
+      requestTimeoutMs: plan.requestTimeoutMs,
+      maxConnections: plan.maxConnections,
+    });
     let address;
     try {
       address = await server.listen({ port: plan.port, host: plan.host });

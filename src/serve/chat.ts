@@ -14,7 +14,7 @@
  * prompt would no longer say who said what.
  */
 import { InvalidArgumentError } from '../errors/base.js';
-import { describe } from '../util/validate.js';
+import { describe, isWellFormed } from '../util/validate.js';
 
 /** The roles a message may have, in the order the refusals list them. */
 export const CHAT_ROLES = Object.freeze(['system', 'user', 'assistant'] as const);
@@ -71,6 +71,10 @@ export function checkMessages(op: string, value: unknown): ChatMessage[] {
       throw new InvalidArgumentError(op, `${at}.content`, `${at}.content must be a string (lists of content parts are not taken), got ${describe(o.content)}`);
     }
     const content = o.content;
+    // Refused rather than encoded with U+FFFD in its place: the model would read other text than the one sent.
+    if (!isWellFormed(content)) {
+      throw new InvalidArgumentError(op, `${at}.content`, `${at}.content must be well-formed Unicode (it holds a lone surrogate, such as an unpaired \\ud800 escape)`);
+    }
     const marker = MARKERS.find((k) => content.includes(k));
     if (marker !== undefined) {
       throw new InvalidArgumentError(op, `${at}.content`, `${at}.content must not contain the chat template's marker ${JSON.stringify(marker)}: the model could not tell it from the template's own`);

@@ -3,7 +3,7 @@
  * `text_completion` objects, streamed or whole. docs/serve.md is its reference.
  */
 import { randomBytes } from 'node:crypto';
-import { describe } from '../util/validate.js';
+import { describe, isWellFormed } from '../util/validate.js';
 import { badRequest, ApiError } from './api-error.js';
 import { type AnswerShape, type ChoiceFinish, type EndpointRequest, type Usage, pieceEvents } from './endpoint.js';
 import { generationFields, unknownField, type TokenLimits } from './request-fields.js';
@@ -17,6 +17,8 @@ export function parseCompletion(o: Record<string, unknown>, limits: TokenLimits,
   if (unknown !== null) return unknown;
   if (o.prompt === undefined) return badRequest('prompt is required (a string)', 'invalid_prompt', 'prompt');
   if (typeof o.prompt !== 'string') return badRequest(`prompt must be a string (lists of prompts or of tokens are not taken), got ${describe(o.prompt)}`, 'invalid_prompt', 'prompt');
+  // Refused rather than encoded with U+FFFD in its place: the model would continue other text than the one sent.
+  if (!isWellFormed(o.prompt)) return badRequest('prompt must be well-formed Unicode (it holds a lone surrogate, such as an unpaired \\ud800 escape)', 'invalid_prompt', 'prompt');
   const fields = generationFields(o, limits);
   if (fields instanceof ApiError) return fields;
   return { ...fields, prompt: o.prompt, promptField: 'prompt', stopAt: fields.stop, answer: completionAnswer(model, fields.includeUsage) };

@@ -19,11 +19,14 @@
  * 1 to the limit, a temperature, top_p, top_k or seed out of its range, a bad stop, a field this
  * server does not implement, a prompt + max_tokens beyond the context), 413 for a body over the
  * limit, 404 for an unknown path, 405 for a wrong method (with `Allow`), 429 when the queue is full,
- * 503 while shutting down, 500 when a decode step failed. Both generation endpoints run through one
+ * 503 while shutting down, 500 when a decode step failed; and for what Node's parser rejects, 400
+ * (bad HTTP), 408 (a request not in before its timeout) and 431 (headers too large), each with the
+ * connection closed. Both generation endpoints run through one
  * path (`#generate`): the same stop strings, the same cancellation when a client goes away (its
  * slot is free at the next step boundary), the same errors; only the objects they answer differ.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { InvalidArgumentError } from '../errors/base.js';
 import { encode, TokenDecoder } from '../llm/tokenizer.js';
@@ -50,7 +53,29 @@ export interface CompletionServerOptions {
   readonly defaultMaxTokens?: number;
   /** The largest request body in bytes; a larger one is refused with 413 (default 1 MiB). */
   readonly maxBodyBytes?: number;
+  /** Milliseconds a client has to send a request's headers; later, 408 and the connection closed (default 10 s). */
+  readonly headersTimeoutMs?: number;
+  /**
+   * Milliseconds a client has to send a whole request, body included (at least `headersTimeoutMs`;
+   * default 30 s); later, 408 and the connection closed. The response is not timed: a stream runs
+   * as long as its generation.
+   */
+  readonly requestTimeoutMs?: number;
+  /** Open connections at most; one more is closed at once (default 1024). */
+  readonly maxConnections?: number;
 }
+
+/** The defaults of the connection limits in `CompletionServerOptions`. */
+export const CONNECTION_DEFAULTS = Object.freeze({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, maxConnections: 1024 } as const);
+
+/**
+ * The refusals of requests Node's parser rejects before the server sees them, by the parser's
+ * error code: a status and the `code` of the JSON error (any other parse error is a 400).
+ */
+const CLIENT_ERRORS: Readonly<Record<string, { readonly status: number; readonly code: string; readonly message: string }>> = Object.freeze({
+  HPE_HEADER_OVERFLOW: { status: 431, code: 'headers_too_large', message: "the request's headers are larger than the server takes" },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: 'request_timeout', message: 'the request did not arrive in time' },
+});
 
 /** Where `listen` binds (defaults: port 8000 on 127.0.0.1; port 0 picks a free one). */
 export interface ListenOptions {
@@ -119,7 +144,7 @@ export class CompletionServer {
 
   /** @throws InvalidArgumentError for bad options. */
   constructor(options: CompletionServerOptions) {
-    const o = requireOptions<CompletionServerOptions>(OP, options, ['scheduler', 'model', 'maxTokensLimit', 'defaultMaxTokens', 'maxBodyBytes']);
+    const o = requireOptions<CompletionServerOptions>(OP, options, ['scheduler', 'model', 'maxTokensLimit', 'defaultMaxTokens', 'maxBodyBytes', 'headersTimeoutMs', 'requestTimeoutMs', 'maxConnections']);
     if (typeof o.scheduler !== 'object' || o.scheduler === null || typeof o.scheduler.submit !== 'function') {
       throw new InvalidArgumentError(OP, 'scheduler', `scheduler must be a Scheduler, got ${describe(o.scheduler)}`);
     }
@@ -131,7 +156,20 @@ export class CompletionServer {
     if (o.model !== undefined && (typeof o.model !== 'string' || o.model === '')) throw new InvalidArgumentError(OP, 'model', `model must be a non-empty string, got ${describe(o.model)}`);
     this.#model = o.model ?? 'cudagraph';
     this.#loopDelay = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
-    this.#server = createServer((req, res) => this.#onRequest(req, res));
+    const headersTimeout = requireInt(OP, 'headersTimeoutMs', o.headersTimeoutMs ?? CONNECTION_DEFAULTS.headersTimeoutMs, 1, 24 * 3600_000);
+    const requestTimeout = requireInt(OP, 'requestTimeoutMs', o.requestTimeoutMs ?? Math.max(CONNECTION_DEFAULTS.requestTimeoutMs, headersTimeout), headersTimeout, 24 * 3600_000);
+    const maxConnections = requireInt(OP, 'maxConnections', o.maxConnections ?? CONNECTION_DEFAULTS.maxConnections, 1, 1_000_000);
+    this.#server = createServer(
+      {
+        headersTimeout,
+        requestTimeout,
+        // Node checks the two timeouts only this often (30 s by default, which would double them).
+        connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(headersTimeout / 4))),
+      },
+      (req, res) => this.#onRequest(req, res),
+    );
+    this.#server.maxConnections = maxConnections;
+    this.#server.on('clientError', (e: NodeJS.ErrnoException, socket: Duplex) => this.#onClientError(e, socket));
   }
 
   /** The model name the responses carry. */
@@ -276,6 +314,29 @@ export class CompletionServer {
     return p.toString();
   }
 
+  /**
+   * A request Node's parser rejected (a bad method or `Content-Length`, headers too large, a
+   * request not in before its timeout): answered in the same JSON shape as every other refusal,
+   * then the connection closed, as Node itself does. Nothing is written where a response has
+   * begun on the socket (the bytes would corrupt it) or where the client has gone.
+   */
+  #onClientError(e: NodeJS.ErrnoException, socket: Duplex): void {
+    // The response in flight on the socket, if any: Node's own handler checks the same field.
+    const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (e.code === 'ECONNRESET' || !socket.writable || (inFlight != null && inFlight.headersSent)) {
+      socket.destroy();
+      return;
+    }
+    const known = CLIENT_ERRORS[e.code ?? ''];
+    const error = new ApiError(known?.status ?? 400, known?.code ?? 'bad_request', known?.message ?? `the request is not valid HTTP/1.1 (${e.code ?? e.message})`);
+    const text = JSON.stringify({ error: errorBody(error) });
+    const head =
+      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n`;
+    this.#responses.set(error.status, (this.#responses.get(error.status) ?? 0) + 1);
+    socket.end(head + text, () => socket.destroy());
+  }
+
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
     this.#active.add(res);
     res.on('error', () => {}); // a client gone mid-write: the close handler below does the rest
@@ -361,7 +422,7 @@ export class CompletionServer {
     let generation: Generation | null = null;
     const decoder = new TokenDecoder();
     // With stop strings the text is watched as it comes: the first one found ends the generation
-    // (cancelled at the next step boundary), and nothing from it on is sent.
+    // (stopped at the next step boundary, counted as a stop), and nothing from it on is sent.
     const stopper = params.stopAt.length > 0 ? new StopMatcher(params.stopAt) : null;
     let collected = '';
     const deliver = (piece: string): void => {
@@ -378,7 +439,7 @@ export class CompletionServer {
           if (stopper?.hasStopped()) return;
           const text = decoder.push([t]);
           deliver(stopper === null ? text : stopper.push(text));
-          if (stopper?.hasStopped()) generation?.cancel();
+          if (stopper?.hasStopped()) generation?.stop();
         },
       });
     } catch (e) {

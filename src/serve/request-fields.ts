@@ -34,11 +34,60 @@ export interface GenerationFields {
   readonly stop: readonly string[];
 }
 
-/** The body as a JSON object, or the 400 for anything else. */
+/**
+ * The deepest nesting of arrays and objects a body may have. The API's own documents nest at
+ * most 4 deep (a chat's `messages[i]` fields); the bound exists because `JSON.parse` on a 1 MiB
+ * run of `[` takes hundreds of milliseconds of the event loop, which serves every other request.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+const OPEN_BRACKET = 0x5b; // [
+const CLOSE_BRACKET = 0x5d; // ]
+const OPEN_BRACE = 0x7b; // {
+const CLOSE_BRACE = 0x7d; // }
+const QUOTE = 0x22; // "
+const BACKSLASH = 0x5c; // \
+
+/**
+ * Whether the body's arrays and objects nest deeper than `limit`, in one pass over its bytes,
+ * skipping strings (a bracket inside one is text; `\"` does not end it). Byte-wise is safe: in
+ * UTF-8 these ASCII bytes never occur inside a multi-byte character. Malformed JSON (an unclosed
+ * string, unbalanced brackets) is left for `JSON.parse` to refuse.
+ */
+function nestsDeeperThan(body: Uint8Array, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i]!;
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
+      if (++depth > limit) return true;
+    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
+  }
+  return false;
+}
+
+/** Decodes strictly: bytes that are not UTF-8 throw. A leading BOM is kept, as Buffer.toString kept it (JSON.parse refuses it). */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The body as a JSON object, or the 400 for anything else (nesting beyond `MAX_JSON_DEPTH` included). */
 export function parseJsonObject(body: Buffer): Record<string, unknown> | ApiError {
+  if (nestsDeeperThan(body, MAX_JSON_DEPTH)) {
+    return badRequest(`the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels, the most this server parses`, 'invalid_json');
+  }
+  let text: string;
+  try {
+    text = UTF8.decode(body);
+  } catch {
+    // Buffer.toString would put U+FFFD in place of the bad bytes, and the request would run on other text than the one sent.
+    return badRequest('the body is not valid JSON: it is not valid UTF-8', 'invalid_json');
+  }
   let json: unknown;
   try {
-    json = JSON.parse(body.toString('utf8'));
+    json = JSON.parse(text);
   } catch (e) {
     return badRequest(`the body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`, 'invalid_json');
   }

@@ -9,7 +9,7 @@
  * logits, in index order, so the same logits and seed give the same token on every machine.
  */
 import { InvalidArgumentError } from '../errors/base.js';
-import { mulberry32 } from '../util/random.js';
+import { xoshiro128ss } from '../util/random.js';
 import { describe } from '../util/validate.js';
 
 /** How a request picks its tokens. */
@@ -48,10 +48,12 @@ export function checkSampling(op: string, p: SamplingParams | undefined, names: 
   if (typeof topP !== 'number' || !Number.isFinite(topP) || topP <= 0 || topP > 1) {
     throw new InvalidArgumentError(op, names.topP, `${names.topP} must be a number in (0, 1], got ${describe(topP)}`);
   }
-  const topK = p.topK ?? 0;
-  if (typeof topK !== 'number' || !Number.isSafeInteger(topK) || topK < 0) {
-    throw new InvalidArgumentError(op, names.topK, `${names.topK} must be an integer ≥ 0 (0: no limit), got ${describe(topK)}`);
+  const given = p.topK ?? 0;
+  if (typeof given !== 'number' || !Number.isSafeInteger(given) || given < -1) {
+    throw new InvalidArgumentError(op, names.topK, `${names.topK} must be an integer ≥ 0 (0 or -1: no limit), got ${describe(given)}`);
   }
+  // -1 is vLLM's "no limit", which its clients send: the same as 0 here.
+  const topK = given === -1 ? 0 : given;
   const seed = p.seed ?? Math.floor(Math.random() * 2 ** 32);
   if (typeof seed !== 'number' || !Number.isSafeInteger(seed)) throw new InvalidArgumentError(op, 'seed', `seed must be a safe integer, got ${describe(seed)}`);
   // Greedy whatever the rest says: nothing to draw.
@@ -73,8 +75,9 @@ export class Sampler {
     this.#temperature = p.temperature;
     this.#topP = p.topP;
     this.#topK = p.topK;
-    // Fold the seed's high bits in: seeds that differ only above bit 32 still differ.
-    this.#uniform = mulberry32((p.seed ^ Math.floor(p.seed / 2 ** 32)) >>> 0);
+    // Both halves of the seed start the generator: no two safe integers share a stream (folding
+    // them into 32 bits made 0, -1 and 2^32 + 1 draw the same tokens).
+    this.#uniform = xoshiro128ss(p.seed);
   }
 
   /** The next token from `logits[offset .. offset + vocab)`. */

@@ -24,8 +24,10 @@
  *   - A sequence ends when it generates `eos` (`finishReason` 'stop'; the `EOS` is counted in
  *     `completionTokens` but not delivered), after `maxTokens` tokens ('length'), or when
  *     cancelled ('cancelled': `generation.cancel()`, its `AbortSignal`, or a consumer leaving the
- *     token iterator); its slot is free for the next step. A cancellation takes effect at the next
- *     step boundary: the step in flight finishes, its token for that sequence is dropped.
+ *     token iterator), or when its consumer found its end in the text ('stop': `generation.stop()`,
+ *     e.g. a stop string); its slot is free for the next step. A cancellation or a stop takes
+ *     effect at the next step boundary: the step in flight finishes, its token for that sequence
+ *     is dropped.
  *   - One step is in flight at a time, awaited, so the event loop stays free during it. When a
  *     step ends, the sequences move on (positions, their tokens, the ends by `eos` and
  *     `maxTokens`, whose slots are free at once), waiting requests take free slots, the next step
@@ -84,6 +86,9 @@ export interface GenerationRequest {
 /** Why a generation ended. */
 export type FinishReason = 'stop' | 'length' | 'cancelled';
 
+/** How a consumer ends a generation before the scheduler does: `cancel()` or `stop()`. */
+type ConsumerEnd = 'cancelled' | 'stop';
+
 /** Where a generation is. */
 export type GenerationState = 'queued' | 'running' | 'finished';
 
@@ -139,7 +144,7 @@ export class Generation implements AsyncIterable<number> {
    */
   readonly result: Promise<GenerationResult>;
   readonly #tokens: number[] = [];
-  readonly #cancel: () => void;
+  readonly #cancel: (reason: ConsumerEnd) => void;
   #state: GenerationState = 'queued';
   /** No more tokens will be delivered (ended, or cancelled and awaiting its step boundary). */
   #closed = false;
@@ -148,7 +153,7 @@ export class Generation implements AsyncIterable<number> {
   #wake: (() => void) | null = null;
 
   /** @internal Made by `Scheduler.submit` only. */
-  constructor(key: symbol, id: number, promptTokens: number, maxTokens: number, cancel: () => void, bind: (control: GenerationControl) => void) {
+  constructor(key: symbol, id: number, promptTokens: number, maxTokens: number, cancel: (reason: ConsumerEnd) => void, bind: (control: GenerationControl) => void) {
     if (key !== KEY) throw privateConstructorError('Generation', 'scheduler.submit()');
     this.id = id;
     this.promptTokens = promptTokens;
@@ -202,10 +207,24 @@ export class Generation implements AsyncIterable<number> {
    * with 'cancelled'). Does nothing once finished.
    */
   cancel(): void {
+    this.#endEarly('cancelled');
+  }
+
+  /**
+   * Ends the generation as a stop: what a consumer calls when it found the end in the text itself
+   * (a stop string, a chat's end of turn). Like `cancel()` (no more tokens from now on, the slot
+   * free at the next step boundary), but `result` resolves with 'stop' and the metrics count a
+   * stop, not a cancellation. Does nothing once finished or cancelled.
+   */
+  stop(): void {
+    this.#endEarly('stop');
+  }
+
+  #endEarly(reason: ConsumerEnd): void {
     if (this.#state === 'finished' || this.#closed) return;
     this.#closed = true;
     this.#notify();
-    this.#cancel();
+    this.#cancel(reason);
   }
 
   /**
@@ -263,6 +282,8 @@ interface Sequence {
   firstTokenAt: number;
   lastTokenAt: number;
   cancelled: boolean;
+  /** How it ends once `cancelled`: 'stop' when its consumer ended it with `stop()`. */
+  endAs: ConsumerEnd;
   /** What `onToken` threw, which ends it at the boundary. */
   callbackError: { error: unknown } | null;
   /** Released: out of the queue and the running batch (its generation settled, or about to be). */
@@ -408,7 +429,7 @@ export class Scheduler {
     const id = this.#nextId++;
     let control!: GenerationControl;
     let seq!: Sequence;
-    const gen = new Generation(KEY, id, prompt.length, maxTokens, () => this.#cancel(seq), (c) => (control = c));
+    const gen = new Generation(KEY, id, prompt.length, maxTokens, (reason) => this.#cancel(seq, reason), (c) => (control = c));
     seq = {
       id,
       prompt,
@@ -425,6 +446,7 @@ export class Scheduler {
       firstTokenAt: -1,
       lastTokenAt: -1,
       cancelled: false,
+      endAs: 'cancelled',
       callbackError: null,
       ended: false,
     };
@@ -493,10 +515,11 @@ export class Scheduler {
     return out;
   }
 
-  #cancel(s: Sequence): void {
+  #cancel(s: Sequence, reason: ConsumerEnd = 'cancelled'): void {
     if (s.cancelled) return;
     s.cancelled = true;
-    if (s.slot < 0 && this.#waiting.delete(s.id)) this.#end(s, 'cancelled');
+    s.endAs = reason;
+    if (s.slot < 0 && this.#waiting.delete(s.id)) this.#end(s, reason);
     // A running sequence is released at the next step boundary (#reap), after the step in flight.
   }
 
@@ -535,7 +558,7 @@ export class Scheduler {
 
   /** Frees the slots of sequences cancelled since the last boundary. */
   #reap(): void {
-    for (const s of this.#running.values()) if (s.cancelled) this.#end(s, 'cancelled');
+    for (const s of this.#running.values()) if (s.cancelled) this.#end(s, s.endAs);
   }
 
   /** Gives free slots to waiting requests, oldest first. */
@@ -663,7 +686,7 @@ export class Scheduler {
           }
         }
       }
-      if (end !== null) this.#settle(s, s.cancelled ? 'cancelled' : end);
+      if (end !== null) this.#settle(s, s.cancelled ? s.endAs : end);
     }
   }
 

@@ -115,6 +115,15 @@ export function isU32(value: unknown): value is number {
   return typeof value === 'number' && value >>> 0 === value;
 }
 
+/**
+ * True for a string with no lone surrogate: one that UTF-8 can encode as it is, where encoding a
+ * lone surrogate would put U+FFFD in its place. `String.prototype.isWellFormed` (ES2024, in every
+ * Node this package supports), typed here because the compiler's lib is ES2022.
+ */
+export function isWellFormed(s: string): boolean {
+  return (s as string & { isWellFormed(): boolean }).isWellFormed();
+}
+
 /** A class whose genuine instances a private field tells apart from look-alikes (`static is`). */
 export interface BrandedClass<T> {
   /** True for an object this class constructed (a brand check on a private field, not `instanceof`). */

@@ -34,6 +34,9 @@ test('serve: every option is checked before anything starts, one line each', T, 
     [['--max-tokens', '0'], /--max-tokens must be an integer from 1 to 2047, got '0'/],
     [['--max-tokens', '512', '--config', 'small'], /--max-tokens must be an integer from 1 to 511, got '512'/],
     [['--seed', 'x'], /--seed must be an integer from 0 to 4294967295/],
+    [['--headers-timeout', '0'], /--headers-timeout must be an integer from 1 to 86400000, got '0'/],
+    [['--headers-timeout', '5000', '--request-timeout', '4000'], /--request-timeout must be an integer from 5000 to 86400000, got '4000'/],
+    [['--max-connections', '0'], /--max-connections must be an integer from 1 to 1000000/],
     [['--weights', 'no-such-file.safetensors'], /--weights: cannot read 'no-such-file\.safetensors': no such file or folder/],
     [['--weights', 'test'], /--weights: cannot read 'test': it is a folder/],
     [['--engine', 'tpu'], /argument 'tpu' is invalid\. Allowed choices are cpu, gpu, gpu-eager/],
@@ -67,6 +70,10 @@ test('serveOptions: the defaults, and --max-batch, --prefill-chunk and --max-tok
   assert.deepEqual([serveOptions({ ...ARGS, engine: 'gpu' }).maxBatch, serveOptions({ ...ARGS, engine: 'gpu-eager' }).prefillChunk], [32, 32], 'the gpu engines fill their largest bucket');
   assert.equal(serveOptions({ ...ARGS, maxTokens: '511' }).maxTokens, 511);
   assert.throws(() => serveOptions({ ...ARGS, queue: '1e3' }), UsageError);
+  assert.deepEqual([p.headersTimeoutMs, p.requestTimeoutMs, p.maxConnections], [10_000, 30_000, 1024]);
+  assert.equal(serveOptions({ ...ARGS, headersTimeout: '40000' }).requestTimeoutMs, 40_000, 'the request timeout is at least the headers timeout');
+  const set = serveOptions({ ...ARGS, headersTimeout: '500', requestTimeout: '2000', maxConnections: '10' });
+  assert.deepEqual([set.headersTimeoutMs, set.requestTimeoutMs, set.maxConnections], [500, 2000, 10]);
   assert.equal(MODEL_CONFIGS.small.maxPositions, 512);
 });
 

@@ -17,7 +17,7 @@ import { CompletionServer } from '../../src/serve/http.js';
 import { Scheduler } from '../../src/serve/scheduler.js';
 import { SSE_DONE, readSse } from '../../src/serve/sse.js';
 import { defaultNext } from './fake-engine.js';
-import { chat, complete, eventually, expectedText, withServer } from './helpers.js';
+import { chat, complete, eventually, expectedText, metric, withServer } from './helpers.js';
 
 const T = { timeout: 15_000 };
 
@@ -221,7 +221,7 @@ test('400: every refusal names its field, the same rules as /v1/completions; not
       [{ messages: m, model: 5 }, 'invalid_model', /^model must be a string/, 'model'],
       [{ messages: m, temperature: 2.5 }, 'invalid_sampling', /^temperature must be a number from 0 to 2, got 2\.5/, 'temperature'],
       [{ messages: m, temperature: 1, top_p: 0 }, 'invalid_sampling', /^top_p must be a number in \(0, 1\]/, 'top_p'],
-      [{ messages: m, top_k: -1 }, 'invalid_sampling', /^top_k must be an integer ≥ 0/, 'top_k'],
+      [{ messages: m, top_k: -2 }, 'invalid_sampling', /^top_k must be an integer ≥ 0/, 'top_k'],
       [{ messages: m, seed: 1.5 }, 'invalid_sampling', /^seed must be a safe integer/, 'seed'],
       [{ messages: m, stop: ['a', 'b', 'c', 'd', 'e'] }, 'invalid_stop', /^stop must be a string or a list of 1 to 4 strings/, 'stop'],
       [{ messages: m, stop: [''] }, 'invalid_stop', /^stop\[0\] must be a non-empty string/, 'stop'],
@@ -287,6 +287,9 @@ test('the end-of-turn marker ends the reply like EOS (finish "stop"), and no par
     const raw = (await (await complete(url, { prompt: RENDERED, max_tokens: 20 })).json()) as { choices: { text: string }[] };
     assert.equal(raw.choices[0]!.text, `Hi <|there${END_OF_TURN}mor`);
     assert.equal(scheduler.metrics().running, 0);
+    // The two replies ended at the marker are counted as stops, not cancellations.
+    assert.equal(await metric(url, 'cudagraph_serve_requests_total{outcome="stop"}'), 2);
+    assert.equal(await metric(url, 'cudagraph_serve_requests_total{outcome="cancelled"}'), 0);
   });
 });
 

@@ -85,6 +85,12 @@ export function raw(port: number, o: { method: string; path: string; headers?: R
   });
 }
 
+/** The value of one series of the server's /metrics (NaN when it is not there). */
+export async function metric(url: string, series: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return Number(new RegExp(`^${series.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+}
+
 /** Polls `check` every few milliseconds until it holds, or fails after `ms`. */
 export async function eventually(check: () => boolean, what: string, ms = 3000): Promise<void> {
   const end = Date.now() + ms;

@@ -8,7 +8,7 @@ import { EOS } from '../../src/llm/tokenizer.js';
 import { CompletionServer } from '../../src/serve/http.js';
 import { Scheduler } from '../../src/serve/scheduler.js';
 import { FakeEngine, defaultNext } from './fake-engine.js';
-import { complete, eventually, expectedText, raw, streamed, withServer } from './helpers.js';
+import { chat, complete, eventually, expectedText, raw, streamed, withServer } from './helpers.js';
 
 const T = { timeout: 15_000 };
 
@@ -135,6 +135,52 @@ test('400: bad JSON, a bad prompt, bad max_tokens, unknown fields, bad stream or
       assert.match(error.message, message, what);
     }
     assert.equal(engine.stepCount, 0);
+  });
+});
+
+test('400 invalid_json: a body nesting arrays and objects deeper than 64 is refused before it is parsed; brackets in strings do not count', T, async () => {
+  await withServer({}, async ({ url }) => {
+    const nested = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const refused = async (body: string): Promise<{ status: number; code: string; message: string }> => {
+      const res = await complete(url, body);
+      const { error } = (await res.json()) as { error: { code: string; message: string } };
+      return { status: res.status, code: error?.code, message: error?.message };
+    };
+    // 64 levels (the object and 63 arrays) parse: the refusal is of the unknown field.
+    assert.equal((await refused(`{"prompt": "x", "x": ${nested(63)}}`)).code, 'unknown_field');
+    const deep = await refused(`{"prompt": "x", "x": ${nested(64)}}`);
+    assert.deepEqual(deep, { status: 400, code: 'invalid_json', message: 'the body nests arrays and objects deeper than 64 levels, the most this server parses' });
+    // Nearly 1 MiB of brackets: the same refusal.
+    assert.equal((await refused(`{"prompt":"a","x":${nested(500_000)}}`)).code, 'invalid_json');
+    // Brackets inside strings are text, an escaped quote does not end a string, an escaped backslash does not escape the quote after it.
+    const inString = await complete(url, { prompt: `${'['.repeat(100)}"${'{'.repeat(100)}`, max_tokens: 1 });
+    assert.equal(inString.status, 200);
+    assert.equal((await refused(`{"prompt": "\\\\", "x": ${nested(64)}}`)).code, 'invalid_json');
+  });
+});
+
+test('400: ill-formed Unicode is refused, not replaced by U+FFFD: a lone surrogate in prompt or a chat content, bytes that are not UTF-8', T, async () => {
+  await withServer({}, async ({ url, port, engine }) => {
+    const error = async (res: Response): Promise<{ status: number; code: string; param: string | null; message: string }> => {
+      const { error: e } = (await res.json()) as { error: { code: string; param: string | null; message: string } };
+      return { status: res.status, code: e.code, param: e.param, message: e.message };
+    };
+    const lone = await error(await complete(url, '{"prompt": "a\\ud800b", "max_tokens": 1}'));
+    assert.deepEqual(lone, { status: 400, code: 'invalid_prompt', param: 'prompt', message: 'prompt must be well-formed Unicode (it holds a lone surrogate, such as an unpaired \\ud800 escape)' });
+    assert.equal((await error(await complete(url, '{"prompt": "\\udc00"}'))).code, 'invalid_prompt');
+    const content = await error(await chat(url, '{"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "x\\udbff"}]}'));
+    assert.deepEqual([content.status, content.code, content.param], [400, 'invalid_messages', 'messages[1].content']);
+    assert.match(content.message, /^messages\[1\]\.content must be well-formed Unicode/);
+    assert.equal(engine.stepCount, 0, 'nothing refused reaches the engine');
+    // A pair written as two escapes is one character, and taken.
+    assert.equal((await complete(url, '{"prompt": "\\ud83d\\ude00", "max_tokens": 1}')).status, 200);
+    // Bytes that are not UTF-8 (a lone continuation byte, an overlong encoding): the body is not JSON.
+    for (const bad of [[0xff], [0x80], [0xc0, 0xaf]]) {
+      const body = Buffer.concat([Buffer.from('{"prompt": "a'), Buffer.from(bad), Buffer.from('", "max_tokens": 1}')]);
+      const r = await raw(port, { method: 'POST', path: '/v1/completions', headers: { 'Content-Type': 'application/json' }, body });
+      assert.equal(r.status, 400, String(bad));
+      assert.deepEqual(JSON.parse(r.text), { error: { message: 'the body is not valid JSON: it is not valid UTF-8', type: 'invalid_request_error', param: null, code: 'invalid_json' } });
+    }
   });
 });
 
@@ -389,12 +435,88 @@ test('close after the grace period: what is left is cancelled (a stream gets an 
   assert.equal(scheduler.metrics().running, 0);
 });
 
+/** Sends `parts` on a raw socket (each after `gapMs`), and resolves with all it got back once the server closed it. */
+function rawExchange(port: number, parts: readonly (string | Buffer)[], gapMs = 0): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const got: Buffer[] = [];
+    socket.on('data', (c: Buffer) => got.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(got).toString('utf8')));
+    void (async () => {
+      for (const part of parts) {
+        if (socket.destroyed) return;
+        socket.write(part);
+        if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+      }
+    })();
+  });
+}
+
+/** A raw HTTP/1.1 response: its status, headers (lower-cased) and body parsed as JSON. */
+function parsedResponse(text: string): { status: number; headers: Record<string, string>; body: { error: { message: string; type: string; param: string | null; code: string } } } {
+  const [head, body] = [text.slice(0, text.indexOf('\r\n\r\n')), text.slice(text.indexOf('\r\n\r\n') + 4)];
+  const [statusLine, ...lines] = head.split('\r\n');
+  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  assert.equal(Number(headers['content-length']), Buffer.byteLength(body));
+  return { status: Number(/^HTTP\/1\.1 (\d+) /.exec(statusLine!)![1]), headers, body: JSON.parse(body) };
+}
+
+test('requests Node\'s parser rejects get a JSON error and Connection: close: a bad method or Content-Length (400), headers too large (431)', T, async () => {
+  await withServer({}, async ({ url, port }) => {
+    const cases: [string, number, string][] = [
+      ['FOO@ / HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'bad_request'],
+      ['POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'bad_request'],
+      [`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
+    ];
+    for (const [request, status, code] of cases) {
+      const r = parsedResponse(await rawExchange(port, [request]));
+      assert.equal(r.status, status, request.slice(0, 40));
+      assert.equal(r.headers['connection'], 'close');
+      assert.match(r.headers['content-type']!, /^application\/json/);
+      assert.equal(r.body.error.code, code);
+      assert.equal(r.body.error.type, 'invalid_request_error');
+      assert.equal(r.body.error.param, null);
+    }
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    assert.match(metrics, /^cudagraph_serve_http_responses_total\{code="400"\} 2$/m);
+    assert.match(metrics, /^cudagraph_serve_http_responses_total\{code="431"\} 1$/m);
+  });
+});
+
+test('a client too slow with its headers or its body gets 408 and the connection closed; a stream runs longer than the request timeout', T, async () => {
+  await withServer({ engine: { delayMs: 10 }, server: { headersTimeoutMs: 200, requestTimeoutMs: 400 } }, async ({ url, port }) => {
+    let t = performance.now();
+    const headers = parsedResponse(await rawExchange(port, ['GET /health HTTP/1.1\r\n', 'Host: x\r\n']));
+    assert.equal(headers.status, 408);
+    assert.equal(headers.headers['connection'], 'close');
+    assert.equal(headers.body.error.code, 'request_timeout');
+    assert.ok(performance.now() - t < 2000, 'refused near the headers timeout');
+    // The headers in time, the body trickling in: the request timeout ends it.
+    t = performance.now();
+    const body = '{"prompt": "abc", "max_tokens": 2}';
+    const start = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const slow = parsedResponse(await rawExchange(port, [start, ...body.split('')], 50));
+    assert.equal(slow.status, 408);
+    assert.equal(slow.body.error.code, 'request_timeout');
+    assert.ok(performance.now() - t < 2000);
+    // A request sent at once whose streamed answer takes longer than both timeouts.
+    const res = await complete(url, { prompt: 'abc', max_tokens: 80, stream: true });
+    const { chunks, done } = await streamed(res);
+    assert.ok(done);
+    assert.equal(chunks.at(-1)!.choices[0]!.finish_reason, 'length');
+  });
+});
+
 test('server options and listen are checked', T, async () => {
   const scheduler = new Scheduler(new FakeEngine({ maxPositions: 100 }));
   assert.throws(() => new CompletionServer({ scheduler, maxTokensLimit: 100 }), /maxTokensLimit must be an integer in 1\.\.99/);
   assert.throws(() => new CompletionServer({ scheduler, defaultMaxTokens: 50, maxTokensLimit: 40 }), /defaultMaxTokens must be an integer in 1\.\.40/);
   assert.throws(() => new CompletionServer({ scheduler, nope: 1 } as never), /unknown option 'nope'/);
   assert.throws(() => new CompletionServer({} as never), /scheduler must be a Scheduler/);
+  assert.throws(() => new CompletionServer({ scheduler, headersTimeoutMs: 0 }), /headersTimeoutMs must be an integer/);
+  assert.throws(() => new CompletionServer({ scheduler, headersTimeoutMs: 5000, requestTimeoutMs: 4000 }), /requestTimeoutMs must be an integer in 5000\.\./);
+  assert.throws(() => new CompletionServer({ scheduler, maxConnections: 0 }), /maxConnections must be an integer/);
   const s = new CompletionServer({ scheduler });
   assert.equal(s.defaultMaxTokens, 64);
   assert.equal(s.maxTokensLimit, 99);

@@ -84,6 +84,14 @@ test('greedy needs no sampler: temperature 0 or top_k 1; different seeds draw di
   assert.notDeepEqual(draw({ temperature: 1, seed: 1 }, flat, 30), draw({ temperature: 1, seed: 2 }, flat, 30));
   // Seeds above 2^32 are not folded onto smaller ones.
   assert.notDeepEqual(draw({ temperature: 1, seed: 5 }, flat, 30), draw({ temperature: 1, seed: 5 + 2 ** 33 }, flat, 30));
+  // Seeds whose halves XOR to the same 32 bits (0, -1 = 2^32 · -1 + (2^32 − 1), 2^32 + 1), and neighbours across the halves: each its own stream.
+  const seeds = [0, -1, 2 ** 32 + 1, 1, 2 ** 32, -(2 ** 32), Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 2 ** 32 - 1, 2 ** 33 + 2];
+  const streams = new Set(seeds.map((seed) => draw({ temperature: 1, seed }, flat, 30).join(',')));
+  assert.equal(streams.size, seeds.length);
+  // top_k -1 (what vLLM's clients send for no limit) is 0; below it is refused.
+  assert.equal(checkSampling('t', { temperature: 1, topK: -1, seed: 3 })!.topK, 0);
+  assert.deepEqual(draw({ temperature: 1, topK: -1, seed: 9 }, flat, 30), draw({ temperature: 1, topK: 0, seed: 9 }, flat, 30));
+  assert.throws(() => checkSampling('t', { temperature: 1, topK: -2 }), /topK must be an integer ≥ 0 \(0 or -1: no limit\), got -2/);
   // Unseeded samplers get a seed of their own.
   assert.equal(typeof checkSampling('t', { temperature: 1 })!.seed, 'number');
 });
@@ -95,7 +103,7 @@ test('refusals name the call and the parameter', () => {
     [{ temperature: '1' }, /temperature .* got "1"/, 'temperature'],
     [{ temperature: 1, topP: 1.5 }, /topP must be a number in \(0, 1\]/, 'topP'],
     [{ temperature: 1, topP: 0 }, /topP must be a number in \(0, 1\]/, 'topP'],
-    [{ temperature: 1, topK: -1 }, /topK must be an integer ≥ 0/, 'topK'],
+    [{ temperature: 1, topK: -2 }, /topK must be an integer ≥ 0/, 'topK'],
     [{ temperature: 1, seed: 0.5 }, /seed must be a safe integer/, 'seed'],
     [5, /sampling must be an object, got 5/, 'sampling'],
     [null, /sampling must be an object, got null/, 'sampling'],

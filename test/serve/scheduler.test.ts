@@ -276,6 +276,23 @@ test('cancellation: a running sequence frees its slot at the next step boundary;
   assert.equal(s.metrics().freeSlots, 1);
 });
 
+test('stop(): the consumer ends a generation as a stop (a stop string): its slot freed at the next boundary, counted as a stop, not a cancellation', T, async () => {
+  const engine = new FakeEngine({ slots: 1, delayMs: 1 });
+  const s = new Scheduler(engine);
+  const g = s.submit({ prompt: prompt(3), maxTokens: 100, onToken: () => void (g.tokens().length === 4 && g.stop()) });
+  const r = await g.result;
+  assert.equal(r.finishReason, 'stop');
+  assert.equal(r.tokens.length, 4);
+  // Stopped on the token that also reaches maxTokens: still a stop.
+  const last = s.submit({ prompt: prompt(3, 2), maxTokens: 2, onToken: () => void (last.tokens().length === 2 && last.stop()) });
+  assert.equal((await last.result).finishReason, 'stop');
+  // A cancel after the stop changes nothing.
+  g.cancel();
+  const { stop, cancelled, length } = s.metrics().requests;
+  assert.deepEqual({ stop, cancelled, length }, { stop: 2, cancelled: 0, length: 0 });
+  assert.equal(s.metrics().freeSlots, 1);
+});
+
 test('cancellation through an AbortSignal, and by leaving the token loop early', T, async () => {
   const engine = new FakeEngine({ slots: 2, delayMs: 1 });
   const s = new Scheduler(engine);

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { StopMatcher, stopProblem } from '../../src/serve/stop-strings.js';
-import { complete, expectedText, withServer } from './helpers.js';
+import { complete, expectedText, metric, withServer } from './helpers.js';
 
 /** The text up to the first place any stop string starts in it. */
 function reference(text: string, stops: readonly string[]): { text: string; stopped: boolean } {
@@ -97,6 +97,10 @@ test('HTTP: a stop string ends the generation with the text before it, finish "s
     const none = (await (await complete(url, { prompt: 'Hello there', max_tokens: 40, stop: 'zzzz' })).json()) as { choices: { text: string; finish_reason: string }[] };
     assert.equal(none.choices[0]!.text, full);
     assert.equal(none.choices[0]!.finish_reason, 'length');
+    // /metrics counts the two ended by a stop string as stops, not cancellations.
+    assert.equal(await metric(url, 'cudagraph_serve_requests_total{outcome="stop"}'), 2);
+    assert.equal(await metric(url, 'cudagraph_serve_requests_total{outcome="cancelled"}'), 0);
+    assert.equal(await metric(url, 'cudagraph_serve_requests_total{outcome="length"}'), 1);
     const bad = await complete(url, { prompt: 'x', stop: ['', 'a'] });
     assert.equal(bad.status, 400);
     const { error } = (await bad.json()) as { error: { code: string; param: string; message: string } };
