@@ -377,10 +377,8 @@ export class CompletionServer {
         if (allow()) this.#sendJson(res, 200, { object: 'list', data: [{ id: this.#model, object: 'model', created: this.#started, owned_by: 'cudagraph' }] });
         return;
       case '/metrics':
-        if (allow()) {
-          res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
-          res.end(method === 'HEAD' ? undefined : this.metricsText());
-        }
+        // HEAD makes the text too: its headers are GET's, the Content-Length of the body GET would get.
+        if (allow()) this.#sendText(res, 200, PROMETHEUS_CONTENT_TYPE, this.metricsText(), { 'Cache-Control': 'no-store' });
         return;
       default: {
         const known = Object.entries(ROUTES).map(([p, methods]) => `${methods.split(', ')[0]} ${p}`);
@@ -494,11 +492,15 @@ export class CompletionServer {
   }
 
   #sendJson(res: ServerResponse, status: number, body: unknown): void {
+    this.#sendText(res, status, 'application/json; charset=utf-8', JSON.stringify(body));
+  }
+
+  /** A whole response with its `Content-Length`; to a HEAD request, the same headers and no body (Node drops it). */
+  #sendText(res: ServerResponse, status: number, contentType: string, text: string, headers: Readonly<Record<string, string>> = {}): void {
     if (!writable(res)) return;
-    const text = JSON.stringify(body);
     // While shutting down, a connection closes after its response instead of waiting for another.
     if (this.#closing) res.setHeader('Connection', 'close');
-    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+    res.writeHead(status, { ...headers, 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text) });
     res.end(text);
   }
 

@@ -379,6 +379,26 @@ test('GET /health and GET /metrics (Prometheus text, with the engine\'s stats an
   });
 });
 
+test('HEAD /health, /v1/models and /metrics: the headers GET sends, Content-Length included, and no body', T, async () => {
+  await withServer({}, async ({ port }) => {
+    for (const path of ['/health', '/v1/models', '/metrics']) {
+      const get = await raw(port, { method: 'GET', path });
+      const head = await raw(port, { method: 'HEAD', path });
+      assert.equal(head.status, 200, path);
+      assert.equal(head.text, '', `${path}: no body`);
+      assert.equal(Number(get.headers['content-length']), Buffer.byteLength(get.text), `${path}: GET's Content-Length is its body's`);
+      assert.equal(get.headers['transfer-encoding'], undefined, path);
+      assert.equal(head.headers['transfer-encoding'], undefined, path);
+      for (const name of ['content-type', 'cache-control']) assert.equal(head.headers[name], get.headers[name], `${path}: ${name}`);
+      const length = Number(head.headers['content-length']);
+      if (path === '/metrics') {
+        // The figures move between the two requests (request counts, memory, the event loop): about the same length.
+        assert.ok(Math.abs(length - Buffer.byteLength(get.text)) < 0.02 * length, `${path}: HEAD's Content-Length ${length} against GET's ${get.text.length}`);
+      } else assert.equal(length, Buffer.byteLength(get.text), `${path}: HEAD's Content-Length is GET's`);
+    }
+  });
+});
+
 test('graceful close: in-flight requests finish, new ones get 503, then the port is closed', T, async () => {
   const engine = new FakeEngine({ slots: 2, delayMs: 2 });
   const scheduler = new Scheduler(engine);
