@@ -19,7 +19,8 @@
  * 1 to the limit, a temperature, top_p, top_k or seed out of its range, a bad stop, a field this
  * server does not implement, a prompt + max_tokens beyond the context), 413 for a body over the
  * limit, 404 for an unknown path, 405 for a wrong method (with `Allow`), 429 when the queue is full,
- * 503 while shutting down, 500 when a decode step failed; and for what Node's parser rejects, 400
+ * 503 while shutting down, 500 when a decode step failed (`engine_error`) or the server itself
+ * threw (`internal_error`); and for what Node's parser rejects, 400
  * (bad HTTP), 408 (a request not in before its timeout) and 431 (headers too large), each with the
  * connection closed. Both generation endpoints run through one
  * path (`#generate`): the same stop strings, the same cancellation when a client goes away (its
