@@ -429,6 +429,10 @@ export class CompletionServer {
       if (!params.stream) collected += piece;
       else if (writable(res)) res.write(answer.pieceEvent(piece));
     };
+    let received = 0;
+    // With stop strings, the text of the decoder's last bytes (a character max_tokens cut off, as
+    // U+FFFD) that the matcher let through, once the last token is in; sent at the end.
+    let tail: string | null = null;
     try {
       generation = this.#scheduler.submit({
         prompt: encode(params.prompt),
@@ -438,6 +442,10 @@ export class CompletionServer {
           if (stopper?.hasStopped()) return;
           const text = decoder.push([t]);
           deliver(stopper === null ? text : stopper.push(text));
+          // The max_tokens-th token is the last: the decoder's last bytes end the text now, so a
+          // stop string they complete stops the generation here, counted as a stop as when a
+          // token completes one, not as a 'length' the scheduler would settle it with.
+          if (++received === params.maxTokens && stopper !== null && !stopper.hasStopped()) tail = stopper.push(decoder.end());
           if (stopper?.hasStopped()) generation?.stop();
         },
       });
@@ -475,9 +483,10 @@ export class CompletionServer {
       return;
     }
     // The decoder's last bytes (an incomplete character), then what the stop matcher held back.
-    if (!byStop) {
-      const tail = decoder.end();
-      deliver(stopper === null ? tail : stopper.push(tail) + stopper.flush());
+    if (tail !== null) deliver(tail + stopper!.flush());
+    else if (!byStop) {
+      const end = decoder.end();
+      deliver(stopper === null ? end : stopper.push(end) + stopper.flush());
     }
     // A stop string (found before or in the tail) is a "stop", whatever ended the generation after it.
     const finish: ChoiceFinish = stopper?.hasStopped() === true || result.finishReason === 'stop' ? 'stop' : 'length';
