@@ -27,6 +27,7 @@
  * slot is free at the next step boundary), the same errors; only the objects they answer differ.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Server as NetServer } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { InvalidArgumentError } from '../errors/base.js';
@@ -113,8 +114,8 @@ const OP = 'new CompletionServer';
 
 /**
  * The completions server. `listen()` binds it, `close()` shuts it down gracefully: no new
- * connections, 503 for new requests on open ones, the accepted requests finish (or are cancelled
- * after `graceMs`), then the connections close.
+ * connections, 503 with `Connection: close` for new requests on the open ones, the accepted
+ * requests finish (or are cancelled after `graceMs`), then the connections close.
  *
  * @example
  *   const scheduler = new Scheduler(engine, { queueLimit: 64 });
@@ -222,10 +223,14 @@ export class CompletionServer {
   }
 
   /**
-   * Shuts down gracefully: stops accepting connections, answers 503 to new requests, closes the
-   * scheduler and waits for the accepted requests; after `graceMs` (default 10 s) cancels what is
-   * left (streams end with a `shutting_down` error event, waiting requests get 503). Resolves when
-   * every connection is closed. Idempotent: a second call returns the same promise.
+   * Shuts down gracefully, draining: stops accepting connections at once (the port is free; a new
+   * connection is refused), while the open ones stay open until the accepted requests are done, so
+   * a request that comes on a kept-alive connection meanwhile is answered — 503 `shutting_down`
+   * (`/health`: 503 `"status": "shutting_down"`), with `Connection: close` — instead of finding its
+   * connection reset. The scheduler refuses new work and the accepted requests finish; after
+   * `graceMs` (default 10 s) what is left is cancelled (streams end with a `shutting_down` error
+   * event, waiting requests get 503). Then every connection is closed and the promise resolves.
+   * Idempotent: a second call returns the same promise.
    */
   close(options: { readonly graceMs?: number } = {}): Promise<void> {
     if (this.#closed !== null) return this.#closed;
@@ -233,8 +238,10 @@ export class CompletionServer {
     this.#closing = true;
     this.#closed = (async () => {
       const listening = this.#server.listening;
-      const serverClosed = listening ? new Promise<void>((resolve) => this.#server.close(() => resolve())) : Promise.resolve();
-      this.#server.closeIdleConnections();
+      // net.Server's close stops the listener only: http.Server's would also close the idle
+      // kept-alive connections at once, so that a request sent on one meanwhile met a reset
+      // connection instead of a 503. Resolves once the listener and every connection are closed.
+      const serverClosed = listening ? new Promise<void>((resolve) => NetServer.prototype.close.call(this.#server, () => resolve())) : Promise.resolve();
       const drained = this.#scheduler.close();
       let timer: NodeJS.Timeout | undefined;
       const late = await Promise.race([drained.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs)))]);
@@ -248,6 +255,9 @@ export class CompletionServer {
       this.#server.closeIdleConnections();
       this.#server.closeAllConnections();
       await serverClosed;
+      // http.Server's own close, now that nothing is left to close: it stops its timer of the
+      // request timeouts.
+      if (listening) this.#server.close();
       this.#loopDelay.disable();
     })();
     return this.#closed;
