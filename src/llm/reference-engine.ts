@@ -25,6 +25,18 @@ export interface CpuDecodeEngineOptions {
 const MAX_CACHE_VALUES = 2 ** 30;
 
 /**
+ * The longest a step computes without giving the event loop a turn, in milliseconds: checked
+ * between the pieces of each layer of each entry (`ReferenceDecoder.decodeLayers`), so one
+ * piece's work (up to about 5 ms on the default config) comes on top.
+ */
+export const CPU_STEP_SLICE_MS = 4;
+
+/** A turn of the event loop: timers, I/O and other callbacks run before it resolves. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
  * A `DecodeEngine` on the CPU over the reference forward pass (`ReferenceDecoder`). A step checks
  * every entry before it writes anything: a refused step leaves the cache as it was. Besides the
  * refusals every engine makes, it tracks how many positions each slot holds and refuses a position
@@ -47,6 +59,7 @@ export class CpuDecodeEngine implements DecodeEngine {
   readonly #held: Int32Array;
   #steps = 0;
   #tokens = 0;
+  #busy = false;
 
   /**
    * @throws InvalidArgumentError naming `new CpuDecodeEngine` for a bad config, weights that do not
@@ -83,12 +96,20 @@ export class CpuDecodeEngine implements DecodeEngine {
    *   oversize batch, an entry that is not `{ slot, token, position }`, a slot out of range, a
    *   later entry of a slot not at the position after its earlier one, a position out of range or
    *   past what its slot holds, a token outside the
-   *   vocabulary, unknown options; DisposedError after `dispose()`. Nothing is written then.
+   *   vocabulary, unknown options, a step while another is in flight; DisposedError after
+   *   `dispose()`. Nothing is written then. A `dispose()` while the step runs rejects it with
+   *   DisposedError at its next turn of the event loop.
+   *
+   * The work is done on the calling thread, but a step never holds it for long: every
+   * `CPU_STEP_SLICE_MS` milliseconds (checked within each layer) it gives the event loop a turn, so
+   * timers, I/O and the server's requests are served while a large config decodes. The tokens
+   * and logits are the same whatever the turns.
    */
   async step(entries: readonly DecodeEntry[], options?: { readonly logits?: boolean }): Promise<StepResult> {
     const op = 'CpuDecodeEngine.step';
     const cache = this.#cache;
     if (cache === undefined) throw new DisposedError(op, 'the engine');
+    if (this.#busy) throw new InvalidArgumentError(op, 'entries', 'a step is in flight: await it before the next');
     const o = requireOptions<{ logits: boolean }>(op, options, ['logits']);
     const wantLogits = o.logits === undefined ? false : requireBoolean(op, 'logits', o.logits);
     if (!Array.isArray(entries)) throw new InvalidArgumentError(op, 'entries', `entries must be an array of { slot, token, position }, got ${describe(entries)}`);
@@ -121,13 +142,30 @@ export class CpuDecodeEngine implements DecodeEngine {
     // Everything is checked: from here on nothing can refuse, so a step writes all its entries or none.
     const tokens = new Int32Array(checked.length);
     const logits = wantLogits ? new Float32Array(checked.length * this.config.vocab) : undefined;
-    checked.forEach(({ slot, token, position }, i) => {
-      const row = this.#decoder.decode(cache, slot, token, position);
-      // A slot written at p holds 0..p: what it held beyond p belonged to the sequence it replaces.
-      this.#held[slot] = position + 1;
-      tokens[i] = argmax(row);
-      logits?.set(row, i * this.config.vocab);
-    });
+    this.#busy = true;
+    try {
+      let slice = performance.now();
+      for (let i = 0; i < checked.length; i++) {
+        const { slot, token, position } = checked[i]!;
+        const layers = this.#decoder.decodeLayers(cache, slot, token, position);
+        let r = layers.next();
+        while (r.done !== true) {
+          if (performance.now() - slice >= CPU_STEP_SLICE_MS) {
+            await nextTurn();
+            if (this.#cache === undefined) throw new DisposedError(op, 'the engine');
+            slice = performance.now();
+          }
+          r = layers.next();
+        }
+        const row = r.value;
+        // A slot written at p holds 0..p: what it held beyond p belonged to the sequence it replaces.
+        this.#held[slot] = position + 1;
+        tokens[i] = argmax(row);
+        logits?.set(row, i * this.config.vocab);
+      }
+    } finally {
+      this.#busy = false;
+    }
     this.#steps++;
     this.#tokens += checked.length;
     return logits === undefined ? { tokens } : { tokens, logits };

@@ -200,6 +200,21 @@ export class ReferenceDecoder {
    * does); an index out of range gives NaN logits, never a crash.
    */
   decode(cache: ReferenceKvCache, slot: number, token: number, position: number): Float32Array {
+    const layers = this.decodeLayers(cache, slot, token, position);
+    for (;;) {
+      const r = layers.next();
+      if (r.done === true) return r.value;
+    }
+  }
+
+  /**
+   * `decode` in pieces: the generator yields within each layer (after the q, k, v projections,
+   * after the attention, after each of the MLP's three projections) and returns the logits, the
+   * same values as `decode`'s. A caller that must not hold the thread for a whole token
+   * (`CpuDecodeEngine.step`) gives the event loop a turn between pieces; the cache is written
+   * layer by layer, so nothing else may use the slot until the generator has returned.
+   */
+  *decodeLayers(cache: ReferenceKvCache, slot: number, token: number, position: number): Generator<void, Float32Array, void> {
     const c = this.config;
     const t = this.tensors;
     const hd = headDim(c);
@@ -225,6 +240,7 @@ export class ReferenceDecoder {
       for (let head = 0; head < c.kvHeads; head++) applyRotary(k, head * hd, hd, position, this.#inv);
       cache.keys[l]!.set(k, cache.at(slot, position));
       cache.values[l]!.set(v, cache.at(slot, position));
+      yield;
       // Grouped-query attention: query heads g·group .. g·group+group−1 share kv head g (transformers' repeat_kv).
       for (let head = 0; head < c.heads; head++) {
         const kvOffset = Math.floor(head / group) * hd;
@@ -232,12 +248,16 @@ export class ReferenceDecoder {
       }
       matVec(w.o, c.dim, c.heads * hd, attn, o);
       addInPlace(x, o);
+      yield;
       rmsNorm(x, w.postNorm, c.rmsEps, h);
       matVec(w.gate, c.hidden, c.dim, h, gate);
+      yield;
       matVec(w.up, c.hidden, c.dim, h, up);
       swiglu(gate, up);
+      yield;
       matVec(w.down, c.dim, c.hidden, gate, o);
       addInPlace(x, o);
+      yield;
     }
     rmsNorm(x, t.norm, c.rmsEps, h);
     return matVec(t.lmHead, c.vocab, c.dim, h);

@@ -19,13 +19,15 @@
  * 1 to the limit, a temperature, top_p, top_k or seed out of its range, a bad stop, a field this
  * server does not implement, a prompt + max_tokens beyond the context), 413 for a body over the
  * limit, 404 for an unknown path, 405 for a wrong method (with `Allow`), 429 when the queue is full,
- * 503 while shutting down, 500 when a decode step failed; and for what Node's parser rejects, 400
+ * 503 while shutting down, 500 when a decode step failed (`engine_error`) or the server itself
+ * threw (`internal_error`); and for what Node's parser rejects, 400
  * (bad HTTP), 408 (a request not in before its timeout) and 431 (headers too large), each with the
  * connection closed. Both generation endpoints run through one
  * path (`#generate`): the same stop strings, the same cancellation when a client goes away (its
  * slot is free at the next step boundary), the same errors; only the objects they answer differ.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Server as NetServer } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { InvalidArgumentError } from '../errors/base.js';
@@ -112,8 +114,8 @@ const OP = 'new CompletionServer';
 
 /**
  * The completions server. `listen()` binds it, `close()` shuts it down gracefully: no new
- * connections, 503 for new requests on open ones, the accepted requests finish (or are cancelled
- * after `graceMs`), then the connections close.
+ * connections, 503 with `Connection: close` for new requests on the open ones, the accepted
+ * requests finish (or are cancelled after `graceMs`), then the connections close.
  *
  * @example
  *   const scheduler = new Scheduler(engine, { queueLimit: 64 });
@@ -221,10 +223,14 @@ export class CompletionServer {
   }
 
   /**
-   * Shuts down gracefully: stops accepting connections, answers 503 to new requests, closes the
-   * scheduler and waits for the accepted requests; after `graceMs` (default 10 s) cancels what is
-   * left (streams end with a `shutting_down` error event, waiting requests get 503). Resolves when
-   * every connection is closed. Idempotent: a second call returns the same promise.
+   * Shuts down gracefully, draining: stops accepting connections at once (the port is free; a new
+   * connection is refused), while the open ones stay open until the accepted requests are done, so
+   * a request that comes on a kept-alive connection meanwhile is answered — 503 `shutting_down`
+   * (`/health`: 503 `"status": "shutting_down"`), with `Connection: close` — instead of finding its
+   * connection reset. The scheduler refuses new work and the accepted requests finish; after
+   * `graceMs` (default 10 s) what is left is cancelled (streams end with a `shutting_down` error
+   * event, waiting requests get 503). Then every connection is closed and the promise resolves.
+   * Idempotent: a second call returns the same promise.
    */
   close(options: { readonly graceMs?: number } = {}): Promise<void> {
     if (this.#closed !== null) return this.#closed;
@@ -232,8 +238,10 @@ export class CompletionServer {
     this.#closing = true;
     this.#closed = (async () => {
       const listening = this.#server.listening;
-      const serverClosed = listening ? new Promise<void>((resolve) => this.#server.close(() => resolve())) : Promise.resolve();
-      this.#server.closeIdleConnections();
+      // net.Server's close stops the listener only: http.Server's would also close the idle
+      // kept-alive connections at once, so that a request sent on one meanwhile met a reset
+      // connection instead of a 503. Resolves once the listener and every connection are closed.
+      const serverClosed = listening ? new Promise<void>((resolve) => NetServer.prototype.close.call(this.#server, () => resolve())) : Promise.resolve();
       const drained = this.#scheduler.close();
       let timer: NodeJS.Timeout | undefined;
       const late = await Promise.race([drained.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs)))]);
@@ -247,6 +255,9 @@ export class CompletionServer {
       this.#server.closeIdleConnections();
       this.#server.closeAllConnections();
       await serverClosed;
+      // http.Server's own close, now that nothing is left to close: it stops its timer of the
+      // request timeouts.
+      if (listening) this.#server.close();
       this.#loopDelay.disable();
     })();
     return this.#closed;
@@ -377,10 +388,8 @@ export class CompletionServer {
         if (allow()) this.#sendJson(res, 200, { object: 'list', data: [{ id: this.#model, object: 'model', created: this.#started, owned_by: 'cudagraph' }] });
         return;
       case '/metrics':
-        if (allow()) {
-          res.writeHead(200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
-          res.end(method === 'HEAD' ? undefined : this.metricsText());
-        }
+        // HEAD makes the text too: its headers are GET's, the Content-Length of the body GET would get.
+        if (allow()) this.#sendText(res, 200, PROMETHEUS_CONTENT_TYPE, this.metricsText(), { 'Cache-Control': 'no-store' });
         return;
       default: {
         const known = Object.entries(ROUTES).map(([p, methods]) => `${methods.split(', ')[0]} ${p}`);
@@ -430,6 +439,10 @@ export class CompletionServer {
       if (!params.stream) collected += piece;
       else if (writable(res)) res.write(answer.pieceEvent(piece));
     };
+    let received = 0;
+    // With stop strings, the text of the decoder's last bytes (a character max_tokens cut off, as
+    // U+FFFD) that the matcher let through, once the last token is in; sent at the end.
+    let tail: string | null = null;
     try {
       generation = this.#scheduler.submit({
         prompt: encode(params.prompt),
@@ -439,6 +452,10 @@ export class CompletionServer {
           if (stopper?.hasStopped()) return;
           const text = decoder.push([t]);
           deliver(stopper === null ? text : stopper.push(text));
+          // The max_tokens-th token is the last: the decoder's last bytes end the text now, so a
+          // stop string they complete stops the generation here, counted as a stop as when a
+          // token completes one, not as a 'length' the scheduler would settle it with.
+          if (++received === params.maxTokens && stopper !== null && !stopper.hasStopped()) tail = stopper.push(decoder.end());
           if (stopper?.hasStopped()) generation?.stop();
         },
       });
@@ -476,9 +493,10 @@ export class CompletionServer {
       return;
     }
     // The decoder's last bytes (an incomplete character), then what the stop matcher held back.
-    if (!byStop) {
-      const tail = decoder.end();
-      deliver(stopper === null ? tail : stopper.push(tail) + stopper.flush());
+    if (tail !== null) deliver(tail + stopper!.flush());
+    else if (!byStop) {
+      const end = decoder.end();
+      deliver(stopper === null ? end : stopper.push(end) + stopper.flush());
     }
     // A stop string (found before or in the tail) is a "stop", whatever ended the generation after it.
     const finish: ChoiceFinish = stopper?.hasStopped() === true || result.finishReason === 'stop' ? 'stop' : 'length';
@@ -494,11 +512,15 @@ export class CompletionServer {
   }
 
   #sendJson(res: ServerResponse, status: number, body: unknown): void {
+    this.#sendText(res, status, 'application/json; charset=utf-8', JSON.stringify(body));
+  }
+
+  /** A whole response with its `Content-Length`; to a HEAD request, the same headers and no body (Node drops it). */
+  #sendText(res: ServerResponse, status: number, contentType: string, text: string, headers: Readonly<Record<string, string>> = {}): void {
     if (!writable(res)) return;
-    const text = JSON.stringify(body);
     // While shutting down, a connection closes after its response instead of waiting for another.
     if (this.#closing) res.setHeader('Connection', 'close');
-    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+    res.writeHead(status, { ...headers, 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text) });
     res.end(text);
   }
 

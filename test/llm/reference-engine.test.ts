@@ -8,8 +8,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DisposedError, InvalidArgumentError } from '../../src/errors/base.js';
 import type { DecodeEntry } from '../../src/llm/engine.js';
-import { CpuDecodeEngine } from '../../src/llm/reference-engine.js';
-import { argmax, forwardSequence } from '../../src/llm/reference.js';
+import { llamaConfig } from '../../src/llm/config.js';
+import { CPU_STEP_SLICE_MS, CpuDecodeEngine } from '../../src/llm/reference-engine.js';
+import { ReferenceDecoder, argmax, forwardSequence } from '../../src/llm/reference.js';
 import { BOS } from '../../src/llm/tokenizer.js';
 import { syntheticWeights } from '../../src/llm/weights.js';
 import { TINY, assertClose } from './helpers.js';
@@ -188,4 +189,47 @@ test('the constructor refuses bad sizes, unknown options, weights that do not fi
   const big = { ...TINY, maxPositions: 1 << 20 };
   assert.throws(() => new CpuDecodeEngine(big, WEIGHTS, { slots: 4096 }), (e: unknown) => e instanceof InvalidArgumentError && /^new CpuDecodeEngine: a KV cache of 4096 slots × 1048576 positions would take 2048\.0 GiB/.test(e.message));
   assert.throws(() => new CpuDecodeEngine({ ...TINY, rmsEps: 0 }, WEIGHTS), (e: unknown) => e instanceof InvalidArgumentError && /^new CpuDecodeEngine: rmsEps/.test(e.message));
+});
+
+/** A config large enough that one step takes tens of milliseconds (each layer a few). */
+const MID = llamaConfig('mid', { layers: 6, dim: 256, heads: 4, kvHeads: 2, hidden: 768, maxPositions: 64 });
+
+test('a long step gives the event loop turns (timers run before it resolves) and its tokens and logits are those of the plain decoder', async () => {
+  const weights = syntheticWeights(MID, 5);
+  using engine = new CpuDecodeEngine(MID, weights, { slots: 8 });
+  const entries = Array.from({ length: 8 }, (_, slot) => ({ slot, token: slot === 0 ? BOS : 40 + slot, position: 0 }));
+  let fired = 0;
+  const timer = setInterval(() => fired++, 1);
+  const started = performance.now();
+  let timeout = false;
+  setTimeout(() => (timeout = true), 0);
+  const { tokens, logits } = await engine.step(entries, { logits: true });
+  const took = performance.now() - started;
+  clearInterval(timer);
+  assert.ok(took > 3 * CPU_STEP_SLICE_MS, `the step is long enough to need turns (${took.toFixed(1)} ms)`);
+  assert.equal(timeout, true, 'a timer set before the step ran before it resolved');
+  assert.ok(fired >= 2, `a 1 ms interval ran ${fired} times during a ${took.toFixed(1)} ms step`);
+  // The same values as the synchronous decoder's, bit for bit.
+  const decoder = new ReferenceDecoder(MID, weights);
+  const cache = decoder.createCache(8, MID.maxPositions);
+  entries.forEach(({ slot, token, position }, i) => {
+    const row = decoder.decode(cache, slot, token, position);
+    assert.deepEqual(logits!.subarray(i * MID.vocab, (i + 1) * MID.vocab), row, `entry ${i}`);
+    assert.equal(tokens[i], argmax(row));
+  });
+});
+
+test('while a step runs, another is refused and writes nothing; dispose() rejects the running step', async () => {
+  const weights = syntheticWeights(MID, 6);
+  const engine = new CpuDecodeEngine(MID, weights, { slots: 8 });
+  const entries = Array.from({ length: 8 }, (_, slot) => ({ slot, token: BOS, position: 0 }));
+  const first = engine.step(entries);
+  await rejects(engine.step([{ slot: 0, token: BOS, position: 0 }]), InvalidArgumentError, 'CpuDecodeEngine.step', /a step is in flight/);
+  await first;
+  assert.deepEqual(engine.stats(), { steps: 1, tokens: 8 });
+  const running = engine.step(entries.map((e) => ({ ...e, position: 1 })));
+  await new Promise((r) => setTimeout(r, 0));
+  engine.dispose();
+  await rejects(running, DisposedError, 'CpuDecodeEngine.step', /disposed/);
+  assert.deepEqual(engine.stats(), { steps: 1, tokens: 8 }, 'the rejected step is not counted');
 });

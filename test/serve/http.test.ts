@@ -379,6 +379,26 @@ test('GET /health and GET /metrics (Prometheus text, with the engine\'s stats an
   });
 });
 
+test('HEAD /health, /v1/models and /metrics: the headers GET sends, Content-Length included, and no body', T, async () => {
+  await withServer({}, async ({ port }) => {
+    for (const path of ['/health', '/v1/models', '/metrics']) {
+      const get = await raw(port, { method: 'GET', path });
+      const head = await raw(port, { method: 'HEAD', path });
+      assert.equal(head.status, 200, path);
+      assert.equal(head.text, '', `${path}: no body`);
+      assert.equal(Number(get.headers['content-length']), Buffer.byteLength(get.text), `${path}: GET's Content-Length is its body's`);
+      assert.equal(get.headers['transfer-encoding'], undefined, path);
+      assert.equal(head.headers['transfer-encoding'], undefined, path);
+      for (const name of ['content-type', 'cache-control']) assert.equal(head.headers[name], get.headers[name], `${path}: ${name}`);
+      const length = Number(head.headers['content-length']);
+      if (path === '/metrics') {
+        // The figures move between the two requests (request counts, memory, the event loop): about the same length.
+        assert.ok(Math.abs(length - Buffer.byteLength(get.text)) < 0.02 * length, `${path}: HEAD's Content-Length ${length} against GET's ${get.text.length}`);
+      } else assert.equal(length, Buffer.byteLength(get.text), `${path}: HEAD's Content-Length is GET's`);
+    }
+  });
+});
+
 test('graceful close: in-flight requests finish, new ones get 503, then the port is closed', T, async () => {
   const engine = new FakeEngine({ slots: 2, delayMs: 2 });
   const scheduler = new Scheduler(engine);
@@ -412,6 +432,77 @@ test('graceful close: in-flight requests finish, new ones get 503, then the port
   assert.equal(scheduler.closing, true);
   assert.equal(server.address, null);
   assert.equal(await server.close(), undefined, 'close is idempotent');
+});
+
+/** A raw connection kept alive after a first `GET /health`; `exchange` sends a request and resolves with all it got back once the server closed it ('' if it was closed before). */
+async function keptAlive(port: number): Promise<{ exchange(request: string): Promise<string>; readonly closed: boolean }> {
+  const socket = connect(port, '127.0.0.1');
+  socket.setEncoding('utf8');
+  let got = '';
+  let closed = false;
+  socket.on('data', (c: string) => (got += c));
+  socket.on('error', () => {});
+  const ended = new Promise<void>((r) => socket.once('close', () => ((closed = true), r())));
+  socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+  // The whole first response: its headers and Content-Length bytes of body.
+  await eventually(() => {
+    const head = got.indexOf('\r\n\r\n');
+    const length = /content-length: (\d+)/i.exec(got)?.[1];
+    return head >= 0 && length !== undefined && got.length >= head + 4 + Number(length);
+  }, 'the first response');
+  assert.match(got, /^HTTP\/1\.1 200 /);
+  assert.match(got, /keep-alive/i);
+  return {
+    async exchange(request: string): Promise<string> {
+      if (closed) return '';
+      got = '';
+      socket.write(request);
+      await ended;
+      return got;
+    },
+    get closed() {
+      return closed;
+    },
+  };
+}
+
+test('graceful drain: close refuses new connections at once, keeps the open ones while the accepted requests finish, and answers a request on one 503 with Connection: close', T, async () => {
+  const engine = new FakeEngine({ slots: 2, manual: true });
+  const scheduler = new Scheduler(engine);
+  const server = new CompletionServer({ scheduler });
+  const { port } = await server.listen({ port: 0 });
+  const url = `http://127.0.0.1:${port}`;
+  // A stream whose steps are held by the test, and two connections idle after a first request.
+  const stream = await complete(url, { prompt: 'x', max_tokens: 3, stream: true });
+  await engine.waitForStep();
+  const a = await keptAlive(port);
+  const b = await keptAlive(port);
+  let closedYet = false;
+  const closed = server.close({ graceMs: 10_000 }).then(() => (closedYet = true));
+  assert.equal(server.address, null, 'the listener is closed at once');
+  await assert.rejects(
+    new Promise((resolve, reject) => connect(port, '127.0.0.1').once('connect', resolve).once('error', reject)),
+    /ECONNREFUSED/,
+  );
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(a.closed || b.closed, false, 'the idle kept-alive connections are still open while the stream runs');
+  const body = JSON.stringify({ prompt: 'late', max_tokens: 2 });
+  const late = await a.exchange(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  assert.match(late, /^HTTP\/1\.1 503 /);
+  assert.match(late, /\r\nConnection: close\r\n/i);
+  assert.match(late, /"code":"shutting_down"/);
+  const health = await b.exchange('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+  assert.match(health, /^HTTP\/1\.1 503 /);
+  assert.match(health, /\r\nConnection: close\r\n/i);
+  assert.match(health, /"status":"shutting_down"/);
+  assert.equal(closedYet, false, 'close waits for the accepted stream');
+  const releasing = engine.releaseUntil(closed);
+  const s = await streamed(stream);
+  assert.ok(s.done, 'the stream accepted before the shutdown finished');
+  assert.equal(s.chunks.at(-1)!.choices[0]!.finish_reason, 'length');
+  await releasing;
+  await closed;
+  assert.equal(scheduler.metrics().running, 0);
 });
 
 test('close after the grace period: what is left is cancelled (a stream gets an error event, a plain request 503)', T, async () => {

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { StopMatcher, stopProblem } from '../../src/serve/stop-strings.js';
-import { complete, expectedText, metric, withServer } from './helpers.js';
+import { chat, complete, expectedText, metric, streamed, withServer } from './helpers.js';
 
 /** The text up to the first place any stop string starts in it. */
 function reference(text: string, stops: readonly string[]): { text: string; stopped: boolean } {
@@ -107,5 +107,46 @@ test('HTTP: a stop string ends the generation with the text before it, finish "s
     assert.equal(error.code, 'invalid_stop');
     assert.equal(error.param, 'stop');
     assert.match(error.message, /^stop\[0\] must be a non-empty string/);
+  });
+});
+
+test('HTTP: a stop string completed only by the decoder\'s last bytes (a character max_tokens cut off, as U+FFFD) ends as one completed by a token: the text before it, finish "stop", counted as a stop; streamed or not, completion or chat', { timeout: 30_000 }, async () => {
+  // The model says "ab" and the first byte of a two-byte character, then "x": after any prompt
+  // ending in "x" (a completion) or "\n" (the chat template's last byte).
+  const chain: Record<number, number> = { 120: 97, 10: 97, 97: 98, 98: 0xc3 };
+  const next = (e: { token: number }): number => chain[e.token] ?? 120;
+  await withServer({ engine: { slots: 2, next } }, async ({ url }) => {
+    type Answer = { text: string; finish: string | null };
+    const ask = async (endpoint: 'completions' | 'chat', stream: boolean, maxTokens: number, stop: string): Promise<Answer> => {
+      const body = { ...(endpoint === 'chat' ? { messages: [{ role: 'user', content: 'hi' }] } : { prompt: 'x' }), max_tokens: maxTokens, stop, stream };
+      const res = await (endpoint === 'chat' ? chat : complete)(url, body);
+      assert.equal(res.status, 200);
+      if (!stream) {
+        const j = (await res.json()) as { choices: { text?: string; message?: { content: string }; finish_reason: string }[] };
+        return { text: j.choices[0]!.text ?? j.choices[0]!.message!.content, finish: j.choices[0]!.finish_reason };
+      }
+      const s = await streamed(res);
+      assert.ok(s.done);
+      const chunks = s.chunks as unknown as { choices: { text?: string; delta?: { content?: string }; finish_reason: string | null }[] }[];
+      return {
+        text: chunks.map((c) => c.choices[0]?.text ?? c.choices[0]?.delta?.content ?? '').join(''),
+        finish: chunks.at(-1)!.choices[0]!.finish_reason,
+      };
+    };
+    let stops = 0;
+    for (const endpoint of ['completions', 'chat'] as const) {
+      for (const stream of [false, true]) {
+        const what = `${endpoint}${stream ? ', streamed' : ''}`;
+        // Without a stop string: "ab" and the cut-off character.
+        assert.deepEqual(await ask(endpoint, stream, 3, 'zz'), { text: 'ab\uFFFD', finish: 'length' }, what);
+        // "b\uFFFD" completed by the 4th token (the "x" that shows the character was cut), and by the decoder's end at max_tokens 3.
+        assert.deepEqual(await ask(endpoint, stream, 4, 'b\uFFFD'), { text: 'a', finish: 'stop' }, `${what}: by a token`);
+        assert.deepEqual(await ask(endpoint, stream, 3, 'b\uFFFD'), { text: 'a', finish: 'stop' }, `${what}: by the decoder's end`);
+        assert.deepEqual(await ask(endpoint, stream, 3, '\uFFFD'), { text: 'ab', finish: 'stop' }, `${what}: the cut-off character alone`);
+        stops += 3;
+      }
+    }
+    assert.equal(await metric(url, 'cudagraph_serve_requests_total{outcome="stop"}'), stops, 'every one ended by a stop string counts as a stop');
+    assert.equal(await metric(url, 'cudagraph_serve_requests_total{outcome="length"}'), 4);
   });
 });
