@@ -866,7 +866,9 @@ export class ComputeGraph {
    * small differences of a reader that sees the text in order). `onProgress(bytes)` is told the
    * bytes read after each piece.
    * @throws GraphError kind `ValidationFailed`, code `GRAPH_JSON_INVALID`, naming the first bad
-   *   field; the source's own errors (a missing file) as they are.
+   *   field; InvalidArgumentError for a bad source or options, or a piece that is neither a
+   *   Uint8Array nor a string (which no reader could take as text); the source's own errors (a
+   *   missing file) as they are.
    * @example
    * const g = await ComputeGraph.readJSON('graph.json');
    */
@@ -928,7 +930,9 @@ export class ComputeGraph {
    * bytes; checks as `fromBinary`. Memory is the graph plus one section as it arrives.
    * `onProgress(bytes)` is told the bytes read after each piece.
    * @throws FileFormatError (`ERR_FILE_FORMAT`) naming the file (or `<stream>`, `<bytes>`) and the
-   *   section; the source's own errors (a missing file) as they are.
+   *   section; InvalidArgumentError for a bad source or options, or a piece that is not a
+   *   Uint8Array (a string's bytes are not the file's); the source's own errors (a missing file)
+   *   as they are.
    * @example
    * const g = await ComputeGraph.readBinary('graph.cgraph');
    */

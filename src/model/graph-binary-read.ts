@@ -351,7 +351,7 @@ export async function partsOfPieces(pieces: AsyncIterable<Uint8Array>, size: num
       ended = true;
       return false;
     }
-    cur = typeof r.value === 'string' ? Buffer.from(r.value, 'utf8') : r.value;
+    cur = r.value;
     pos = 0;
     read += cur.length;
     onProgress?.(read);

@@ -17,7 +17,6 @@
  * may be refused for the other one), a field given twice is refused (`JSON.parse` keeps the last),
  * and a byte order mark before the document is skipped.
  */
-import { createReadStream } from 'node:fs';
 import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, isU32, requireOneOf, requireU32 } from '../util/validate.js';
@@ -30,6 +29,7 @@ import { NODE_KINDS, NODE_KINDS_V1 } from './node.js';
 import { GraphStore } from './graph-store.js';
 import { addEdgeColumns } from './edge-columns.js';
 import { cycleText } from './cycle-text.js';
+import { sourcePieces } from './source-pieces.js';
 
 /** What a reader takes: a file path, a Readable, or any (async) iterable of byte or string pieces. */
 export type GraphSource = string | AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>;
@@ -66,23 +66,15 @@ const EDGES_OPEN = 6;
 const EDGES = 7;
 const TRAILING = 8;
 
-/** Pieces of `source` as bytes: a path is read through a file stream, strings are encoded as UTF-8. */
-export async function* sourceBytes(source: GraphSource): AsyncGenerator<Uint8Array> {
-  const pieces = typeof source === 'string' ? createReadStream(source, { highWaterMark: 1 << 20 }) : source;
-  for await (const piece of pieces as AsyncIterable<Uint8Array | string>) {
-    yield typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece;
-  }
-}
-
 /**
  * Reads the graph document in `source` into a store (`ComputeGraph.readJSON` wraps it); `op` names the call in refusals.
- * @throws GraphError `GRAPH_JSON_INVALID` as `fromJSON` (see the file comment); the source's own
- *   errors (a missing file) as they are.
+ * @throws GraphError `GRAPH_JSON_INVALID` as `fromJSON` (see the file comment); InvalidArgumentError
+ *   for a piece that is neither bytes nor a string; the source's own errors (a missing file) as they are.
  */
 export async function readGraphJson(source: GraphSource, op: string, options: ReadGraphOptions = {}): Promise<GraphStore> {
   const reader = new GraphJsonReader(op);
   let bytes = 0;
-  for await (const piece of sourceBytes(source)) {
+  for await (const piece of sourcePieces(source, op, { strings: true, highWaterMark: 1 << 20 })) {
     reader.feed(piece);
     bytes += piece.length;
     options.onProgress?.(bytes);

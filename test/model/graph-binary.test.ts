@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { once } from 'node:events';
 import fc from 'fast-check';
-import { ComputeGraph, FileFormatError, MemcpyDir, NodeId } from '../../src/index.js';
+import { ComputeGraph, FileFormatError, InvalidArgumentError, MemcpyDir, NodeId } from '../../src/index.js';
 import { crc32, crc32Portable } from '../../src/model/crc32.js';
 import { build, program } from './graph-programs.js';
 
@@ -242,6 +242,28 @@ test('the portable CRC-32 gives the native values', () => {
   assert.equal(crc32Portable(data), crc32(data));
   assert.equal(crc32Portable(data.subarray(500), crc32Portable(data.subarray(0, 500))), crc32(data));
   assert.equal(crc32(new TextEncoder().encode('123456789')), 0xcbf43926);
+});
+
+test('readBinary refuses a piece that is not a Uint8Array, naming it, whatever the source', async () => {
+  const bytes = sample().toBinary();
+  const pieceRefused = (index: number, got: RegExp) => (e: unknown): boolean => {
+    assert.ok(e instanceof InvalidArgumentError, String(e));
+    assert.equal(e.parameter, 'source');
+    assert.match(e.message, /^ComputeGraph\.readBinary: source must yield byte \(Uint8Array\) pieces, got /);
+    assert.match(e.message, got);
+    assert.match(e.message, new RegExp(`as piece ${index}$`));
+    return true;
+  };
+  await assert.rejects(ComputeGraph.readBinary([bytes.subarray(0, 10), 5 as never]), pieceRefused(1, /got 5 /));
+  await assert.rejects(ComputeGraph.readBinary([null as never]), pieceRefused(0, /got null /));
+  // An object-mode Readable of numbers, and elements that are not bytes.
+  await assert.rejects(ComputeGraph.readBinary(Readable.from([1, 2, 3]) as never), pieceRefused(0, /got 1 /));
+  await assert.rejects(ComputeGraph.readBinary([new Uint16Array(bytes.length) as never]), pieceRefused(0, /an object \(Uint16Array\)/));
+  await assert.rejects(ComputeGraph.readBinary([bytes.buffer as never]), pieceRefused(0, /an object \(ArrayBuffer\)/));
+  // A string is not the file's bytes (a Readable that decoded them): refused, not re-encoded.
+  await assert.rejects(ComputeGraph.readBinary([Buffer.from(bytes).toString('latin1') as never]), pieceRefused(0, /got "CGRAPH/));
+  // Pieces that are bytes of any kind of Uint8Array load.
+  assert.equal(json(await ComputeGraph.readBinary([Buffer.from(bytes.subarray(0, 7)), bytes.subarray(7)])), json(sample()));
 });
 
 test('the arguments are checked', async () => {

@@ -221,6 +221,24 @@ test('the pieces refuse a graph that changed while they were read (GRAPH_BUSY); 
   await assert.rejects(ComputeGraph.readJSON([], { onProgress: 1 as never }), InvalidArgumentError);
 });
 
+test('readJSON refuses a piece that is neither bytes nor a string, naming it', async () => {
+  const text = JSON.stringify(build({ nodes: [{ kind: 'empty', name: null, stream: null, cost: null, x: 0 }], edges: [] }));
+  const pieceRefused = (index: number, got: RegExp) => (e: unknown): boolean => {
+    assert.ok(e instanceof InvalidArgumentError, String(e));
+    assert.equal(e.parameter, 'source');
+    assert.match(e.message, /^ComputeGraph\.readJSON: source must yield byte \(Uint8Array\) or string pieces, got /);
+    assert.match(e.message, got);
+    assert.match(e.message, new RegExp(`as piece ${index}$`));
+    return true;
+  };
+  await assert.rejects(ComputeGraph.readJSON([text.slice(0, 5), 5 as never, text.slice(5)]), pieceRefused(1, /got 5 /));
+  await assert.rejects(ComputeGraph.readJSON([null as never]), pieceRefused(0, /got null /));
+  await assert.rejects(ComputeGraph.readJSON(Readable.from([{ text }]) as never), pieceRefused(0, /an object \(Object\)/));
+  // A Uint16Array's elements are not bytes: read as bytes, they would be other text.
+  await assert.rejects(ComputeGraph.readJSON([Uint16Array.from(Buffer.from(text)) as never]), pieceRefused(0, /an object \(Uint16Array\)/));
+  assert.equal(JSON.stringify(await ComputeGraph.readJSON([text.slice(0, 5), Buffer.from(text.slice(5))])), text);
+});
+
 test('property: the DOT pieces are toDot() exactly, highlight and title included', () => {
   fc.assert(
     fc.property(program, fc.boolean(), (p, title) => {
