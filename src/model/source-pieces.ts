@@ -11,6 +11,7 @@
 import { createReadStream } from 'node:fs';
 import { InvalidArgumentError } from '../errors/base.js';
 import { describe } from '../util/validate.js';
+import { StringPieceEncoder } from './json-text.js';
 
 /** How a reader takes pieces: whether strings are text (encoded as UTF-8), and the file stream's piece size. */
 export interface PieceRules {
@@ -20,20 +21,27 @@ export interface PieceRules {
 
 /**
  * The pieces of `source` as bytes: a path through a file stream, a string piece (where `rules`
- * allow them) encoded as UTF-8, a Uint8Array (a Buffer is one) as it is.
+ * allow them) encoded as UTF-8 as if the pieces were one text (json-text.ts), a Uint8Array (a
+ * Buffer is one) as it is.
  * @throws InvalidArgumentError naming `op` and `source` for a piece of another type; the
  *   source's own errors as they are.
  */
 export async function* sourcePieces(source: string | AsyncIterable<unknown> | Iterable<unknown>, op: string, rules: PieceRules): AsyncGenerator<Uint8Array> {
   const pieces = typeof source === 'string' ? createReadStream(source, { highWaterMark: rules.highWaterMark }) : source;
+  const text = rules.strings ? new StringPieceEncoder() : null;
   let index = 0;
   for await (const piece of pieces as AsyncIterable<unknown>) {
-    if (piece instanceof Uint8Array) yield piece;
-    else if (rules.strings && typeof piece === 'string') yield Buffer.from(piece, 'utf8');
+    if (piece instanceof Uint8Array) {
+      const held = text?.bytesPassed(piece);
+      if (held != null) yield held;
+      yield piece;
+    } else if (text !== null && typeof piece === 'string') yield text.bytes(piece);
     else {
-      const wanted = rules.strings ? 'byte (Uint8Array) or string pieces' : 'byte (Uint8Array) pieces';
+      const wanted = text !== null ? 'byte (Uint8Array) or string pieces' : 'byte (Uint8Array) pieces';
       throw new InvalidArgumentError(op, 'source', `source must yield ${wanted}, got ${describe(piece)} as piece ${index}`);
     }
     index++;
   }
+  const rest = text?.flush();
+  if (rest != null) yield rest;
 }
