@@ -51,16 +51,23 @@ export function headDim(c: LlamaConfig): number {
   return c.dim / c.heads;
 }
 
+/** The name each field goes by in refusals: its own, or the key the caller wrote it under (`num_hidden_layers`). */
+export type LlamaConfigNames = Readonly<Record<keyof LlamaConfig, string>>;
+
+/** Each field by its own name. */
+const OWN_NAMES: LlamaConfigNames = Object.freeze(Object.fromEntries(FIELDS.map((f) => [f, f])) as Record<keyof LlamaConfig, string>);
+
 /**
  * `DEFAULT_LLAMA_CONFIG` with `overrides`, checked: positive integers, `dim` a multiple of `heads`
  * with an even head width (rotary pairs), `heads` a multiple of `kvHeads`, `vocab` ≥ 258 (bytes and
- * specials), positive finite `ropeTheta` and `rmsEps`.
+ * specials), positive finite `ropeTheta` and `rmsEps`. Refusals name each field by `names` (its
+ * own name by default), so that a config read from another form names the keys its author wrote.
  * @throws InvalidArgumentError naming `op` and the field.
  */
-export function llamaConfig(op: string, overrides?: Partial<LlamaConfig>): LlamaConfig {
+export function llamaConfig(op: string, overrides?: Partial<LlamaConfig>, names: LlamaConfigNames = OWN_NAMES): LlamaConfig {
   const o = requireOptions<Partial<LlamaConfig>>(op, overrides, FIELDS);
   const d = DEFAULT_LLAMA_CONFIG;
-  const int = (name: keyof LlamaConfig, max: number): number => requireInt(op, name, o[name] ?? d[name], 1, max);
+  const int = (field: keyof LlamaConfig, max: number): number => requireInt(op, names[field], o[field] ?? d[field], 1, max);
   const layers = int('layers', 1024);
   const dim = int('dim', 65536);
   const heads = int('heads', 1024);
@@ -68,14 +75,16 @@ export function llamaConfig(op: string, overrides?: Partial<LlamaConfig>): Llama
   const hidden = int('hidden', 1 << 20);
   const vocab = int('vocab', 1 << 20);
   const maxPositions = int('maxPositions', 1 << 20);
-  const real = (name: 'ropeTheta' | 'rmsEps'): number => {
-    const v = o[name] ?? d[name];
+  const real = (field: 'ropeTheta' | 'rmsEps'): number => {
+    const v = o[field] ?? d[field];
+    const name = names[field];
     if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new InvalidArgumentError(op, name, `${name} must be a positive finite number, got ${describe(v)}`);
     return v;
   };
-  if (dim % heads !== 0 || (dim / heads) % 2 !== 0) throw new InvalidArgumentError(op, 'dim', `dim (${dim}) must be a multiple of heads (${heads}) with an even head width`);
-  if (heads % kvHeads !== 0) throw new InvalidArgumentError(op, 'kvHeads', `heads (${heads}) must be a multiple of kvHeads (${kvHeads})`);
-  if (vocab < 258) throw new InvalidArgumentError(op, 'vocab', `vocab must hold the 256 bytes and the 2 specials (≥ 258), got ${vocab}`);
+  const n = names;
+  if (dim % heads !== 0 || (dim / heads) % 2 !== 0) throw new InvalidArgumentError(op, n.dim, `${n.dim} (${dim}) must be a multiple of ${n.heads} (${heads}) with an even head width`);
+  if (heads % kvHeads !== 0) throw new InvalidArgumentError(op, n.kvHeads, `${n.heads} (${heads}) must be a multiple of ${n.kvHeads} (${kvHeads})`);
+  if (vocab < 258) throw new InvalidArgumentError(op, n.vocab, `${n.vocab} must hold the 256 bytes and the 2 specials (≥ 258), got ${vocab}`);
   return Object.freeze({ layers, dim, heads, kvHeads, hidden, vocab, maxPositions, ropeTheta: real('ropeTheta'), rmsEps: real('rmsEps') });
 }
 

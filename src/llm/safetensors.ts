@@ -8,7 +8,8 @@
  * tensor's bytes matching its shape, and the tensors tiling the data exactly (no overlap, no gap,
  * nothing after).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, writeFileSync, type Stats } from 'node:fs';
+import { constants as bufferConstants } from 'node:buffer';
 import { InvalidArgumentError } from '../errors/base.js';
 import { FileFormatError } from '../errors/file-format-error.js';
 import { describe, requireName, requireOneOf, requireOptions } from '../util/validate.js';
@@ -92,16 +93,29 @@ function isCount(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 }
 
+/**
+ * What is wrong with the start of a file of `size` bytes whose first bytes are `head` (at least
+ * 8 of them, unless the file is shorter): too short, or a header length past the limit or the end.
+ * Checked before anything else is read, so a bad length never makes a reader wait for bytes that
+ * are not there. Returns the header length when all is well.
+ */
+function headerLengthOf(head: Uint8Array, size: number): number | string {
+  if (size < 8) return `${size} bytes is shorter than the 8-byte header length a .safetensors file starts with`;
+  const view = new DataView(head.buffer, head.byteOffset, 8);
+  const headerLength = view.getUint32(0, true) + view.getUint32(4, true) * 2 ** 32;
+  if (headerLength > MAX_HEADER) return `header length ${headerLength} is over the format's limit of ${MAX_HEADER} bytes`;
+  if (headerLength > size - 8) return `header length ${headerLength} runs past the end of the file (${size} bytes)`;
+  return headerLength;
+}
+
 /** The tensors and metadata of a file's `bytes`; errors name `op` and `file`. */
 function parse(op: string, file: string, bytes: Uint8Array): SafetensorsContents {
   const fail = (message: string): never => {
     throw new FileFormatError(op, file, message);
   };
-  if (bytes.length < 8) fail(`${bytes.length} bytes is shorter than the 8-byte header length a .safetensors file starts with`);
-  const head = new DataView(bytes.buffer, bytes.byteOffset, 8);
-  const headerLength = head.getUint32(0, true) + head.getUint32(4, true) * 2 ** 32;
-  if (headerLength > MAX_HEADER) fail(`header length ${headerLength} is over the format's limit of ${MAX_HEADER} bytes`);
-  if (headerLength > bytes.length - 8) fail(`header length ${headerLength} runs past the end of the file (${bytes.length} bytes)`);
+  const length = headerLengthOf(bytes, bytes.length);
+  if (typeof length === 'string') return fail(length);
+  const headerLength = length;
   let text = '';
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + headerLength));
@@ -167,13 +181,65 @@ function parse(op: string, file: string, bytes: Uint8Array): SafetensorsContents
   return { tensors, dtypes, metadata: Object.freeze(metadata) };
 }
 
-/** The bytes of the file at `path`; a file that cannot be read is refused naming `op` and the reason. */
+/** What a file that is not a regular one is, for the refusal. */
+function fileKind(st: Stats): string {
+  if (st.isDirectory()) return 'a folder';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isFIFO()) return 'a pipe';
+  if (st.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+/**
+ * The bytes of the file at `path`. Only a regular file is read, and its header length is checked
+ * against its size before the rest is read: `/dev/zero` or a pipe would never end (opened without
+ * blocking, so a pipe with no writer does not wait either), and a length past the end would read
+ * a file of any size for nothing.
+ * @throws InvalidArgumentError naming `op` when the file cannot be read or is not a regular file;
+ *   FileFormatError naming `op` and the file for a header length the file cannot hold.
+ */
 function readBytes(op: string, path: unknown): Uint8Array {
   const file = requireName(op, 'path', path);
+  const cannot = (why: string): InvalidArgumentError => new InvalidArgumentError(op, 'path', `cannot read ${file}: ${why}`);
+  let fd: number;
   try {
-    return readFileSync(file);
+    fd = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
   } catch (e) {
-    throw new InvalidArgumentError(op, 'path', `cannot read ${file}: ${(e as Error).message}`);
+    throw cannot((e as Error).message);
+  }
+  try {
+    let size: number;
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile()) throw cannot(`it is ${fileKind(st)}, not a regular file`);
+      size = st.size;
+    } catch (e) {
+      if (e instanceof InvalidArgumentError) throw e;
+      throw cannot((e as Error).message);
+    }
+    if (size > bufferConstants.MAX_LENGTH) throw cannot(`its ${size} bytes are more than one buffer holds (${bufferConstants.MAX_LENGTH})`);
+    const bytes = Buffer.allocUnsafe(size);
+    const readAt = (from: number, to: number): number => {
+      let at = from;
+      try {
+        while (at < to) {
+          const n = readSync(fd, bytes, at, to - at, at);
+          if (n === 0) break;
+          at += n;
+        }
+      } catch (e) {
+        throw cannot((e as Error).message);
+      }
+      return at;
+    };
+    const head = readAt(0, Math.min(8, size));
+    const length = headerLengthOf(bytes.subarray(0, head), head < 8 ? head : size);
+    if (typeof length === 'string') throw new FileFormatError(op, file, length);
+    // A file that shrank while it was read is parsed as the bytes it had (and refused as short).
+    return bytes.subarray(0, readAt(head, size));
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -188,9 +254,11 @@ export function parseSafetensors(bytes: Uint8Array, file = '<bytes>'): Safetenso
 }
 
 /**
- * The tensors of the `.safetensors` file at `path`.
- * @throws InvalidArgumentError naming `readSafetensors` when the file cannot be read;
- *   FileFormatError naming it and the file for anything the format does not allow.
+ * The tensors of the `.safetensors` file at `path`: a regular file (a device such as `/dev/zero`,
+ * a pipe or a folder would be read without end, or not at all), its header length checked against
+ * its size before the rest is read.
+ * @throws InvalidArgumentError naming `readSafetensors` when the file cannot be read or is not a
+ *   regular file; FileFormatError naming it and the file for anything the format does not allow.
  */
 export function readSafetensors(path: string): SafetensorsContents {
   const op = 'readSafetensors';
@@ -290,7 +358,8 @@ function writeBytes(op: string, path: unknown, tensors: LlamaWeights, options: S
  * to float32), checked against `config` as `checkWeights` checks them. Tensors the decoder does not
  * use are kept. One file: a checkpoint sharded over several (`model.safetensors.index.json`) is
  * not read.
- * @throws InvalidArgumentError naming `loadLlamaWeights` for a bad config or an unreadable file;
+ * @throws InvalidArgumentError naming `loadLlamaWeights` for a bad config, or a file that cannot
+ *   be read or is not a regular file (as `readSafetensors`);
  *   FileFormatError naming it and the file for a malformed file or one missing a tensor or with a wrong shape.
  */
 export function loadLlamaWeights(path: string, config: LlamaConfig): Map<string, WeightTensor> {

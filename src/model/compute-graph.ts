@@ -18,6 +18,7 @@ import type { DotOptions } from './dot.js';
 import { dotChunks, renderDot, type DotChunkOptions } from './dot-stream.js';
 import { documentNode, graphJsonChunks, type JsonChunkOptions } from './graph-json-stream.js';
 import { readGraphJson, type GraphSource, type ReadGraphOptions } from './graph-json-read.js';
+import { BOM_PROBLEM, decodeJsonText, NOT_UTF8_PROBLEM } from './json-text.js';
 import { writeChunks, type ByteTarget, type TextTarget } from './chunk-sink.js';
 import { graphBinaryBytes, graphBinaryChunks } from './graph-binary-write.js';
 import { readGraphBinary, readGraphBinaryBytes, type BinarySource } from './graph-binary-load.js';
@@ -244,17 +245,26 @@ export class ComputeGraph {
   }
 
   /**
-   * Reads a graph document (the value `toJSON()` returns, or its JSON text). Version 2 documents
-   * and the version 1 documents of earlier releases (five node kinds, plain edges) both load.
+   * Reads a graph document (the value `toJSON()` returns, or its JSON text, or that text's UTF-8
+   * bytes: `fromJSON(readFileSync(path))` accepts exactly the files `readJSON(path)` accepts).
+   * Version 2 documents and the version 1 documents of earlier releases (five node kinds, plain
+   * edges) both load. Text is strict: bytes that are not UTF-8, and a leading byte order mark
+   * (which JSON text does not hold), are refused rather than read as other text.
    * @throws GraphError kind `ValidationFailed`, code `GRAPH_JSON_INVALID`, naming the first bad field
    *   (e.g. `nodes[3].grid[0]`, `edges[7]`, `nodes[2].graph.nodes[0].kind`); nothing is half-built.
    */
   static fromJSON(json: unknown): ComputeGraph {
     const OP = 'ComputeGraph.fromJSON';
     let doc = json;
-    if (typeof json === 'string') {
+    let text = typeof json === 'string' ? json : null;
+    if (json instanceof Uint8Array) {
+      text = decodeJsonText(json);
+      if (text === null) throw jsonInvalid(OP, `not JSON text (${NOT_UTF8_PROBLEM})`);
+    }
+    if (text !== null) {
+      if (text.charCodeAt(0) === 0xfeff) throw jsonInvalid(OP, `not JSON text (${BOM_PROBLEM})`);
       try {
-        doc = JSON.parse(json);
+        doc = JSON.parse(text);
       } catch (e) {
         throw jsonInvalid(OP, `not JSON text (${(e as Error).message})`, e);
       }
@@ -866,7 +876,9 @@ export class ComputeGraph {
    * small differences of a reader that sees the text in order). `onProgress(bytes)` is told the
    * bytes read after each piece.
    * @throws GraphError kind `ValidationFailed`, code `GRAPH_JSON_INVALID`, naming the first bad
-   *   field; the source's own errors (a missing file) as they are.
+   *   field; InvalidArgumentError for a bad source or options, or a piece that is neither a
+   *   Uint8Array nor a string (which no reader could take as text); the source's own errors (a
+   *   missing file) as they are.
    * @example
    * const g = await ComputeGraph.readJSON('graph.json');
    */
@@ -928,7 +940,9 @@ export class ComputeGraph {
    * bytes; checks as `fromBinary`. Memory is the graph plus one section as it arrives.
    * `onProgress(bytes)` is told the bytes read after each piece.
    * @throws FileFormatError (`ERR_FILE_FORMAT`) naming the file (or `<stream>`, `<bytes>`) and the
-   *   section; the source's own errors (a missing file) as they are.
+   *   section; InvalidArgumentError for a bad source or options, or a piece that is not a
+   *   Uint8Array (a string's bytes are not the file's); the source's own errors (a missing file)
+   *   as they are.
    * @example
    * const g = await ComputeGraph.readBinary('graph.cgraph');
    */

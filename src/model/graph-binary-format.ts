@@ -14,6 +14,15 @@
  * Why a checksum on the section's head as well as on its payload: a length is believed only once
  * its checksum holds, so a flipped bit in it is refused before anything of that length is read or
  * allocated.
+ *
+ * A file is the one the writer writes for its graph, and a reader refuses any other (naming the
+ * section), so that a file that loads writes back byte for byte and nothing in it goes unread:
+ * `TEXT` holds each string once, in the order the nodes first name them (a node's name, then its
+ * function name or label), none that no node names, in UTF-16LE only when a string holds a lone
+ * surrogate; `COST` is empty when every cost is 1; a `NEST` record leaves out `id`, `name`,
+ * `stream` and `cost` (the columns hold them) and is `JSON.stringify` of the node's record, no
+ * other spelling of it. `STRM` may list streams no node is on (a capture keeps the slot of a
+ * stream that began capturing and recorded nothing), in slot order; they are kept as they are.
  */
 import { crc32 } from './crc32.js';
 
@@ -37,11 +46,12 @@ export const SECTION_HEAD_BYTES = 16;
  * - `PARM` n × 4 u32: the kind's parameter slots (graph-store.ts `PARAM_STRIDE`; unused slots 0);
  * - `DIMS` (node, grid y, grid z, block y, block z) × u32, for kernels not one-dimensional, ascending;
  * - `PEER` (node, src device, dst device) × u32, for peer-to-peer copies, ascending;
- * - `TEXT` the interned strings: count s (u32), encoding (u32: 0 UTF-8, 1 UTF-16LE, used when a
- *   string holds a lone surrogate, which UTF-8 cannot carry), s × u32 lengths in UTF-16 code units,
- *   then the strings' bytes one after another;
+ * - `TEXT` the interned strings, in the order the nodes first name them: count s (u32), encoding
+ *   (u32: 0 UTF-8, 1 UTF-16LE, used only when a string holds a lone surrogate, which UTF-8 cannot
+ *   carry), s × u32 lengths in UTF-16 code units, then the strings' bytes one after another;
  * - `NEST` child graph and conditional nodes: count (u32), then per node its id (u32), a length
- *   (u32) and the node's JSON record without its id, name, stream and cost (UTF-8);
+ *   (u32) and the node's JSON record without its id, name, stream and cost (UTF-8, as
+ *   `JSON.stringify` writes it);
  * - `EFRM`, `ETOS` m × u32: edge sources and targets, edge i being the graph's edge i;
  * - `ECOD` (edge index, data code) × u32 for the edges that are not plain (edge-data.ts), ascending.
  */

@@ -2,11 +2,12 @@
  * The binary readers' entry points (`ComputeGraph.fromBinary`, `readBinary`): where the bytes come
  * from, and the refusal as a `FileFormatError` naming the call, the file and the section.
  */
-import { createReadStream, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { FileFormatError } from '../errors/file-format-error.js';
 import { BinaryRefusal } from './graph-binary-format.js';
 import { buildStore, partsOfBytes, partsOfPieces, type BinarySource } from './graph-binary-read.js';
 import type { GraphStore } from './graph-store.js';
+import { sourcePieces } from './source-pieces.js';
 
 export type { BinarySource };
 
@@ -26,7 +27,8 @@ export function readGraphBinaryBytes(bytes: Uint8Array, op: string): GraphStore 
 
 /**
  * Reads a path (through a file stream, its size known from the start), pieces (`<stream>`) or
- * bytes into a store. @throws FileFormatError; a file's own errors as they are.
+ * bytes into a store. @throws FileFormatError; InvalidArgumentError for a piece that is not bytes;
+ * a file's own errors as they are.
  */
 export async function readGraphBinary(source: BinarySource, op: string, onProgress?: (bytes: number) => void): Promise<GraphStore> {
   if (source instanceof Uint8Array) {
@@ -36,14 +38,10 @@ export async function readGraphBinary(source: BinarySource, op: string, onProgre
   }
   const file = typeof source === 'string' ? source : '<stream>';
   const size = typeof source === 'string' ? statSync(source).size : null;
-  const pieces = typeof source === 'string' ? createReadStream(source, { highWaterMark: 1 << 22 }) : toAsync(source);
+  const pieces = sourcePieces(source, op, { strings: false, highWaterMark: 1 << 22 });
   try {
-    return buildStore(await partsOfPieces(pieces as AsyncIterable<Uint8Array>, size, onProgress), op);
+    return buildStore(await partsOfPieces(pieces, size, onProgress), op);
   } catch (e) {
     throw refused(e, op, file);
   }
-}
-
-async function* toAsync(source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-  yield* source as AsyncIterable<Uint8Array>;
 }

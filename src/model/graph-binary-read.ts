@@ -14,12 +14,13 @@
  * nested-size bookkeeping then carries over), so their rules live in one place.
  */
 import { CudagraphError } from '../errors/base.js';
-import { describe } from '../util/validate.js';
+import { describe, isWellFormed } from '../util/validate.js';
 import { edgeDataText, endpointProblem, EDGE_DATA_BY_CODE, PLAIN_EDGE, readEdgeSpec } from './edge-data.js';
 import { addEdgeColumns } from './edge-columns.js';
 import { cycleText } from './cycle-text.js';
 import { BinaryRefusal, LITTLE_ENDIAN, readFraming, swapBytes, type BinaryParts, type ByteRequest } from './graph-binary-format.js';
 import { GraphStore } from './graph-store.js';
+import { NEST_COLUMN_FIELDS, nestRecordText } from './graph-binary-write.js';
 import { appendNodeSpec, type SpecSource } from './node-spec.js';
 import { DIR_P2P } from './memcpy-dir.js';
 // The kinds' codes and CUDA's launch limits, as node-spec.ts checks them.
@@ -32,7 +33,8 @@ const TWO_32 = 2 ** 32;
 /** The largest size a node holds (`requireSize`: a safe integer): its high word. */
 const SIZE_HI_MAX = Math.floor(Number.MAX_SAFE_INTEGER / TWO_32);
 const NEST_SOURCE: SpecSource = { kinds: limits.NODE_KINDS, extraKey: null, documentDepth: 1 };
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// Strict, and a leading U+FEFF kept as a character: stripped, a file's bytes and its strings would differ.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 /** Whether each data code is edge data an edge other than a plain one may carry (`readEdgeSpec` accepts it). */
 const VALID_CODES = EDGE_DATA_BY_CODE.map((data, code) => {
   try {
@@ -102,6 +104,7 @@ export function buildStore(parts: BinaryParts, op: string): GraphStore {
   }
   if (at !== all.length) refuse('TEXT', `the strings hold ${all.length - at} code unit(s) more than their lengths add up to`);
   const strings = store.strings;
+  if (encoding === 1 && strings.every(isWellFormed)) refuse('TEXT', 'encoding 1 (UTF-16LE) is for strings holding a lone surrogate, and none does (the writer uses UTF-8 then)');
 
   for (let s = 0; s < streams.length; s++) {
     if (store.streamSlot(streams[s]!) !== s) refuse('STRM', `stream ${streams[s]} is listed twice`);
@@ -128,6 +131,16 @@ export function buildStore(parts: BinaryParts, op: string): GraphStore {
 
   // The node pass: every column of every node, against the limits `addNode` applies.
   const used = new Uint8Array(strings.length);
+  // Strings are interned as nodes first name them (a node's name, then its function or label):
+  // in any other order, or unnamed, they are not what the writer writes.
+  let nextString = 0;
+  const use = (s: number, v: number): void => {
+    if (used[s] === 1) return;
+    if (s !== nextString) refuse('TEXT', `string ${s} is first named by node ${v} before string ${nextString} is; the strings are listed in the order the nodes first name them`);
+    used[s] = 1;
+    nextString++;
+  };
+  let costNotOne = false;
   let nested = 0;
   for (let v = 0; v < n; v++) {
     const k = kind[v]!;
@@ -137,10 +150,11 @@ export function buildStore(parts: BinaryParts, op: string): GraphStore {
     if (s >= 0) slotCount[s]!++;
     const nm = name[v]!;
     if (nm >= strings.length) refuse('NAME', `node ${v} names string ${nm}; the graph has ${strings.length}`);
-    used[nm] = 1;
+    use(nm, v);
     if (cost !== null) {
       const c = cost[v]!;
       if (!(c >= 0 && c < Infinity)) refuse('COST', `node ${v} has cost ${c}; a cost is a finite number ≥ 0`);
+      if (c !== 1) costNotOne = true;
     }
     const p = 4 * v;
     const a = param[p]!;
@@ -153,7 +167,7 @@ export function buildStore(parts: BinaryParts, op: string): GraphStore {
         if (a < 1 || a > limits.GRID_X_MAX) bad(`has grid x ${a}; it must be 1..${limits.GRID_X_MAX}`);
         if (b < 1 || b > limits.BLOCK_XY_MAX) bad(`has block x ${b}; it must be 1..${limits.BLOCK_XY_MAX}`);
         if (d >= strings.length) bad(`names function string ${d}; the graph has ${strings.length}`);
-        used[d] = 1;
+        use(d, v);
         {
           const e = store.dims.get(v);
           if (e !== undefined && b * e[2]! * e[3]! > limits.BLOCK_THREADS_MAX) bad(`has ${b}·${e[2]}·${e[3]} threads a block; CUDA allows at most ${limits.BLOCK_THREADS_MAX}`);
@@ -176,7 +190,7 @@ export function buildStore(parts: BinaryParts, op: string): GraphStore {
       case limits.KIND_HOST:
         if (a !== 0 || b !== 0 || c !== 0) bad('has a nonzero unused parameter');
         if (d >= strings.length) bad(`names label string ${d}; the graph has ${strings.length}`);
-        used[d] = 1;
+        use(d, v);
         break;
       case limits.KIND_EVENT_RECORD:
       case limits.KIND_EVENT_WAIT:
@@ -209,7 +223,9 @@ export function buildStore(parts: BinaryParts, op: string): GraphStore {
         break;
     }
   }
-  for (let i = 0; i < used.length; i++) if (used[i] === 1 && strings[i]!.length === 0) refuse('TEXT', `string ${i} is empty; names, function names and labels are not`);
+  if (nextString < strings.length) refuse('TEXT', `string ${nextString} is named by no node (the writer writes only the strings nodes name)`);
+  for (let i = 0; i < strings.length; i++) if (strings[i]!.length === 0) refuse('TEXT', `string ${i} is empty; names, function names and labels are not`);
+  if (cost !== null && !costNotOne) refuse('COST', 'every cost is 1 (the writer leaves the section empty then)');
   readNested(store, get('NEST'), kind, n, nested, op);
 
   // The columns as read become the store's (capacity n: the first append after loading doubles them).
@@ -250,15 +266,20 @@ function readNested(store: GraphStore, bytes: Uint8Array, kind: Uint8Array, n: n
       refuse(`record ${i} names node ${id}, which is not the next child graph or conditional node`);
     }
     last = id;
+    let text = '';
     let spec: unknown;
     try {
-      spec = JSON.parse(utf8.decode(bytes.subarray(at, at + len)));
+      text = utf8.decode(bytes.subarray(at, at + len));
+      spec = JSON.parse(text);
     } catch (e) {
       refuse(`node ${id}'s record is not JSON text (${(e as Error).message})`);
     }
     at += len;
     const k = (spec as { kind?: unknown } | null)?.kind;
     if (k !== limits.NODE_KINDS[kind[id]!]) refuse(`node ${id}'s record is of kind ${describe(k)}; the node is ${kindText(kind[id]!)}`);
+    // What the columns hold would be a second value, one the reader would ignore.
+    const held = NEST_COLUMN_FIELDS.find((f) => Object.hasOwn(spec as object, f));
+    if (held !== undefined) refuse(`node ${id}'s record holds '${held}', which the columns hold (a record leaves out ${NEST_COLUMN_FIELDS.join(', ')})`);
     let j: number;
     try {
       j = appendNodeSpec(side, op, `nodes[${id}].`, spec, NEST_SOURCE);
@@ -268,6 +289,9 @@ function readNested(store: GraphStore, bytes: Uint8Array, kind: Uint8Array, n: n
         throw new BinaryRefusal(`section 'NEST': node ${id}: ${message}`, { cause: e });
       }
       throw e;
+    }
+    if (nestRecordText(side, j) !== text) {
+      refuse(`node ${id}'s record is not the text the writer writes for it (the record's fields in their order, written without spaces, defaults written out)`);
     }
     const child = side.children.get(j);
     if (child !== undefined) store.children.set(id, child);
@@ -351,7 +375,7 @@ export async function partsOfPieces(pieces: AsyncIterable<Uint8Array>, size: num
       ended = true;
       return false;
     }
-    cur = typeof r.value === 'string' ? Buffer.from(r.value, 'utf8') : r.value;
+    cur = r.value;
     pos = 0;
     read += cur.length;
     onProgress?.(read);

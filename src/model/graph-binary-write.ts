@@ -46,7 +46,21 @@ function textSection(strings: readonly string[]): Uint8Array[] {
   return [bytesOf(head), body];
 }
 
-/** The `NEST` section: each child graph and conditional node's JSON record, less what the columns hold. */
+/** The fields of a node's record that its columns hold, so that a `NEST` record leaves them out. */
+export const NEST_COLUMN_FIELDS: readonly string[] = ['id', 'name', 'stream', 'cost'];
+
+/**
+ * The `NEST` record of child graph or conditional node `id` of `store`: its JSON record, less what
+ * the columns hold (`NEST_COLUMN_FIELDS`). The one text a record may have: the reader refuses
+ * any other.
+ */
+export function nestRecordText(store: GraphStore, id: number): string {
+  const own = { ...documentNode(store.readNode(id)) } as Record<string, unknown>;
+  for (const field of NEST_COLUMN_FIELDS) delete own[field];
+  return JSON.stringify(own);
+}
+
+/** The `NEST` section: each child graph and conditional node's record (`nestRecordText`). */
 function nestSection(store: GraphStore): Uint8Array[] {
   const parts: Uint8Array[] = [];
   let count = 0;
@@ -54,8 +68,7 @@ function nestSection(store: GraphStore): Uint8Array[] {
   for (const id of ids) {
     const kind = store.kind[id];
     if (kind !== KIND_CHILD && kind !== KIND_CONDITIONAL) continue;
-    const { id: _id, name: _name, stream: _stream, cost: _cost, ...own } = documentNode(store.readNode(id)) as unknown as Record<string, unknown>;
-    const text = Buffer.from(JSON.stringify(own), 'utf8');
+    const text = Buffer.from(nestRecordText(store, id), 'utf8');
     parts.push(u32Bytes([id, text.length]), text);
     count++;
   }

@@ -12,12 +12,17 @@
  * code as `addNode` and `fromJSON` (node-spec.ts), so a streamed document is accepted exactly when
  * `fromJSON` accepts it, and refused with the same `GRAPH_JSON_INVALID` messages naming the field.
  *
- * Differences from `fromJSON`, which sees the whole document before it checks anything: the
- * first problem met in the order of the text is the one reported (a document with two problems
- * may be refused for the other one), a field given twice is refused (`JSON.parse` keeps the last),
- * and a byte order mark before the document is skipped.
+ * The bytes are the text as `fromJSON` takes it (json-text.ts): decoded strictly, a byte order
+ * mark refused. Differences from `fromJSON`, which sees the whole document before it checks
+ * anything: the first problem met in the order of the text is the one reported (a document with
+ * two problems may be refused for the other one), and a field given twice is refused
+ * (`JSON.parse` keeps the last).
+ *
+ * Why the cost stays linear in the text however it is cut: the bytes not yet used are kept in a
+ * buffer that grows by doubling (a piece is appended, not the rest copied again with it), and a
+ * value or a run of nodes split over pieces is scanned on from where the last piece ended, inside
+ * a string included, never again from its start.
  */
-import { createReadStream } from 'node:fs';
 import { InvalidArgumentError } from '../errors/base.js';
 import { GraphError } from '../errors/graph-error.js';
 import { describe, isU32, requireOneOf, requireU32 } from '../util/validate.js';
@@ -30,6 +35,8 @@ import { NODE_KINDS, NODE_KINDS_V1 } from './node.js';
 import { GraphStore } from './graph-store.js';
 import { addEdgeColumns } from './edge-columns.js';
 import { cycleText } from './cycle-text.js';
+import { BOM_PROBLEM, decodeJsonText, NOT_UTF8_PROBLEM } from './json-text.js';
+import { sourcePieces } from './source-pieces.js';
 
 /** What a reader takes: a file path, a Readable, or any (async) iterable of byte or string pieces. */
 export type GraphSource = string | AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>;
@@ -65,24 +72,20 @@ const NODES = 5;
 const EDGES_OPEN = 6;
 const EDGES = 7;
 const TRAILING = 8;
-
-/** Pieces of `source` as bytes: a path is read through a file stream, strings are encoded as UTF-8. */
-export async function* sourceBytes(source: GraphSource): AsyncGenerator<Uint8Array> {
-  const pieces = typeof source === 'string' ? createReadStream(source, { highWaterMark: 1 << 20 }) : source;
-  for await (const piece of pieces as AsyncIterable<Uint8Array | string>) {
-    yield typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece;
-  }
-}
+const COLON_AFTER_KEY = 9;
+/** The least room the reader's own buffer is given when it grows. */
+const MIN_CAPACITY = 1 << 16;
+const BOM = [0xef, 0xbb, 0xbf];
 
 /**
  * Reads the graph document in `source` into a store (`ComputeGraph.readJSON` wraps it); `op` names the call in refusals.
- * @throws GraphError `GRAPH_JSON_INVALID` as `fromJSON` (see the file comment); the source's own
- *   errors (a missing file) as they are.
+ * @throws GraphError `GRAPH_JSON_INVALID` as `fromJSON` (see the file comment); InvalidArgumentError
+ *   for a piece that is neither bytes nor a string; the source's own errors (a missing file) as they are.
  */
 export async function readGraphJson(source: GraphSource, op: string, options: ReadGraphOptions = {}): Promise<GraphStore> {
   const reader = new GraphJsonReader(op);
   let bytes = 0;
-  for await (const piece of sourceBytes(source)) {
+  for await (const piece of sourcePieces(source, op, { strings: true, highWaterMark: 1 << 20 })) {
     reader.feed(piece);
     bytes += piece.length;
     options.onProgress?.(bytes);
@@ -94,11 +97,19 @@ export async function readGraphJson(source: GraphSource, op: string, options: Re
 export class GraphJsonReader {
   readonly #op: string;
   readonly #store = new GraphStore();
-  readonly #decoder = new TextDecoder();
+  /** The bytes not yet used, from `#pos` on: a piece as it came, or a view of `#own`. */
   #buf: Uint8Array = new Uint8Array(0);
+  /** The reader's own memory that `#buf` views (from `#ownStart`), with room after it to append to; null when `#buf` is a piece. */
+  #own: Uint8Array | null = null;
+  #ownStart = 0;
   #pos = 0;
   /** Bytes dropped from the front of the buffer: `#base + #pos` is the offset in the whole text. */
   #base = 0;
+  // The scan of the value at the cursor (offsets in the whole text), resumed with each piece until it ends.
+  #valueAt = -1;
+  #valueFrom = 0;
+  #valueDepth = 0;
+  #valueInString = false;
   #state = BEGIN;
   #firstKey = true;
   #key = '';
@@ -108,9 +119,11 @@ export class GraphJsonReader {
   #v2Kind: { index: number; kind: string } | null = null;
   #v2Triple: { index: number; edge: unknown } | null = null;
   #nodes = 0;
-  // Scanning a run of nodes resumes where the last piece ended, so a large node costs O(its size).
+  // Scanning a run of nodes resumes where the last piece ended (an offset in the whole text, inside
+  // a string or not), so a large node costs O(its size).
   #scanFrom = 0;
   #scanDepth = 0;
+  #scanInString = false;
   #afterComma = false;
   #expectEdge = true;
   #edges = 0;
@@ -125,19 +138,29 @@ export class GraphJsonReader {
 
   /** Parses what `piece` completes. @throws GraphError `GRAPH_JSON_INVALID` at the first problem. */
   feed(piece: Uint8Array): void {
-    // The scan of a run of nodes resumes at an offset into the buffer, which moves with it.
-    if (this.#pos >= this.#buf.length) {
-      this.#scanFrom -= this.#buf.length;
+    const rest = this.#buf.length - this.#pos;
+    if (rest === 0) {
+      // Everything before was used: the piece itself is the buffer (no copy).
       this.#base += this.#buf.length;
       this.#buf = piece;
+      this.#own = null;
     } else {
-      const rest = this.#buf.subarray(this.#pos);
-      const joined = new Uint8Array(rest.length + piece.length);
-      joined.set(rest);
-      joined.set(piece, rest.length);
-      this.#scanFrom -= this.#pos;
       this.#base += this.#pos;
-      this.#buf = joined;
+      const own = this.#own;
+      const end = this.#ownStart + this.#buf.length;
+      if (own !== null && end + piece.length <= own.length) {
+        own.set(piece, end);
+        this.#ownStart += this.#pos;
+        this.#buf = own.subarray(this.#ownStart, end + piece.length);
+      } else {
+        // Twice the room needed: the bytes kept are copied again only after as many more have come.
+        const next = new Uint8Array(Math.max(2 * (rest + piece.length), MIN_CAPACITY));
+        next.set(this.#buf.subarray(this.#pos));
+        next.set(piece, rest);
+        this.#own = next;
+        this.#ownStart = 0;
+        this.#buf = next.subarray(0, rest + piece.length);
+      }
     }
     this.#pos = 0;
     this.#run(false);
@@ -175,47 +198,85 @@ export class GraphJsonReader {
     return final;
   }
 
-  /** The index just after the string starting at `at` (a quote), or −1 when the buffer ends first. */
-  #stringEnd(at: number): number {
+  /**
+   * The index just after the closing quote of a string whose bytes from `from` on are inside it
+   * (the first unescaped quote at or after `from`), or −1 when the buffer ends first.
+   */
+  #closeQuote(from: number): number {
     const b = this.#buf;
-    let q = at;
-    for (;;) {
-      q = b.indexOf(QUOTE, q + 1);
-      if (q < 0) return -1;
+    let q = b.indexOf(QUOTE, from);
+    while (q >= 0) {
       let slashes = 0;
       while (b[q - 1 - slashes] === BACKSLASH) slashes++;
       if (slashes % 2 === 0) return q + 1;
-    }
-  }
-
-  /** The index just after the JSON value starting at `at`, or −1 when the buffer ends first (unless `final`). */
-  #valueEnd(at: number, final: boolean): number {
-    const b = this.#buf;
-    const c = b[at]!;
-    if (c === QUOTE) return this.#stringEnd(at);
-    if (c !== OPEN_ARRAY && c !== OPEN_OBJECT) {
-      let i = at;
-      while (i < b.length && !isWs(b[i]!) && b[i] !== COMMA && b[i] !== CLOSE_ARRAY && b[i] !== CLOSE_OBJECT) i++;
-      return i < b.length || final ? i : -1;
-    }
-    let depth = 0;
-    for (let i = at; i < b.length; i++) {
-      const x = b[i]!;
-      if (x === QUOTE) {
-        const e = this.#stringEnd(i);
-        if (e < 0) return -1;
-        i = e - 1;
-      } else if (x === OPEN_ARRAY || x === OPEN_OBJECT) depth++;
-      else if (x === CLOSE_ARRAY || x === CLOSE_OBJECT) {
-        if (--depth === 0) return i + 1;
-      }
+      q = b.indexOf(QUOTE, q + 1);
     }
     return -1;
   }
 
+  /**
+   * The index just after the JSON value starting at `at`, or −1 when the buffer ends first (unless
+   * `final`). A value split over pieces is scanned on from where the last call stopped.
+   */
+  #valueEnd(at: number, final: boolean): number {
+    const b = this.#buf;
+    const base = this.#base;
+    if (this.#valueAt !== base + at) {
+      this.#valueAt = base + at;
+      this.#valueFrom = base + at;
+      this.#valueDepth = 0;
+      this.#valueInString = false;
+    }
+    let i = this.#valueFrom - base;
+    const c = b[at]!;
+    if (c === QUOTE) {
+      const e = this.#closeQuote(Math.max(i, at + 1));
+      if (e < 0) this.#valueFrom = base + b.length;
+      return e;
+    }
+    if (c !== OPEN_ARRAY && c !== OPEN_OBJECT) {
+      while (i < b.length && !isWs(b[i]!) && b[i] !== COMMA && b[i] !== CLOSE_ARRAY && b[i] !== CLOSE_OBJECT) i++;
+      this.#valueFrom = base + i;
+      return i < b.length || final ? i : -1;
+    }
+    let depth = this.#valueDepth;
+    let inString = this.#valueInString;
+    while (i < b.length) {
+      if (inString) {
+        const e = this.#closeQuote(i);
+        if (e < 0) {
+          i = b.length;
+          break;
+        }
+        i = e;
+        inString = false;
+        continue;
+      }
+      const x = b[i]!;
+      if (x === QUOTE) inString = true;
+      else if (x === OPEN_ARRAY || x === OPEN_OBJECT) depth++;
+      else if (x === CLOSE_ARRAY || x === CLOSE_OBJECT) {
+        if (--depth === 0) return i + 1;
+      }
+      i++;
+    }
+    this.#valueFrom = base + i;
+    this.#valueDepth = depth;
+    this.#valueInString = inString;
+    return -1;
+  }
+
+  /** The text of bytes `a..b` of the buffer. @throws GraphError when they are not UTF-8. */
+  #text(a: number, b: number): string {
+    const text = decodeJsonText(this.#buf.subarray(a, b));
+    if (text === null) throw this.#invalid(`not JSON text (${NOT_UTF8_PROBLEM}, in the text from byte ${this.#base + a} on)`);
+    return text;
+  }
+
   #parse(a: number, b: number): unknown {
+    const text = this.#text(a, b);
     try {
-      return JSON.parse(this.#decoder.decode(this.#buf.subarray(a, b)));
+      return JSON.parse(text);
     } catch (e) {
       this.#pos = a;
       throw this.#syntax((e as Error).message, e);
@@ -241,10 +302,14 @@ export class GraphJsonReader {
       if (this.#pos >= b.length && this.#state !== TRAILING) return;
       switch (this.#state) {
         case BEGIN: {
-          // A byte order mark: readFileSync keeps it (and JSON.parse refuses it); a file that has one is still meant as text.
-          if (this.#base === 0 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf && this.#pos === 0) {
-            this.#pos = 3;
-            continue;
+          // A byte order mark is refused as fromJSON refuses it, with a message that names it.
+          if (this.#base + this.#pos === 0 && b[0] === BOM[0]) {
+            const k = Math.min(b.length, BOM.length);
+            let matches = true;
+            for (let j = 1; j < k; j++) matches &&= b[j] === BOM[j];
+            if (matches && k === BOM.length) throw this.#syntax(BOM_PROBLEM);
+            // The first piece may end inside the mark: wait for the rest.
+            if (matches && !final) return;
           }
           if (b[this.#pos] === OPEN_OBJECT) {
             this.#pos++;
@@ -263,21 +328,25 @@ export class GraphJsonReader {
             continue;
           }
           if (c !== QUOTE) throw this.#syntax(`expected a field name, got '${String.fromCharCode(c!)}'`);
-          const end = this.#stringEnd(this.#pos);
-          let colon = end;
-          while (colon >= 0 && colon < b.length && isWs(b[colon]!)) colon++;
-          if (end < 0 || colon >= b.length) {
+          const end = this.#valueEnd(this.#pos, final);
+          if (end < 0) {
             if (final) throw this.#syntax('the text ends inside a field name');
             return;
           }
-          const key = this.#parse(this.#pos, end) as string;
-          if (b[colon] !== COLON) throw this.#syntax(`expected ':' after the field name ${JSON.stringify(nameText(key))}`);
+          // A field name is a JSON string (it starts with a quote and ends at its closing one).
+          this.#key = this.#parse(this.#pos, end) as string;
+          this.#pos = end;
+          this.#state = COLON_AFTER_KEY;
+          continue;
+        }
+        case COLON_AFTER_KEY: {
+          const key = this.#key;
+          if (b[this.#pos] !== COLON) throw this.#syntax(`expected ':' after the field name ${JSON.stringify(nameText(key))}`);
           if (!KNOWN_FIELDS.includes(key)) throw this.#invalid(`unknown field '${nameText(key)}' (known: ${KNOWN_FIELDS.join(', ')})`);
           if (this.#seen.has(key)) throw this.#invalid(`the document gives the field '${key}' twice`);
           this.#seen.add(key);
           this.#firstKey = false;
-          this.#key = key;
-          this.#pos = colon + 1;
+          this.#pos++;
           this.#state = key === 'nodes' ? NODES_OPEN : key === 'edges' ? EDGES_OPEN : VALUE;
           continue;
         }
@@ -308,8 +377,9 @@ export class GraphJsonReader {
             this.#state = field === 'nodes' ? NODES : EDGES;
             this.#afterComma = false;
             this.#expectEdge = true;
-            this.#scanFrom = this.#pos;
+            this.#scanFrom = this.#base + this.#pos;
             this.#scanDepth = 0;
+            this.#scanInString = false;
             continue;
           }
           const v = this.#value(final);
@@ -358,16 +428,26 @@ export class GraphJsonReader {
    */
   #nodeRun(final: boolean): boolean {
     const b = this.#buf;
-    let i = this.#scanFrom;
+    let i = this.#scanFrom - this.#base;
     let depth = this.#scanDepth;
+    let inString = this.#scanInString;
     let last = -1;
     let closed = false;
     while (i < b.length) {
+      if (inString) {
+        const e = this.#closeQuote(i);
+        if (e < 0) {
+          i = b.length;
+          break;
+        }
+        i = e;
+        inString = false;
+        continue;
+      }
       const c = b[i]!;
       if (c === QUOTE) {
-        const e = this.#stringEnd(i);
-        if (e < 0) break;
-        i = e;
+        inString = true;
+        i++;
         continue;
       }
       if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
@@ -382,14 +462,16 @@ export class GraphJsonReader {
       i++;
     }
     if (last < 0) {
-      // Resume at the string or byte where the buffer ended.
-      this.#scanFrom = i;
+      // Resume where the buffer ended, inside a string or not.
+      this.#scanFrom = this.#base + i;
       this.#scanDepth = depth;
+      this.#scanInString = inString;
       if (final) throw this.#syntax('the text ends inside the nodes');
       return false;
     }
-    const text = this.#decoder.decode(b.subarray(this.#pos, last));
-    if (text.trim() === '') {
+    const text = this.#text(this.#pos, last);
+    // JSON's own whitespace only: `trim()` would also drop a byte order mark, which JSON.parse refuses.
+    if (/^[ \t\n\r]*$/.test(text)) {
       if (!(closed && this.#nodes === 0 && !this.#afterComma)) throw this.#syntax('expected a node');
     } else {
       let nodes: unknown[];
@@ -401,8 +483,9 @@ export class GraphJsonReader {
       for (const node of nodes) this.#appendNode(node);
     }
     this.#pos = last + 1;
-    this.#scanFrom = this.#pos;
+    this.#scanFrom = this.#base + this.#pos;
     this.#scanDepth = 0;
+    this.#scanInString = false;
     this.#afterComma = !closed;
     if (closed) this.#state = AFTER_VALUE;
     return true;

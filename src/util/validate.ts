@@ -10,17 +10,46 @@ import { InvalidArgumentError } from '../errors/base.js';
 /** Largest value of an unsigned 32-bit integer (2^32 − 1). */
 export const U32_MAX = 0xffff_ffff;
 
-/** Describes a refused value for an error message without throwing on exotic inputs. */
+/** The longest string, or class name, `describe` quotes whole. */
+const DESCRIBE_MAX = 40;
+
+/**
+ * Describes a refused value for an error message. Total: it never throws, whatever the value (a
+ * parsed `{"constructor": {"name": {}}}`, a Proxy whose traps throw, a getter on `constructor`,
+ * a revoked Proxy), because it runs while a refusal is being built, and throwing there would
+ * replace the typed error with a raw one.
+ */
 export function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value);
+  if (typeof value === 'string') return JSON.stringify(value.length > DESCRIBE_MAX ? value.slice(0, DESCRIBE_MAX) + '…' : value);
   if (typeof value === 'number') return Object.is(value, -0) ? '-0' : String(value);
   if (typeof value === 'bigint') return `${value}n`;
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (typeof value === 'function') return 'a function';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return `an object (${(value as object).constructor?.name ?? 'Object'})`;
-  return typeof value;
+  if (typeof value !== 'object') return typeof value;
+  let array = false;
+  try {
+    // Throws for a revoked Proxy.
+    array = Array.isArray(value);
+  } catch {
+    return 'an object';
+  }
+  if (array) return 'an array';
+  return `an object (${className(value)})`;
+}
+
+/** The name of `value`'s constructor when it is a string (cut as `describe` cuts strings), else `Object`; never throws. */
+function className(value: object): string {
+  let name: unknown;
+  try {
+    // A getter, a Proxy trap or a parsed object may stand where the class is: only a string is used.
+    name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+  } catch {
+    return 'Object';
+  }
+  if (typeof name !== 'string' || name.length === 0) return 'Object';
+  // Escaped as in a JSON string, so a name holding a line break stays on the message's one line.
+  return JSON.stringify(name.length > DESCRIBE_MAX ? `${name.slice(0, DESCRIBE_MAX)}…` : name).slice(1, -1);
 }
 
 /** An integer in `min..max` (inclusive); refuses NaN, ±Infinity, fractions and non-numbers. */
@@ -147,10 +176,14 @@ export function requireInstance<T>(op: string, name: string, value: unknown, cls
   if (cls.is(value)) return value;
   let why = '';
   if (typeof value === 'object' && value !== null) {
-    if (typeof cls.prototype === 'object' && cls.prototype !== null && Object.prototype.isPrototypeOf.call(cls.prototype, value)) {
-      why = ` (it has ${cls.name}'s prototype but ${cls.name} did not make it, e.g. Object.create(${cls.name}.prototype))`;
-    } else if ((value as { constructor?: { name?: unknown } }).constructor?.name === cls.name) {
-      why = ` (a ${cls.name} of another loaded copy of cudagraph: objects cannot be mixed between copies)`;
+    try {
+      if (typeof cls.prototype === 'object' && cls.prototype !== null && Object.prototype.isPrototypeOf.call(cls.prototype, value)) {
+        why = ` (it has ${cls.name}'s prototype but ${cls.name} did not make it, e.g. Object.create(${cls.name}.prototype))`;
+      } else if ((value as { constructor?: { name?: unknown } }).constructor?.name === cls.name) {
+        why = ` (a ${cls.name} of another loaded copy of cudagraph: objects cannot be mixed between copies)`;
+      }
+    } catch {
+      // A Proxy or a getter that throws: the refusal goes without the hint.
     }
   }
   throw new InvalidArgumentError(op, name, `${name} must be ${withArticle(cls.name)}, got ${describe(value)}${why}`);

@@ -105,17 +105,35 @@ test('configFromHuggingFace refuses another architecture or what the reference d
     [{ attention_bias: true }, 'attention_bias', /attention_bias must be false/],
     [{ mlp_bias: true }, 'mlp_bias', /mlp_bias must be false/],
     [{ rope_scaling: { rope_type: 'llama3', factor: 8 } }, 'rope_scaling', /rope_scaling must be null/],
-    [{ rope_parameters: { rope_type: 'yarn', factor: 4 } }, 'rope_parameters', /rope_type "default"/],
+    [{ rope_parameters: { rope_type: 'yarn', factor: 4 } }, 'rope_parameters.rope_type', /rope_parameters\.rope_type must be "default" \(the default rotary embedding\), got "yarn"/],
+    [{ rope_parameters: 'default' }, 'rope_parameters', /rope_parameters must be an object such as \{ "rope_type": "default", "rope_theta": 10000 \}, got "default"/],
+    [{ rope_parameters: ['default'] }, 'rope_parameters', /rope_parameters must be an object .*, got an array/],
+    [{ rope_parameters: { rope_type: 'default', rope_theta: -1 } }, 'rope_parameters.rope_theta', /^configFromHuggingFace: rope_parameters\.rope_theta must be a positive finite number, got -1$/],
+    [{ hidden_act: null }, 'hidden_act', /hidden_act must be "silu" \(the reference computes SwiGLU\), got null/],
+    [{ hidden_act: 'swiglu' }, 'hidden_act', /hidden_act must be "silu"/],
     [{ head_dim: 128 }, 'head_dim', /head_dim must be hidden_size \/ num_attention_heads \(64\), got 128/],
     [{ hidden_size: undefined }, 'hidden_size', /hidden_size must be an integer/],
     [{ num_hidden_layers: 0 }, 'num_hidden_layers', /num_hidden_layers must be an integer in 1\.\./],
-    [{ num_key_value_heads: 3 }, 'kvHeads', /multiple of kvHeads/],
-    [{ vocab_size: 100 }, 'vocab', /vocab must hold the 256 bytes/],
-    [{ rms_norm_eps: -1 }, 'rmsEps', /rmsEps must be a positive finite number/],
+    [{ hidden_size: null }, 'hidden_size', /hidden_size must be an integer ≥ 1 \(it has no default\), got null/],
+    [{ num_key_value_heads: 3 }, 'num_key_value_heads', /^configFromHuggingFace: num_attention_heads \(32\) must be a multiple of num_key_value_heads \(3\)$/],
+    [{ num_key_value_heads: 0 }, 'num_key_value_heads', /num_key_value_heads must be an integer in 1\.\.1024, got 0/],
+    [{ vocab_size: 100 }, 'vocab_size', /^configFromHuggingFace: vocab_size must hold the 256 bytes and the 2 specials \(≥ 258\), got 100$/],
+    [{ vocab_size: 2 ** 21 }, 'vocab_size', /vocab_size must be an integer in 1\.\.1048576, got 2097152/],
+    [{ rms_norm_eps: -1 }, 'rms_norm_eps', /^configFromHuggingFace: rms_norm_eps must be a positive finite number, got -1$/],
+    [{ rope_theta: 'big' }, 'rope_theta', /^configFromHuggingFace: rope_theta must be a positive finite number, got "big"$/],
+    [{ num_hidden_layers: 5000 }, 'num_hidden_layers', /^configFromHuggingFace: num_hidden_layers must be an integer in 1\.\.1024, got 5000$/],
+    [{ hidden_size: 2047 }, 'hidden_size', /^configFromHuggingFace: hidden_size \(2047\) must be a multiple of num_attention_heads \(32\) with an even head width$/],
+    [{ hidden_size: 2 ** 17 }, 'hidden_size', /hidden_size must be an integer in 1\.\.65536/],
+    [{ num_attention_heads: 4096 }, 'num_attention_heads', /num_attention_heads must be an integer in 1\.\.1024/],
+    [{ intermediate_size: 1.5 }, 'intermediate_size', /intermediate_size must be an integer/],
+    [{ max_position_embeddings: 2 ** 21 }, 'max_position_embeddings', /max_position_embeddings must be an integer in 1\.\.1048576/],
   ];
+  // Every refusal names a key of config.json, never a field of LlamaConfig.
+  const internal = /\b(layers|dim|kvHeads|hidden|vocab|maxPositions|ropeTheta|rmsEps)\b/;
   for (const [change, parameter, pattern] of cases) {
     const e = refused(() => configFromHuggingFace({ ...TINYLLAMA, ...change }), InvalidArgumentError, op, pattern) as InvalidArgumentError;
     assert.equal(e.parameter, parameter, JSON.stringify(change));
+    assert.doesNotMatch(e.message, internal, JSON.stringify(change));
   }
   refused(() => configFromHuggingFace('{}'), InvalidArgumentError, op, /json must be a parsed config\.json object/);
   refused(() => configFromHuggingFace(null), InvalidArgumentError, op, /json must be/);

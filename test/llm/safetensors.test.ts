@@ -7,7 +7,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -287,4 +288,38 @@ test('loadLlamaWeights refuses a file that lacks a tensor or has one of another 
   writeFileSync(join(dir, 'junk.safetensors'), 'not a safetensors file');
   refused(() => loadLlamaWeights(join(dir, 'junk.safetensors'), TINY), FileFormatError, 'loadLlamaWeights', /header length/);
   refused(() => saveLlamaWeights(join(dir, 'x.safetensors'), w, 'F16' as never), InvalidArgumentError, 'saveLlamaWeights', /dtype must be one of/);
+});
+
+test('readSafetensors reads only regular files: a device, a pipe or a folder is refused at once, never read without end', (t) => {
+  const dir = tempDir(t);
+  const fifo = join(dir, 'pipe.safetensors');
+  const hasFifo = spawnSync('mkfifo', [fifo]).status === 0;
+  const paths: [string, RegExp][] = [
+    ['/dev/zero', /it is a character device, not a regular file/],
+    [dir, /it is a folder, not a regular file/],
+    ...(hasFifo ? [[fifo, /it is a pipe, not a regular file/] as [string, RegExp]] : []),
+  ];
+  for (const [path, pattern] of paths) {
+    // In a child process with a time limit: reading /dev/zero or a pipe with no writer blocks the thread that reads.
+    const module = new URL('../../src/llm/safetensors.js', import.meta.url).href;
+    const script = `import(${JSON.stringify(module)}).then((m) => { try { m.readSafetensors(${JSON.stringify(path)}); console.log('read'); } catch (e) { console.log(e.name + ': ' + e.message); } })`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(r.signal, null, `${path}: still reading after 20 s`);
+    assert.match(r.stdout, new RegExp(`^InvalidArgumentError: readSafetensors: cannot read ${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: `), path);
+    assert.match(r.stdout, pattern, path);
+  }
+});
+
+test('readSafetensors refuses a header length the file cannot hold before reading the rest of it', (t) => {
+  const dir = tempDir(t);
+  // A sparse file of 2.5 GiB whose header length is past the format's limit: refused from its first 8 bytes.
+  const path = join(dir, 'large.safetensors');
+  writeFileSync(path, file({}, [], 2 ** 33));
+  truncateSync(path, 2.5 * 2 ** 30);
+  const e = refused(() => readSafetensors(path), FileFormatError, 'readSafetensors', /header length 8589934592 is over the format's limit/) as FileFormatError;
+  assert.equal(e.file, path);
+  const short = join(dir, 'short.safetensors');
+  writeFileSync(short, Uint8Array.of(1, 0, 0));
+  refused(() => readSafetensors(short), FileFormatError, 'readSafetensors', /3 bytes is shorter than the 8-byte header length/);
+  refused(() => loadLlamaWeights(path, TINY), FileFormatError, 'loadLlamaWeights', /over the format's limit/);
 });

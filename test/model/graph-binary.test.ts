@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { once } from 'node:events';
 import fc from 'fast-check';
-import { ComputeGraph, FileFormatError, MemcpyDir, NodeId } from '../../src/index.js';
+import { ComputeGraph, FileFormatError, InvalidArgumentError, MemcpyDir, NodeId, StreamCapture, StreamId } from '../../src/index.js';
 import { crc32, crc32Portable } from '../../src/model/crc32.js';
 import { build, program } from './graph-programs.js';
 
@@ -206,6 +206,146 @@ test('duplicate edges and nested records are checked as the JSON reader checks t
   refusedWith(() => ComputeGraph.fromBinary(patch(nested, 'NEST', () => u32s([0]))), /section 'NEST': holds 0 record\(s\); the graph has 1/);
 });
 
+/** A `TEXT` payload of `strings` in `encoding` (0 UTF-8, 1 UTF-16LE). */
+function textPayload(strings: string[], encoding = 0): Uint8Array {
+  return Uint8Array.from(Buffer.concat([u32s([strings.length, encoding, ...strings.map((x) => x.length)]), Buffer.from(strings.join(''), encoding === 0 ? 'utf8' : 'utf16le')]));
+}
+
+test('a file holds only what the writer writes for its graph: anything else is refused naming the section', () => {
+  const g = new ComputeGraph();
+  g.addNode({ kind: 'kernel', functionName: 'f', name: 'a', grid: 1, block: 1 });
+  g.addNode({ kind: 'hostCallback', label: 'b', name: 'a' });
+  const child = new ComputeGraph();
+  child.addNode({ kind: 'empty' });
+  g.addNode({ kind: 'childGraph', graph: child });
+  const bytes = g.toBinary();
+  assert.deepEqual(ComputeGraph.fromBinary(bytes).toBinary(), bytes);
+  // The strings: each once, in the order the nodes first name them (name, then function or label), no other.
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'TEXT', () => textPayload(['a', 'f', 'b', 'childGraph', 'spare']))), /section 'TEXT': string 4 is named by no node/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(patch(bytes, 'TEXT', () => textPayload(['f', 'a', 'b', 'childGraph'])), 'NAME', () => u32s([1, 1, 3]))), /section 'TEXT': string 1 is first named by node 0 before string 0 is/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'TEXT', () => textPayload(['a', 'f', 'b', 'childGraph'], 1))), /section 'TEXT': encoding 1 \(UTF-16LE\) is for strings holding a lone surrogate, and none does/);
+  // Costs: the section is empty when every cost is 1.
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'COST', () => new Uint8Array(new Float64Array([1, 1, 1]).buffer))), /section 'COST': every cost is 1/);
+  // A nested record leaves out what the columns hold, and is written as the writer writes it.
+  const record = (edit: (r: Record<string, unknown>) => unknown) => (p: Uint8Array): Uint8Array => {
+    const dv = new DataView(p.buffer, p.byteOffset, p.byteLength);
+    const r = JSON.parse(Buffer.from(p.subarray(12, 12 + dv.getUint32(8, true))).toString('utf8')) as Record<string, unknown>;
+    const out = edit(r);
+    const text = Buffer.from(typeof out === 'string' ? out : JSON.stringify(r));
+    return Uint8Array.from(Buffer.concat([u32s([1, dv.getUint32(4, true), text.length]), text]));
+  };
+  for (const field of ['name', 'stream', 'cost']) {
+    refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'NEST', record((r) => {
+      r[field] = field === 'name' ? 'other' : 2;
+    }))), new RegExp(`section 'NEST': node 2's record holds '${field}', which the columns hold`));
+  }
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'NEST', record((r) => JSON.stringify(r, null, 1)))), /section 'NEST': node 2's record is not the text the writer writes for it/);
+  refusedWith(() => ComputeGraph.fromBinary(patch(bytes, 'NEST', record((r) => JSON.stringify({ graph: r.graph, kind: r.kind })))), /node 2's record is not the text the writer writes/);
+  // Streams no node is on are what a capture's idle stream leaves: kept, and written back.
+  const capture = new StreamCapture();
+  capture.beginCapture(StreamId(0));
+  capture.beginCapture(StreamId(5));
+  capture.recordKernel(StreamId(0), 'k', 1, 1, 0);
+  const idle = capture.endCapture(StreamId(0)).toBinary();
+  assert.deepEqual(ComputeGraph.fromBinary(idle).toBinary(), idle);
+  // A name that starts with U+FEFF is a character like any other.
+  const bom = new ComputeGraph();
+  bom.addNode({ kind: 'empty', name: '\ufeffx' });
+  assert.equal(ComputeGraph.fromBinary(bom.toBinary()).node(NodeId(0)).name, '\ufeffx');
+});
+
+/** The strings and encoding of a `TEXT` payload. */
+function textStrings(p: Uint8Array): { strings: string[]; encoding: number } {
+  const dv = new DataView(p.buffer, p.byteOffset, p.byteLength);
+  const count = dv.getUint32(0, true);
+  const encoding = dv.getUint32(4, true);
+  const all = Buffer.from(p.subarray(8 + 4 * count)).toString(encoding === 0 ? 'utf8' : 'utf16le');
+  const strings: string[] = [];
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    const len = dv.getUint32(8 + 4 * i, true);
+    strings.push(all.slice(at, at + len));
+    at += len;
+  }
+  return { strings, encoding };
+}
+
+/** Rewrites of a file that keep its graph's meaning but are not what the writer writes. */
+const REWRITES: Record<string, [tag: string, rewrite: (payload: Uint8Array) => Uint8Array]> = {
+  'the strings as UTF-16': ['TEXT', (p) => textPayload(textStrings(p).strings, 1)],
+  'a byte order mark before the strings': [
+    'TEXT',
+    (p) => {
+      const { strings, encoding } = textStrings(p);
+      return encoding === 0 && strings.length > 0 ? Uint8Array.from(Buffer.concat([textPayload(strings).subarray(0, 8 + 4 * strings.length), Buffer.from([0xef, 0xbb, 0xbf]), textPayload(strings).subarray(8 + 4 * strings.length)])) : p;
+    },
+  ],
+  'a nested record indented': [
+    'NEST',
+    (p) => {
+      const dv = new DataView(p.buffer, p.byteOffset, p.byteLength);
+      if (dv.getUint32(0, true) === 0) return p;
+      const len = dv.getUint32(8, true);
+      const text = Buffer.from(JSON.stringify(JSON.parse(Buffer.from(p.subarray(12, 12 + len)).toString('utf8')), null, 1));
+      return Uint8Array.from(Buffer.concat([u32s([dv.getUint32(0, true), dv.getUint32(4, true), text.length]), text, p.subarray(12 + len)]));
+    },
+  ],
+  'a nested record with a name': [
+    'NEST',
+    (p) => {
+      const dv = new DataView(p.buffer, p.byteOffset, p.byteLength);
+      if (dv.getUint32(0, true) === 0) return p;
+      const len = dv.getUint32(8, true);
+      const text = Buffer.from(Buffer.from(p.subarray(12, 12 + len)).toString('utf8').replace(/^\{/, '{"name":"x",'));
+      return Uint8Array.from(Buffer.concat([u32s([dv.getUint32(0, true), dv.getUint32(4, true), text.length]), text, p.subarray(12 + len)]));
+    },
+  ],
+};
+
+test('property: a file rewritten anywhere (its checksums made good) is refused or is the file its graph writes', () => {
+  const sections = (bytes: Uint8Array): string[] => {
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const out = [];
+    for (let at = 24; at < bytes.length; at += 20 + dv.getUint32(at + 4, true)) out.push(String.fromCharCode(...bytes.subarray(at, at + 4)));
+    return out;
+  };
+  const edits = fc.record({
+    which: fc.nat(),
+    bytes: fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }),
+    grow: fc.integer({ min: -1, max: 1 }),
+  });
+  fc.assert(
+    fc.property(program, fc.oneof(edits, fc.constantFrom(...Object.keys(REWRITES))), (p, change) => {
+      const bytes = build(p).toBinary();
+      let tag: string;
+      let bad: Uint8Array;
+      if (typeof change === 'string') {
+        const [t, rewrite] = REWRITES[change]!;
+        tag = t;
+        bad = patch(bytes, t, rewrite);
+      } else {
+        const all = sections(bytes);
+        tag = all[change.which % all.length]!;
+        bad = patch(bytes, tag, (payload) => {
+          let q = change.grow > 0 ? Uint8Array.from([...payload, 0, 0, 0, 0]) : change.grow < 0 && payload.length >= 4 ? payload.slice(0, payload.length - 4) : payload;
+          if (q.length === 0) q = new Uint8Array(4);
+          for (const [i, v] of change.bytes) q[i % q.length] = v;
+          return q;
+        });
+      }
+      let loaded: ComputeGraph;
+      try {
+        loaded = ComputeGraph.fromBinary(bad);
+      } catch (e) {
+        assert.ok(e instanceof FileFormatError, String(e));
+        return;
+      }
+      assert.deepEqual(Buffer.from(loaded.toBinary()), Buffer.from(bad), `${typeof change === 'string' ? change : `section '${tag}' rewritten`}: accepted, but its graph writes another file`);
+    }),
+    { numRuns: 2000 },
+  );
+});
+
 test('writeBinary waits for a slow Writable and the file names itself in refusals', async () => {
   const g = new ComputeGraph();
   for (let i = 0; i < 300_000; i++) g.addNode({ kind: 'kernel', functionName: `k${i % 7}`, grid: 1, block: 1 });
@@ -242,6 +382,28 @@ test('the portable CRC-32 gives the native values', () => {
   assert.equal(crc32Portable(data), crc32(data));
   assert.equal(crc32Portable(data.subarray(500), crc32Portable(data.subarray(0, 500))), crc32(data));
   assert.equal(crc32(new TextEncoder().encode('123456789')), 0xcbf43926);
+});
+
+test('readBinary refuses a piece that is not a Uint8Array, naming it, whatever the source', async () => {
+  const bytes = sample().toBinary();
+  const pieceRefused = (index: number, got: RegExp) => (e: unknown): boolean => {
+    assert.ok(e instanceof InvalidArgumentError, String(e));
+    assert.equal(e.parameter, 'source');
+    assert.match(e.message, /^ComputeGraph\.readBinary: source must yield byte \(Uint8Array\) pieces, got /);
+    assert.match(e.message, got);
+    assert.match(e.message, new RegExp(`as piece ${index}$`));
+    return true;
+  };
+  await assert.rejects(ComputeGraph.readBinary([bytes.subarray(0, 10), 5 as never]), pieceRefused(1, /got 5 /));
+  await assert.rejects(ComputeGraph.readBinary([null as never]), pieceRefused(0, /got null /));
+  // An object-mode Readable of numbers, and elements that are not bytes.
+  await assert.rejects(ComputeGraph.readBinary(Readable.from([1, 2, 3]) as never), pieceRefused(0, /got 1 /));
+  await assert.rejects(ComputeGraph.readBinary([new Uint16Array(bytes.length) as never]), pieceRefused(0, /an object \(Uint16Array\)/));
+  await assert.rejects(ComputeGraph.readBinary([bytes.buffer as never]), pieceRefused(0, /an object \(ArrayBuffer\)/));
+  // A string is not the file's bytes (a Readable that decoded them): refused, not re-encoded.
+  await assert.rejects(ComputeGraph.readBinary([Buffer.from(bytes).toString('latin1') as never]), pieceRefused(0, /got "CGRAPH/));
+  // Pieces that are bytes of any kind of Uint8Array load.
+  assert.equal(json(await ComputeGraph.readBinary([Buffer.from(bytes.subarray(0, 7)), bytes.subarray(7)])), json(sample()));
 });
 
 test('the arguments are checked', async () => {

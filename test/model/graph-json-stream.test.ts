@@ -151,7 +151,7 @@ test('readJSON: any order of the fields, spacing, a version 1 document; syntax e
   await assert.rejects(ComputeGraph.readJSON([v1Late]), /nodes\[0\]\.kind must be one of 'kernel', 'memcpy', 'memset', 'hostCallback', 'empty'/);
   const v1 = JSON.stringify({ ...doc, version: 1 });
   assert.equal(JSON.stringify(await ComputeGraph.readJSON([v1])), JSON.stringify(g));
-  const spaced = `\ufeff \n{ "format" : "cudagraph.ComputeGraph" , "version" : 2 , "nodes" : [ ${JSON.stringify(doc.nodes[0])} , ${JSON.stringify(doc.nodes[1])} ] , "edges" : [ [ 0 , 1 ] ] }\n`;
+  const spaced = ` \n{ "format" : "cudagraph.ComputeGraph" , "version" : 2 , "nodes" : [ ${JSON.stringify(doc.nodes[0])} , ${JSON.stringify(doc.nodes[1])} ] , "edges" : [ [ 0 , 1 ] ] }\n`;
   assert.equal(JSON.stringify(await ComputeGraph.readJSON([spaced])), JSON.stringify(g));
   for (const [text, re] of [
     ['{ not json', /not JSON text \(expected a field name, got 'n', at byte 2\)/],
@@ -219,6 +219,129 @@ test('the pieces refuse a graph that changed while they were read (GRAPH_BUSY); 
   await assert.rejects(g.writeJSON(42 as never), InvalidArgumentError);
   await assert.rejects(ComputeGraph.readJSON(42 as never), InvalidArgumentError);
   await assert.rejects(ComputeGraph.readJSON([], { onProgress: 1 as never }), InvalidArgumentError);
+});
+
+/** What reading gave: the graph's text, or the refusal's class and code. */
+async function outcome(read: () => unknown): Promise<string> {
+  try {
+    return JSON.stringify(await read());
+  } catch (e) {
+    return e instanceof GraphError ? `refused: ${e.code}` : `threw ${String(e)}`;
+  }
+}
+
+test('readJSON and fromJSON of the same bytes give the same outcome: invalid UTF-8 and a byte order mark refused by both', async () => {
+  const g = build({ nodes: [{ kind: 'kernel', name: 0, stream: 0, cost: null, x: 1 }, { kind: 'empty', name: null, stream: null, cost: null, x: 0 }], edges: [[0, 1, 'plain']] });
+  const text = JSON.stringify(g);
+  const bytes = Buffer.from(text);
+  const name = bytes.indexOf('"name":"') + 8;
+  const at = (k: number, insert: number[]): Buffer => Buffer.concat([bytes.subarray(0, k), Buffer.from(insert), bytes.subarray(k)]);
+  const inputs: [string, Buffer, 'accepted' | 'refused'][] = [
+    ['the document', bytes, 'accepted'],
+    ['a name in two-, three- and four-byte characters', Buffer.from(text.replace('"name":"', '"name":"é€😀')), 'accepted'],
+    ['a byte order mark', at(0, [0xef, 0xbb, 0xbf]), 'refused'],
+    ['a byte order mark before a value', at(bytes.indexOf('2,"nodes"'), [0xef, 0xbb, 0xbf]), 'refused'],
+    ['a byte order mark before a node', at(bytes.indexOf('{"id":0'), [0xef, 0xbb, 0xbf]), 'refused'],
+    ['a byte order mark as the only node', Buffer.from(text.replace(/"nodes":\[.*\],"edges":\[.*\]/, '"nodes":[\ufeff],"edges":[]')), 'refused'],
+    ['a byte order mark in a name', at(name, [0xef, 0xbb, 0xbf]), 'accepted'],
+    ['a byte 0xff in a name', at(name, [0xff]), 'refused'],
+    ['a lone continuation byte in a name', at(name, [0x80]), 'refused'],
+    ['an overlong encoding of "/"', at(name, [0xc0, 0xaf]), 'refused'],
+    ['a surrogate encoded as UTF-8 (CESU-8)', at(name, [0xed, 0xa0, 0x80]), 'refused'],
+    ['a three-byte character cut short', at(name, [0xe2, 0x82]), 'refused'],
+    ['a byte 0xff in a field name', at(1, [0xff]), 'refused'],
+    ['a byte 0xff in the edges', at(bytes.indexOf('[0,1]') + 1, [0xff]), 'refused'],
+    ['a byte 0xff after the document', Buffer.concat([bytes, Buffer.from([0x20, 0xff])]), 'refused'],
+  ];
+  const dir = mkdtempSync(join(tmpdir(), 'cudagraph-json-'));
+  try {
+    for (const [what, input, want] of inputs) {
+      const whole = await outcome(() => ComputeGraph.fromJSON(input));
+      assert.equal(whole.startsWith('refused') ? 'refused' : 'accepted', want, `${what}: ${whole}`);
+      if (want === 'refused') assert.equal(whole, 'refused: GRAPH_JSON_INVALID', what);
+      // Cut at every byte (inside every character), in one piece, and from a file.
+      for (let k = 0; k <= input.length; k++) {
+        assert.equal(await outcome(() => ComputeGraph.readJSON([input.subarray(0, k), input.subarray(k)])), whole, `${what}, cut at ${k}`);
+      }
+      assert.equal(await outcome(() => ComputeGraph.readJSON(Array.from(input, (b) => Uint8Array.of(b)))), whole, `${what}, a byte a piece`);
+      const file = join(dir, 'g.json');
+      writeFileSync(file, input);
+      assert.equal(await outcome(() => ComputeGraph.readJSON(file)), whole, `${what}, from a file`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const bom = /: ComputeGraph\.(fromJSON|readJSON): not JSON text \(the text starts with a byte order mark \(U\+FEFF\), which JSON text does not hold(, at byte 0)?\)$/;
+  assert.throws(() => ComputeGraph.fromJSON(`\ufeff${text}`), bom);
+  await assert.rejects(ComputeGraph.readJSON([`\ufeff${text}`]), bom);
+  await assert.rejects(ComputeGraph.readJSON([at(name, [0xff])]), /: ComputeGraph\.readJSON: not JSON text \(the bytes are not UTF-8, in the text from byte \d+ on\)$/);
+  assert.throws(() => ComputeGraph.fromJSON(at(name, [0xff])), /: ComputeGraph\.fromJSON: not JSON text \(the bytes are not UTF-8\)$/);
+});
+
+test('property: string pieces cut anywhere, inside a surrogate pair or beside a lone surrogate, read as fromJSON reads them joined', async () => {
+  const g = new ComputeGraph();
+  g.addNode({ kind: 'empty', name: 'a😀b' });
+  // Raw lone surrogates (JSON.stringify would escape them): in a name, after an escaped backslash, after an escaping one, after the document.
+  const texts = [
+    JSON.stringify(g),
+    JSON.stringify(g).replace('a😀b', 'a\ud83d\ude00b\ud800'),
+    JSON.stringify(g).replace('a😀b', `x\ud800y\udc00`),
+    JSON.stringify(g).replace('a😀b', `x\\\\\ud800`),
+    JSON.stringify(g).replace('a😀b', `x\\\ud800`),
+    `${JSON.stringify(g)}\ud800`,
+  ];
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...texts), fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { maxLength: 6 }), async (t, cuts) => {
+      const at = [...new Set(cuts.map((c) => Math.floor(c * t.length)))].sort((a, b) => a - b);
+      const pieces = [0, ...at].map((x, i, all) => t.slice(x, i + 1 < all.length ? all[i + 1] : t.length));
+      assert.equal(await outcome(() => ComputeGraph.readJSON(pieces)), await outcome(() => ComputeGraph.fromJSON(t)), JSON.stringify(pieces));
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('readJSON of one large value cut in small pieces takes time linear in its size', async () => {
+  const docs = {
+    name: (s: string) => `{"format":"cudagraph.ComputeGraph","version":2,"nodes":[{"id":0,"kind":"empty","name":"${s}"}],"edges":[]}`,
+    format: (s: string) => `{"format":"${s}","version":2,"nodes":[],"edges":[]}`,
+    key: (s: string) => `{"${s}":1}`,
+  };
+  const time = async (doc: (s: string) => string, mib: number): Promise<number> => {
+    const bytes = Buffer.from(doc('x'.repeat(mib << 20)));
+    const pieces: Buffer[] = [];
+    for (let i = 0; i < bytes.length; i += 4096) pieces.push(bytes.subarray(i, i + 4096));
+    let best = Infinity;
+    for (let r = 0; r < 3; r++) {
+      const t0 = performance.now();
+      await ComputeGraph.readJSON(pieces).catch(() => undefined);
+      best = Math.min(best, performance.now() - t0);
+    }
+    return best;
+  };
+  for (const [what, doc] of Object.entries(docs)) {
+    const one = await time(doc, 1);
+    const eight = await time(doc, 8);
+    // Linear: about 8×. Scanning or copying from the start with each piece is quadratic: 64× and more.
+    assert.ok(eight < 24 * Math.max(one, 1), `${what}: 1 MiB in ${one.toFixed(1)} ms, 8 MiB in ${eight.toFixed(1)} ms`);
+  }
+});
+
+test('readJSON refuses a piece that is neither bytes nor a string, naming it', async () => {
+  const text = JSON.stringify(build({ nodes: [{ kind: 'empty', name: null, stream: null, cost: null, x: 0 }], edges: [] }));
+  const pieceRefused = (index: number, got: RegExp) => (e: unknown): boolean => {
+    assert.ok(e instanceof InvalidArgumentError, String(e));
+    assert.equal(e.parameter, 'source');
+    assert.match(e.message, /^ComputeGraph\.readJSON: source must yield byte \(Uint8Array\) or string pieces, got /);
+    assert.match(e.message, got);
+    assert.match(e.message, new RegExp(`as piece ${index}$`));
+    return true;
+  };
+  await assert.rejects(ComputeGraph.readJSON([text.slice(0, 5), 5 as never, text.slice(5)]), pieceRefused(1, /got 5 /));
+  await assert.rejects(ComputeGraph.readJSON([null as never]), pieceRefused(0, /got null /));
+  await assert.rejects(ComputeGraph.readJSON(Readable.from([{ text }]) as never), pieceRefused(0, /an object \(Object\)/));
+  // A Uint16Array's elements are not bytes: read as bytes, they would be other text.
+  await assert.rejects(ComputeGraph.readJSON([Uint16Array.from(Buffer.from(text)) as never]), pieceRefused(0, /an object \(Uint16Array\)/));
+  assert.equal(JSON.stringify(await ComputeGraph.readJSON([text.slice(0, 5), Buffer.from(text.slice(5))])), text);
 });
 
 test('property: the DOT pieces are toDot() exactly, highlight and title included', () => {
