@@ -19,7 +19,7 @@ import type { Stream } from '../device/stream.js';
 import { CapturePool } from '../pool/capture-pool.js';
 import type { CapturedGraph } from './captured-graph.js';
 import { isThenable } from './guard.js';
-import { makeGraphed } from './make-graphed.js';
+import { makeGraphedFor } from './make-graphed.js';
 import { ASYNC_CAPTURE_RULE, isAsyncFunction, type NotAPromise } from './capture-options.js';
 import { enqueueCopies, planCopies, type CacheInput, type CacheOutput } from './cache-io.js';
 import { ScalarTable, type CacheScalars } from './cache-scalars.js';
@@ -200,6 +200,7 @@ export class GraphCache<K extends CacheKey = CacheKey, R = unknown> {
   launch(key: K): CacheLaunch<K> {
     const op = 'GraphCache.launch';
     this.#alive(op);
+    this.stream.handleFor(op);
     const k = this.#runKey(op, key);
     if (k === null) {
       this.#runEagerly(op, key);
@@ -368,7 +369,7 @@ export class GraphCache<K extends CacheKey = CacheKey, R = unknown> {
   #add(op: string, k: K): CapturedGraph {
     this.#stats.misses++;
     const t0 = performance.now();
-    const graph = makeGraphed(this.stream, (s) => this.#body(op, s, k), { warmup: this.#warmup, ...(this.#pool !== null ? { pool: this.#pool } : {}) });
+    const graph = makeGraphedFor(op, this.stream, (s) => this.#body(op, s, k), { warmup: this.#warmup, ...(this.#pool !== null ? { pool: this.#pool } : {}) });
     graph.restrictTo(INTERNAL, this.stream, OWNED_WHY);
     this.#stats.captureMs += performance.now() - t0;
     this.#stats.captures++;

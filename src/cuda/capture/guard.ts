@@ -194,7 +194,7 @@ export class GraphCaptureGuard {
         ),
       );
     }
-    return guard.finish(o.flags === undefined ? undefined : { flags: o.flags });
+    return guard.finishFor(op, o.flags === undefined ? undefined : { flags: o.flags });
   }
 
   /** @internal True for a GraphCaptureGuard this class made (a brand check, not `instanceof`). */
@@ -254,7 +254,11 @@ export class GraphCaptureGuard {
    *   attached as the error's `suppressed` property (see `attachCleanupFailure`).
    */
   finish(options?: { flags?: InstantiateFlags }): CapturedGraph {
-    const op = 'GraphCaptureGuard.finish';
+    return this.finishFor('GraphCaptureGuard.finish', options);
+  }
+
+  /** @internal `finish` for a caller that names its own operation in errors (`captureGraph`, `makeGraphed`, a `GraphCache`). */
+  finishFor(op: string, options: unknown): CapturedGraph {
     if (this.#state !== 'capturing') {
       throw new CaptureStateError(
         op,

@@ -15,7 +15,7 @@ import { DEFAULT_CAPTURE_MODE, requireCaptureMode, driverCaptureMode, type Captu
 import { Graph, registerCaptureInto } from '../graph/graph.js';
 import type { GraphExec } from '../graph/graph-exec.js';
 import { CudaNode, dependencyHandles } from '../graph/cuda-node.js';
-import type { InstantiateFlags } from '../graph/instantiate-flags.js';
+import { checkInstantiateFlags, type InstantiateFlags } from '../graph/instantiate-flags.js';
 import { brands } from '../core/brands.js';
 
 /** The first driver version with stream capture (CUDA 10.0). */
@@ -600,7 +600,8 @@ export class StreamGraphCapture {
    *   illegal call and its JS stack (`cause` is that call's error); CudaError 903 when the
    *   capture has already ended; DisposedError when the captured stream was disposed (the capture
    *   was ended and discarded); the error kept from an earlier dispose or host function; other
-   *   CudaErrors from the driver.
+   *   CudaErrors from the driver. InvalidArgumentError for bad options or flags, before the capture
+   *   ends (it goes on recording).
    */
   end(options?: { flags?: InstantiateFlags }): GraphExec {
     return this.endFor('StreamGraphCapture.end', options);
@@ -612,6 +613,8 @@ export class StreamGraphCapture {
     if (options !== undefined && (typeof options !== 'object' || options === null || Object.keys(options).some((k) => k !== 'flags'))) {
       throw new InvalidArgumentError(op, 'options', `options must be { flags? }, got ${describe(options)}`);
     }
+    // Refused before the capture ends: a refusal leaves it recording.
+    checkInstantiateFlags(op, flags);
     const graph = this.#finish(op);
     const owns = graph !== this.#record.into;
     try {
