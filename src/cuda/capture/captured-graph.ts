@@ -91,9 +91,8 @@ export class CapturedGraph {
     return this.#exec.nodeCount;
   }
 
-  /** The template graph, for read-back (`graph.readBack()`, kernel names, edges) and DOT. */
+  /** The template graph, for read-back (`graph.readBack()`, kernel names, edges) and DOT; disposed with this one. */
   get graph(): Graph {
-    this[LIFETIME].assertAlive('CapturedGraph.graph');
     return this.#exec.graph;
   }
 

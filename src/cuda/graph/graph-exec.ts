@@ -476,13 +476,15 @@ export class GraphExec {
    * addresses). On success the exec keeps `graph` alive and `this.graph` becomes it.
    * @throws CudaError 910 `CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE` whose message names the reason
    *   (`CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED`, …) and the failing node (`details.reason`,
-   *   `details.node`); the exec is unchanged.
+   *   `details.node`); the exec is unchanged. InvalidArgumentError for a non-Graph; DisposedError
+   *   for a disposed exec or graph.
    */
   update(graph: Graph): void {
     const op = 'GraphExec.update';
     this[LIFETIME].assertAlive(op);
     requireInstance(op, 'graph', graph, brands.Graph);
-    const g = graph.handle;
+    graph[LIFETIME].assertAlive(op);
+    const g = graph.handleUnchecked();
     makeCurrent(op, this.#ctx);
     const out = gr.graphExecUpdate(op, this.#handle, g);
     if (out.code !== 0) {

@@ -191,6 +191,13 @@ test('exec setters refuse a node of another graph, another kind, a bad index or 
   noUpdate(() => exec.setEventRecordNodeEvent(a, null as never), InvalidArgumentError, 'GraphExec.setEventRecordNodeEvent', /not a eventRecord node/);
   noUpdate(() => exec.setChildGraphNodeParams(a, g), InvalidArgumentError, 'GraphExec.setChildGraphNodeParams', /not a graph node/);
   refused(() => exec.freeAllocations(), Error, 'GraphExec.freeAllocations', /nothing to free/);
+  {
+    const gone = Graph.create(d);
+    gone.dispose();
+    noUpdate(() => exec.update(gone), DisposedError, 'GraphExec.update', /Graph 0x[0-9a-f]+ has been disposed/);
+    noUpdate(() => exec.update(Object.create(Graph.prototype) as Graph), InvalidArgumentError, 'GraphExec.update', /graph must be a Graph/);
+    assert.equal(exec.graph, g, 'a refused update changes nothing');
+  }
   // The exec holds its template: disposing the graph does not stop the setters naming its nodes.
   g.dispose();
   exec.setKernelArgs(a, [x, arg.i32(32)]);
