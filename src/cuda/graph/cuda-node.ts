@@ -261,11 +261,12 @@ export function dependencyHandles(op: string, deps: unknown, graph: Graph, name 
   }
   const out = new BigUint64Array(deps.length);
   const seen = new Set<bigint>();
-  deps.forEach((d, i) => {
-    const h = nodeHandleIn(op, `${name}[${i}]`, d, graph);
+  // An index loop, not forEach: a hole in the array is refused as the undefined it reads as.
+  for (let i = 0; i < deps.length; i++) {
+    const h = nodeHandleIn(op, `${name}[${i}]`, deps[i], graph);
     if (seen.has(h)) throw new InvalidArgumentError(op, `${name}[${i}]`, `${name}[${i}] repeats a node already listed; list each dependency once`);
     seen.add(h);
     out[i] = h;
-  });
+  }
   return out;
 }

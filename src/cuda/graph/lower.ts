@@ -163,10 +163,10 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
   const b = requireOptions<LowerBindings>(OP, bindings, ['modules', 'nodes', 'buffers', 'hostBuffers', 'callbacks', 'events', 'device']);
   if (bindings === undefined) throw new InvalidArgumentError(OP, 'bindings', 'bindings { modules, … } are required');
   const modules = Array.isArray(b.modules) ? (b.modules as readonly Module[]) : b.modules === undefined ? [] : [b.modules as Module];
-  modules.forEach((m, i) => {
-    requireInstance(OP, `modules[${i}]`, m, brands.Module);
-    m[LIFETIME].assertAlive(OP);
-  });
+  for (let i = 0; i < modules.length; i++) {
+    requireInstance(OP, `modules[${i}]`, modules[i], brands.Module);
+    modules[i]![LIFETIME].assertAlive(OP);
+  }
   if (b.device !== undefined) requireInstance(OP, 'device', b.device, brands.Device);
   if (b.nodes !== undefined && !(b.nodes instanceof Map)) {
     throw new InvalidArgumentError(OP, 'nodes', `nodes must be a Map of node id → binding (GraphBuilder.build().bindings), got ${describe(b.nodes)}`);

@@ -108,6 +108,13 @@ test('edges: a cycle, a repeated edge and edge data CUDA does not allow are refu
   refused(() => g.addDependencies([[b, c, { port: 'trigger' }]]), InvalidArgumentError, 'Graph.addDependencies', /'trigger' is only for programmatic edges/);
   refused(() => g.addDependencies([[b, c, { kind: 'programmatic', port: 'completion' }]]), InvalidArgumentError, 'Graph.addDependencies', /must be 'trigger' or 'launchOrder'/);
   refused(() => g.addDependencies([[b]] as never), InvalidArgumentError, 'Graph.addDependencies', /edges\[0\] must be \[from, to\]/);
+  // Holes are refused as the undefined they read as (they reached the driver as null handles).
+  refused(() => g.addDependencies([[b, c], , [a, c]] as never), InvalidArgumentError, 'Graph.addDependencies', /edges\[1\] must be \[from, to\].*got undefined/);
+  refused(() => g.addDependencies(new Array(1)), InvalidArgumentError, 'Graph.addDependencies', /edges\[0\] must be/);
+  refused(() => g.removeDependencies(new Array(1)), InvalidArgumentError, 'Graph.removeDependencies', /edges\[0\] must be/);
+  refused(() => g.addKernelNode(k, cfg, [a, , b] as never), InvalidArgumentError, 'Graph.addKernelNode', /dependencies\[1\] must be a CudaNode .*got undefined/);
+  refused(() => g.addEmptyNode(new Array(2)), InvalidArgumentError, 'Graph.addEmptyNode', /dependencies\[0\] must be a CudaNode/);
+  refused(() => g.addKernelNode(k, { ...cfg, args: [x, , arg.i32(1)] } as never), InvalidArgumentError, 'Graph.addKernelNode', /args\[1\] must be/);
   assert.equal(g.edgeRefs().length, 1, 'no refused call added an edge');
   g.addDependencies([[b, c, { kind: 'programmatic' }]]);
   assert.deepEqual(c.dependencies(), [b]);

@@ -70,6 +70,7 @@ test('lowerGraph checks the shape of its bindings and the modules\' device', { s
   for (const field of ['buffers', 'hostBuffers', 'callbacks', 'events'] as const) {
     refused(() => lowerGraph(graph, { modules: m, nodes: bindings, buffers: { x }, [field]: 5 } as never), InvalidArgumentError, 'lowerGraph', new RegExp(`${field} must be an object`));
   }
+  refused(() => lowerGraph(graph, { modules: [, m] as never, nodes: bindings, buffers: { x } }), InvalidArgumentError, 'lowerGraph', /modules\[0\] must be a Module, got undefined/);
   // Kernels of a module loaded on another device than the graph's.
   refused(() => lowerGraph(graph, { modules: m, nodes: bindings, buffers: { x }, device: Device.get(1) }), InvalidArgumentError, 'lowerGraph', /node 0 \(kernel .add2.\): kernel .add2. is in modules\[0\], loaded on Device\(0: .*the graph is built on Device\(1: /);
   assert.equal(nodesAdded!(), before, 'no node reached the driver');
