@@ -68,13 +68,16 @@ export class Kernel {
   /**
    * Launches the kernel once on `stream`. The arguments are packed into a shared block that the
    * driver copies during the call; for repeated launches, `prepare` once and `launch` the result.
-   * @throws InvalidArgumentError for a bad configuration or arguments that do not match the
-   *   kernel's parameters; CudaError from the driver.
+   * @throws InvalidArgumentError for a bad configuration, arguments that do not match the
+   *   kernel's parameters, or a stream of another device; CudaError from the driver.
    */
   launch(stream: Stream, config: LaunchConfig): void {
     const op = 'Kernel.launch';
     this.module[LIFETIME].assertAlive(op);
     requireInstance(op, 'stream', stream, brands.Stream);
+    if (stream.device !== this.module.device) {
+      throw new InvalidArgumentError(op, 'stream', `the stream is of device ${stream.device.ordinal}; the kernel is on device ${this.module.device.ordinal}`);
+    }
     const c = checkConfig(op, this.name, config, this.paramSizes);
     const h = stream.handleFor(op);
     const ptrOf = (b: ArgBuffer): bigint => b.ptrFor(op);
