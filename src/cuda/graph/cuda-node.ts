@@ -152,9 +152,13 @@ export class CudaNode {
     if (!k.removed) this.#kind = k.allocation === null ? REMOVED[k.type] : Object.freeze({ type: k.type, allocation: k.allocation, removed: true });
   }
 
-  /** The node's position in `graph.nodes()` (the driver's order; it changes when nodes are removed). */
+  /**
+   * The node's position in `graph.nodes()` (the driver's order; it changes when nodes are removed);
+   * -1 once the node is removed or its graph disposed.
+   */
   get index(): number {
     const op = 'CudaNode.index';
+    if (this.removed) return -1;
     const h = this.handleFor(op);
     return gr.graphNodes(op, this.graph.handle).indexOf(h);
   }

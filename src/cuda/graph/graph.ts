@@ -780,9 +780,10 @@ export class Graph {
     return this[LIFETIME].disposed;
   }
 
-  /** Number of nodes (`cuGraphGetNodes`). */
+  /** Number of nodes (`cuGraphGetNodes`); 0 after dispose (every node object is then removed). */
   get nodeCount(): number {
     const op = 'Graph.nodeCount';
+    if (this[LIFETIME].disposed) return 0;
     this[LIFETIME].assertAlive(op);
     return gr.graphNodeCount(op, this.#handle);
   }

@@ -53,11 +53,14 @@ export class Kernel {
 
   /**
    * The byte size of each parameter, as the driver reports it (`cuFuncGetParamInfo`, CUDA 12.4+),
-   * or null when the driver cannot say. Launches check arguments against it.
+   * or null when the driver cannot say (also once the module is disposed, unless read before).
+   * Launches check arguments against it.
    */
   get paramSizes(): readonly number[] | null {
     if (this.#paramSizes === undefined) {
       const op = 'Kernel.paramSizes';
+      // A getter answers after dispose: the driver can no longer be asked.
+      if (this.module.disposed) return null;
       this.module[LIFETIME].assertAlive(op);
       const sizes = mod.functionParamSizes(op, this.#handle);
       this.#paramSizes = sizes === null ? null : Object.freeze(sizes);
