@@ -889,11 +889,12 @@ export class Graph {
    * Instantiates the graph into a launchable `GraphExec`. The exec keeps this graph (and what it
    * holds) alive; `exec.launch()` defaults to `stream`, else the device's default stream (as it
    * is now: the exec keeps that stream as its default).
-   * @throws InvalidArgumentError for bad flags; CudaError naming the instantiation result and the failing node.
+   * @throws InvalidArgumentError for bad flags or a non-Stream; DisposedError for a disposed graph or
+   *   stream; CudaError naming the instantiation result and the failing node.
    */
   instantiate(flags?: InstantiateFlags, stream?: Stream): GraphExec {
     const op = 'Graph.instantiate';
-    if (stream !== undefined) requireInstance(op, 'stream', stream, brands.Stream);
+    if (stream !== undefined) requireInstance(op, 'stream', stream, brands.Stream).handleFor(op);
     return this.instantiateFor(op, flags, stream ?? null, false);
   }
 

@@ -202,6 +202,10 @@ test('exec setters refuse a node of another graph, another kind, a bad index or 
     const gone = Graph.create(d);
     gone.dispose();
     noUpdate(() => exec.update(gone), DisposedError, 'GraphExec.update', /Graph 0x[0-9a-f]+ has been disposed/);
+    // A disposed stream cannot become an exec's default stream.
+    const s = d.createStream();
+    s.dispose();
+    refused(() => g.instantiate(undefined, s), DisposedError, 'Graph.instantiate', /Stream 0x[0-9a-f]+ has been disposed/);
     noUpdate(() => exec.update(Object.create(Graph.prototype) as Graph), InvalidArgumentError, 'GraphExec.update', /graph must be a Graph/);
     assert.equal(exec.graph, g, 'a refused update changes nothing');
   }
