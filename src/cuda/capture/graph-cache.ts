@@ -207,7 +207,7 @@ export class GraphCache<K extends CacheKey = CacheKey, R = unknown> {
       return { key, graph: null, hit: false };
     }
     const { graph, hit } = this.#graphOf(op, k);
-    graph.launch(this.stream);
+    graph.launchFor(op, this.stream);
     return { key: k, graph, hit };
   }
 
@@ -252,7 +252,7 @@ export class GraphCache<K extends CacheKey = CacheKey, R = unknown> {
     const sites = this.#scalars.sites(op, graph, scalars);
     enqueueCopies(this.stream, inputs);
     scalars.forEach(({ values }, i) => sites[i]!.forEach((site, j) => graph.setKernelArgAt(op, site, values[j]!)));
-    graph.launch(this.stream);
+    graph.launchFor(op, this.stream);
     enqueueCopies(this.stream, outputs);
     return { key: k, graph, hit };
   }
