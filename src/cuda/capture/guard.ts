@@ -249,8 +249,8 @@ export class GraphCaptureGuard {
    * @throws CaptureStateError `ERR_GUARD_FINISHED` when the guard was already finished or
    *   disposed; CudaError 901 `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` naming the first illegal call
    *   and its JS stack (`cause` is that call's error); CaptureStateError `ERR_CAPTURE_NOT_ACTIVE`
-   *   when the capture was ended behind the guard; InvalidArgumentError for bad flags (the guard
-   *   keeps capturing); CudaError from instantiation. A cleanup failure after a failed end is
+   *   when the capture was ended behind the guard; InvalidArgumentError for bad flags, DisposedError
+   *   for a disposed upload stream (the guard keeps capturing either way); CudaError from instantiation. A cleanup failure after a failed end is
    *   attached as the error's `suppressed` property (see `attachCleanupFailure`).
    */
   finish(options?: { flags?: InstantiateFlags }): CapturedGraph {

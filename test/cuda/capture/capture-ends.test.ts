@@ -21,8 +21,20 @@ test('StreamGraphCapture.end refuses bad instantiation flags before it ends the 
   refused(() => cap.end({ flags: 5 as never }), InvalidArgumentError, 'StreamGraphCapture.end', /must be an object/);
   refused(() => cap.end({ flags: { upload: {} as never } }), InvalidArgumentError, 'StreamGraphCapture.end', /upload must be a Stream/);
   refused(() => cap.end({ flags: { deviceLaunch: true, autoFreeOnLaunch: true } }), InvalidArgumentError, 'StreamGraphCapture.end', /cannot be combined/);
+  // A disposed upload stream is refused before the end too (and by the guard, which keeps capturing).
+  const gone = Device.get(0).createStream();
+  gone.dispose();
+  refused(() => cap.end({ flags: { upload: gone } }), DisposedError, 'StreamGraphCapture.end', /Stream 0x[0-9a-f]+ has been disposed/);
   assert.deepEqual([cap.isActive(), s.isCapturing], [true, true], 'the capture goes on');
   using exec = cap.end({ flags: { autoFreeOnLaunch: true } });
+  const t = Device.get(0).createStream();
+  const guard = GraphCaptureGuard.begin(t);
+  refused(() => guard.finish({ flags: { upload: gone } }), DisposedError, 'GraphCaptureGuard.finish', /has been disposed/);
+  assert.deepEqual([guard.state, t.isCapturing], ['capturing', true], 'the guard goes on capturing');
+  guard.finish().dispose();
+  let ran = false;
+  refused(() => captureGraph(t, () => void (ran = true), { flags: { upload: gone } }), DisposedError, 'captureGraph', /has been disposed/);
+  assert.deepEqual([ran, t.isCapturing], [false, false], 'refused before anything started');
   assert.deepEqual([cap.isActive(), s.isCapturing, exec.disposed], [false, false, false]);
 });
 
