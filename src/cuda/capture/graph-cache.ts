@@ -194,8 +194,9 @@ export class GraphCache<K extends CacheKey = CacheKey, R = unknown> {
    * bucket runs eagerly instead. Returns the key it ran as (pad the inputs to it) and the graph,
    * which launches on the cache's stream only (`graph.onlyStream`).
    * @throws InvalidArgumentError for a bad key, or one above the largest bucket (`overflow:
-   *   'refuse'`); DisposedError after `dispose`; whatever `capture` throws (nothing is cached then);
-   *   the errors of `makeGraphed` and `CapturedGraph.launch`.
+   *   'refuse'`); DisposedError after `dispose` or for a disposed stream; whatever `capture` throws
+   *   (nothing is cached then); the errors of `makeGraphed` and `CapturedGraph.launch`, under this
+   *   call's name.
    */
   launch(key: K): CacheLaunch<K> {
     const op = 'GraphCache.launch';
