@@ -142,8 +142,12 @@ export class GraphCaptureGuard {
     assertInstance(op, 'stream', stream, brands.Stream);
     const m = requireCaptureMode(op, mode);
     const pool = given === null ? null : requireInstance(op, 'pool', given, brands.CapturePool);
-    // The pool's memory is created before the capture begins: creating it is not capture-safe.
-    if (pool !== null) pool.holdFor(op, stream);
+    if (pool !== null) {
+      // The stream is checked first: a refused begin leaves the pool as it was.
+      StreamGraphCapture.capturableHandle(op, stream);
+      // The pool's memory is created before the capture begins: creating it is not capture-safe.
+      pool.holdFor(op, stream);
+    }
     try {
       const pooled: DeviceBuffer[] = [];
       const allocator: CaptureAllocator | null =

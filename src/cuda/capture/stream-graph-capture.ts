@@ -455,18 +455,7 @@ export class StreamGraphCapture {
   ): StreamGraphCapture {
     requireInstance(op, 'stream', stream, brands.Stream);
     const m = requireCaptureMode(op, mode);
-    const h = stream.handleFor(op);
-    if (stream.isLegacyDefault) {
-      throw new InvalidArgumentError(
-        op,
-        'stream',
-        'the legacy NULL stream cannot be captured; use device.stream() or device.createStream() (non-blocking streams)',
-      );
-    }
-    if (stream[CAPTURE] !== null) {
-      throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing; end or dispose that capture first');
-    }
-    surfaceCleanupErrors(op);
+    const h = StreamGraphCapture.capturableHandle(op, stream);
     requireCaptureSupport(op, init.driverVersion(op));
     if (into !== null && into.graph.device !== stream.device) {
       throw new InvalidArgumentError(op, 'stream', `the stream is on ${stream.device}; the graph runs on ${into.graph.device}`);
@@ -483,6 +472,27 @@ export class StreamGraphCapture {
     stream[CAPTURE] = record;
     captureStarted(record);
     return new StreamGraphCapture(INTERNAL, record, m);
+  }
+
+  /**
+   * @internal The handle of `stream` (a checked Stream) if a capture can begin on it: refuses a
+   * disposed stream, the legacy NULL stream and a stream already capturing (for `GraphCaptureGuard`,
+   * which checks before it takes a pool's memory), and surfaces kept cleanup errors.
+   */
+  static capturableHandle(op: string, stream: Stream): bigint {
+    const h = stream.handleFor(op);
+    if (stream.isLegacyDefault) {
+      throw new InvalidArgumentError(
+        op,
+        'stream',
+        'the legacy NULL stream cannot be captured; use device.stream() or device.createStream() (non-blocking streams)',
+      );
+    }
+    if (stream[CAPTURE] !== null) {
+      throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing; end or dispose that capture first');
+    }
+    surfaceCleanupErrors(op);
+    return h;
   }
 
   /**
