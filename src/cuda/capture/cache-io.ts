@@ -65,7 +65,8 @@ function hostOrBuffer(op: string, name: string, value: unknown, stream: Stream):
 export function planCopies(op: string, name: 'inputs' | 'outputs', stream: Stream, list: unknown): PlannedCopy[] {
   if (list === undefined) return [];
   if (!Array.isArray(list)) throw new InvalidArgumentError(op, name, `${name} must be an array of { src, dst, byteLength? }, got ${describe(list)}`);
-  return list.map((entry: unknown, i) => {
+  // Array.from, not map: a hole in the array is refused as the undefined it reads as.
+  return Array.from(list as unknown[], (entry: unknown, i) => {
     const at = `${name}[${i}]`;
     if (entry === undefined) throw new InvalidArgumentError(op, at, `${at} must be an object { src, dst, byteLength? }, got undefined`);
     const e = requireOptions<CacheInput & CacheOutput>(op, entry, ['src', 'dst', 'byteLength'], at);

@@ -51,7 +51,7 @@ export class ScalarTable {
       }
       for (const [name, declared] of Object.entries(scalars)) {
         const at = `scalars.${name}`;
-        const list: unknown[] = Array.isArray(declared) ? declared : [declared];
+        const list: unknown[] = Array.isArray(declared) ? Array.from(declared as unknown[]) : [declared];
         if (list.length === 0) throw new InvalidArgumentError(op, at, `${at} must name at least one place { kernel, index, type }`);
         places.set(
           name,

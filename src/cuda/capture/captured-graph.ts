@@ -91,9 +91,8 @@ export class CapturedGraph {
     return this.#exec.nodeCount;
   }
 
-  /** The template graph, for read-back (`graph.readBack()`, kernel names, edges) and DOT. */
+  /** The template graph, for read-back (`graph.readBack()`, kernel names, edges) and DOT; disposed with this one. */
   get graph(): Graph {
-    this[LIFETIME].assertAlive('CapturedGraph.graph');
     return this.#exec.graph;
   }
 
@@ -168,12 +167,16 @@ export class CapturedGraph {
    *   (e.g. 900 on a capturing stream).
    */
   launch(stream?: Stream): void {
-    const op = 'CapturedGraph.launch';
+    this.launchFor('CapturedGraph.launch', stream);
+  }
+
+  /** @internal `launch` for a caller that names its own operation in errors (`launchAndWait`, a `GraphCache`). */
+  launchFor(op: string, stream: Stream | undefined): void {
     this[LIFETIME].assertAlive(op);
     const s = this.#streamFor(op, stream);
     // One comparison when the graph is bound and launched where it belongs.
     if (s !== this.#only && this.#only !== null) throw this.#wrongStream(op, s);
-    this.#exec.launch(s);
+    this.#exec.launchFor(op, s);
     this.#replays++;
     this.#pool?.memory?.noteLaunch(s);
   }
@@ -190,7 +193,7 @@ export class CapturedGraph {
       const s = this.#streamFor(op, stream);
       if (s !== this.#only && this.#only !== null) throw this.#wrongStream(op, s);
       s.waitableHandle(op);
-      this.launch(s);
+      this.launchFor(op, s);
       return s.synchronizeAsync();
     } catch (e) {
       return Promise.reject(e);
@@ -206,7 +209,7 @@ export class CapturedGraph {
     this[LIFETIME].assertAlive(op);
     const s = this.#streamFor(op, stream);
     if (this.#uploaded) return;
-    this.#exec.upload(s);
+    this.#exec.uploadFor(op, s);
     this.#uploaded = true;
   }
 

@@ -42,13 +42,14 @@ export function captureHandle(op: string, stream: Stream, options: unknown): Con
  */
 export function captureConditional(op: string, stream: Stream, kind: ConditionalKind, handle: unknown, bodies: readonly unknown[], size: number): ConditionalNode {
   if (kind === 'switch') switchBodies(op, size);
-  bodies.forEach((b, i) => {
+  for (let i = 0; i < bodies.length; i++) {
+    const b = bodies[i];
     // Every body is a function; only an IF's else may be left out (an empty WHILE body would loop for ever).
     if (typeof b !== 'function' && !(kind === 'if' && i === 1 && b === undefined)) {
       const name = kind === 'while' ? 'body' : kind === 'if' ? (i === 0 ? 'then' : 'otherwise') : `cases[${i}]`;
       throw new InvalidArgumentError(op, name, `${name} must be a function (stream) => void, got ${describe(b)}`);
     }
-  });
+  }
   const record = liveRecord(op, stream);
   const graph = record.graphFor(op);
   const h = stream.handleFor(op);

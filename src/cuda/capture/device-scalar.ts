@@ -111,15 +111,20 @@ export class DeviceScalar {
   /**
    * Copies `value` into the scalar, ordered on `stream` (default: `this.stream`): graph launches
    * queued after this call on that stream read it. Returns at once (the driver stages the bytes).
-   * @throws InvalidArgumentError for a bad value or a capturing stream (inside a capture the copy
-   *   would become part of the graph); DisposedError after dispose.
+   * @throws InvalidArgumentError for a bad value, a stream of another device or a capturing stream
+   *   (inside a capture the copy would become part of the graph); DisposedError after dispose, or
+   *   for a disposed stream.
    */
   set(value: number | bigint, stream?: Stream): void {
     const op = 'DeviceScalar.set';
-    const s = stream ?? this.stream;
+    const s = stream === undefined ? this.stream : stream;
     assertInstance(op, 'stream', s, brands.Stream);
     const v = checkScalar(op, this.type, value);
     this.buffer.ptrFor(op);
+    s.handleFor(op);
+    if (s.device !== this.buffer.device) {
+      throw new InvalidArgumentError(op, 'stream', `the stream is on ${s.device}; the scalar's memory on ${this.buffer.device}`);
+    }
     if (s.isCapturing) {
       throw new InvalidArgumentError(
         op,

@@ -19,7 +19,7 @@ import type { Stream } from '../device/stream.js';
 import { CapturePool } from '../pool/capture-pool.js';
 import type { CapturedGraph } from './captured-graph.js';
 import { isThenable } from './guard.js';
-import { makeGraphed } from './make-graphed.js';
+import { makeGraphedFor } from './make-graphed.js';
 import { ASYNC_CAPTURE_RULE, isAsyncFunction, type NotAPromise } from './capture-options.js';
 import { enqueueCopies, planCopies, type CacheInput, type CacheOutput } from './cache-io.js';
 import { ScalarTable, type CacheScalars } from './cache-scalars.js';
@@ -194,19 +194,21 @@ export class GraphCache<K extends CacheKey = CacheKey, R = unknown> {
    * bucket runs eagerly instead. Returns the key it ran as (pad the inputs to it) and the graph,
    * which launches on the cache's stream only (`graph.onlyStream`).
    * @throws InvalidArgumentError for a bad key, or one above the largest bucket (`overflow:
-   *   'refuse'`); DisposedError after `dispose`; whatever `capture` throws (nothing is cached then);
-   *   the errors of `makeGraphed` and `CapturedGraph.launch`.
+   *   'refuse'`); DisposedError after `dispose` or for a disposed stream; whatever `capture` throws
+   *   (nothing is cached then); the errors of `makeGraphed` and `CapturedGraph.launch`, under this
+   *   call's name.
    */
   launch(key: K): CacheLaunch<K> {
     const op = 'GraphCache.launch';
     this.#alive(op);
+    this.stream.handleFor(op);
     const k = this.#runKey(op, key);
     if (k === null) {
       this.#runEagerly(op, key);
       return { key, graph: null, hit: false };
     }
     const { graph, hit } = this.#graphOf(op, k);
-    graph.launch(this.stream);
+    graph.launchFor(op, this.stream);
     return { key: k, graph, hit };
   }
 
@@ -251,7 +253,7 @@ export class GraphCache<K extends CacheKey = CacheKey, R = unknown> {
     const sites = this.#scalars.sites(op, graph, scalars);
     enqueueCopies(this.stream, inputs);
     scalars.forEach(({ values }, i) => sites[i]!.forEach((site, j) => graph.setKernelArgAt(op, site, values[j]!)));
-    graph.launch(this.stream);
+    graph.launchFor(op, this.stream);
     enqueueCopies(this.stream, outputs);
     return { key: k, graph, hit };
   }
@@ -368,7 +370,7 @@ export class GraphCache<K extends CacheKey = CacheKey, R = unknown> {
   #add(op: string, k: K): CapturedGraph {
     this.#stats.misses++;
     const t0 = performance.now();
-    const graph = makeGraphed(this.stream, (s) => this.#body(op, s, k), { warmup: this.#warmup, ...(this.#pool !== null ? { pool: this.#pool } : {}) });
+    const graph = makeGraphedFor(op, this.stream, (s) => this.#body(op, s, k), { warmup: this.#warmup, ...(this.#pool !== null ? { pool: this.#pool } : {}) });
     graph.restrictTo(INTERNAL, this.stream, OWNED_WHY);
     this.#stats.captureMs += performance.now() - t0;
     this.#stats.captures++;

@@ -142,8 +142,12 @@ export class GraphCaptureGuard {
     assertInstance(op, 'stream', stream, brands.Stream);
     const m = requireCaptureMode(op, mode);
     const pool = given === null ? null : requireInstance(op, 'pool', given, brands.CapturePool);
-    // The pool's memory is created before the capture begins: creating it is not capture-safe.
-    if (pool !== null) pool.holdFor(op, stream);
+    if (pool !== null) {
+      // The stream is checked first: a refused begin leaves the pool as it was.
+      StreamGraphCapture.capturableHandle(op, stream);
+      // The pool's memory is created before the capture begins: creating it is not capture-safe.
+      pool.holdFor(op, stream);
+    }
     try {
       const pooled: DeviceBuffer[] = [];
       const allocator: CaptureAllocator | null =
@@ -194,7 +198,7 @@ export class GraphCaptureGuard {
         ),
       );
     }
-    return guard.finish(o.flags === undefined ? undefined : { flags: o.flags });
+    return guard.finishFor(op, o.flags === undefined ? undefined : { flags: o.flags });
   }
 
   /** @internal True for a GraphCaptureGuard this class made (a brand check, not `instanceof`). */
@@ -249,12 +253,16 @@ export class GraphCaptureGuard {
    * @throws CaptureStateError `ERR_GUARD_FINISHED` when the guard was already finished or
    *   disposed; CudaError 901 `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` naming the first illegal call
    *   and its JS stack (`cause` is that call's error); CaptureStateError `ERR_CAPTURE_NOT_ACTIVE`
-   *   when the capture was ended behind the guard; InvalidArgumentError for bad flags (the guard
-   *   keeps capturing); CudaError from instantiation. A cleanup failure after a failed end is
+   *   when the capture was ended behind the guard; InvalidArgumentError for bad flags, DisposedError
+   *   for a disposed upload stream (the guard keeps capturing either way); CudaError from instantiation. A cleanup failure after a failed end is
    *   attached as the error's `suppressed` property (see `attachCleanupFailure`).
    */
   finish(options?: { flags?: InstantiateFlags }): CapturedGraph {
-    const op = 'GraphCaptureGuard.finish';
+    return this.finishFor('GraphCaptureGuard.finish', options);
+  }
+
+  /** @internal `finish` for a caller that names its own operation in errors (`captureGraph`, `makeGraphed`, a `GraphCache`). */
+  finishFor(op: string, options: unknown): CapturedGraph {
     if (this.#state !== 'capturing') {
       throw new CaptureStateError(
         op,

@@ -28,7 +28,11 @@ export interface MakeGraphedOptions extends CaptureOptions {
  * graph.launch();
  */
 export function makeGraphed<R>(stream: Stream, fn: (stream: Stream) => R & NotAPromise<R>, options?: MakeGraphedOptions): CapturedGraph {
-  const op = 'makeGraphed';
+  return makeGraphedFor('makeGraphed', stream, fn, options);
+}
+
+/** @internal `makeGraphed` for a caller that names its own operation in errors (a `GraphCache`). */
+export function makeGraphedFor(op: string, stream: Stream, fn: CaptureBody, options: unknown): CapturedGraph {
   const body = checkCaptureBody(op, fn);
   // Everything the capture will check, checked before the warm-up runs.
   const o = checkCaptureOptions(op, options, ['warmup']);

@@ -15,7 +15,7 @@ import { DEFAULT_CAPTURE_MODE, requireCaptureMode, driverCaptureMode, type Captu
 import { Graph, registerCaptureInto } from '../graph/graph.js';
 import type { GraphExec } from '../graph/graph-exec.js';
 import { CudaNode, dependencyHandles } from '../graph/cuda-node.js';
-import type { InstantiateFlags } from '../graph/instantiate-flags.js';
+import { checkInstantiateFlags, type InstantiateFlags } from '../graph/instantiate-flags.js';
 import { brands } from '../core/brands.js';
 
 /** The first driver version with stream capture (CUDA 10.0). */
@@ -455,18 +455,7 @@ export class StreamGraphCapture {
   ): StreamGraphCapture {
     requireInstance(op, 'stream', stream, brands.Stream);
     const m = requireCaptureMode(op, mode);
-    const h = stream.handleFor(op);
-    if (stream.isLegacyDefault) {
-      throw new InvalidArgumentError(
-        op,
-        'stream',
-        'the legacy NULL stream cannot be captured; use device.stream() or device.createStream() (non-blocking streams)',
-      );
-    }
-    if (stream[CAPTURE] !== null) {
-      throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing; end or dispose that capture first');
-    }
-    surfaceCleanupErrors(op);
+    const h = StreamGraphCapture.capturableHandle(op, stream);
     requireCaptureSupport(op, init.driverVersion(op));
     if (into !== null && into.graph.device !== stream.device) {
       throw new InvalidArgumentError(op, 'stream', `the stream is on ${stream.device}; the graph runs on ${into.graph.device}`);
@@ -483,6 +472,27 @@ export class StreamGraphCapture {
     stream[CAPTURE] = record;
     captureStarted(record);
     return new StreamGraphCapture(INTERNAL, record, m);
+  }
+
+  /**
+   * @internal The handle of `stream` (a checked Stream) if a capture can begin on it: refuses a
+   * disposed stream, the legacy NULL stream and a stream already capturing (for `GraphCaptureGuard`,
+   * which checks before it takes a pool's memory), and surfaces kept cleanup errors.
+   */
+  static capturableHandle(op: string, stream: Stream): bigint {
+    const h = stream.handleFor(op);
+    if (stream.isLegacyDefault) {
+      throw new InvalidArgumentError(
+        op,
+        'stream',
+        'the legacy NULL stream cannot be captured; use device.stream() or device.createStream() (non-blocking streams)',
+      );
+    }
+    if (stream[CAPTURE] !== null) {
+      throw new InvalidArgumentError(op, 'stream', 'the stream is already capturing; end or dispose that capture first');
+    }
+    surfaceCleanupErrors(op);
+    return h;
   }
 
   /**
@@ -600,7 +610,8 @@ export class StreamGraphCapture {
    *   illegal call and its JS stack (`cause` is that call's error); CudaError 903 when the
    *   capture has already ended; DisposedError when the captured stream was disposed (the capture
    *   was ended and discarded); the error kept from an earlier dispose or host function; other
-   *   CudaErrors from the driver.
+   *   CudaErrors from the driver. InvalidArgumentError for bad options or flags, before the capture
+   *   ends (it goes on recording).
    */
   end(options?: { flags?: InstantiateFlags }): GraphExec {
     return this.endFor('StreamGraphCapture.end', options);
@@ -612,6 +623,8 @@ export class StreamGraphCapture {
     if (options !== undefined && (typeof options !== 'object' || options === null || Object.keys(options).some((k) => k !== 'flags'))) {
       throw new InvalidArgumentError(op, 'options', `options must be { flags? }, got ${describe(options)}`);
     }
+    // Refused before the capture ends: a refusal leaves it recording.
+    checkInstantiateFlags(op, flags);
     const graph = this.#finish(op);
     const owns = graph !== this.#record.into;
     try {

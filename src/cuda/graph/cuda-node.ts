@@ -152,9 +152,13 @@ export class CudaNode {
     if (!k.removed) this.#kind = k.allocation === null ? REMOVED[k.type] : Object.freeze({ type: k.type, allocation: k.allocation, removed: true });
   }
 
-  /** The node's position in `graph.nodes()` (the driver's order; it changes when nodes are removed). */
+  /**
+   * The node's position in `graph.nodes()` (the driver's order; it changes when nodes are removed);
+   * -1 once the node is removed or its graph disposed.
+   */
   get index(): number {
     const op = 'CudaNode.index';
+    if (this.removed) return -1;
     const h = this.handleFor(op);
     return gr.graphNodes(op, this.graph.handle).indexOf(h);
   }
@@ -261,11 +265,12 @@ export function dependencyHandles(op: string, deps: unknown, graph: Graph, name 
   }
   const out = new BigUint64Array(deps.length);
   const seen = new Set<bigint>();
-  deps.forEach((d, i) => {
-    const h = nodeHandleIn(op, `${name}[${i}]`, d, graph);
+  // An index loop, not forEach: a hole in the array is refused as the undefined it reads as.
+  for (let i = 0; i < deps.length; i++) {
+    const h = nodeHandleIn(op, `${name}[${i}]`, deps[i], graph);
     if (seen.has(h)) throw new InvalidArgumentError(op, `${name}[${i}]`, `${name}[${i}] repeats a node already listed; list each dependency once`);
     seen.add(h);
     out[i] = h;
-  });
+  }
   return out;
 }

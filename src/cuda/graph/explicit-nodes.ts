@@ -224,7 +224,9 @@ function checkEdges(op: string, graph: Graph, edges: unknown): CheckedEdges {
   const from = new BigUint64Array(edges.length);
   const to = new BigUint64Array(edges.length);
   const codes: number[] = [];
-  edges.forEach((e, i) => {
+  // An index loop, not forEach: a hole in the array is refused as the undefined it reads as.
+  for (let i = 0; i < edges.length; i++) {
+    const e: unknown = edges[i];
     if (!Array.isArray(e) || e.length < 2 || e.length > 3) throw new InvalidArgumentError(op, `edges[${i}]`, `edges[${i}] must be [from, to] or [from, to, { kind, port }], got ${describe(e)}`);
     from[i] = nodeHandleIn(op, `edges[${i}][0]`, e[0], graph);
     to[i] = nodeHandleIn(op, `edges[${i}][1]`, e[1], graph);
@@ -238,7 +240,7 @@ function checkEdges(op: string, graph: Graph, edges: unknown): CheckedEdges {
       if (d.kind === 'programmatic' && b.type !== 'kernel') throw new InvalidArgumentError(op, `edges[${i}][2]`, `edges[${i}] is programmatic but ends at ${b}; a programmatic edge joins two kernel nodes (CUDA rule)`);
     }
     codes.push(code);
-  });
+  }
   const data = codes.some((c) => c !== PLAIN_EDGE) ? codes.map(driverEdge) : null;
   return { from, to, data };
 }

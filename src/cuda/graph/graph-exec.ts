@@ -150,20 +150,25 @@ export class GraphExec {
    *   the driver's queue could fill; CudaError from the driver.
    */
   launch(stream?: Stream): void {
+    this.launchFor(LAUNCH, stream);
+  }
+
+  /** @internal `launch` for a caller that names its own operation in errors (`CapturedGraph.launch`, `launchAndWait`). */
+  launchFor(op: string, stream: Stream | undefined): void {
     // Fast path: the checks passed for this stream and nothing that could fail them has happened
     // since (cuda/check-epoch.ts); otherwise run them all, in the order of the errors they throw.
     const s = stream === undefined ? this.#stream : stream;
     if (s !== this.#checkedStream || checkEpoch.value !== this.#checkedEpoch) {
-      this.#checkedHandle = this.#check(stream);
+      this.#checkedHandle = this.#check(op, stream);
     }
-    if (this.#unfreed.length !== 0) this.#checkAllocations();
-    makeCurrent(LAUNCH, this.#ctx);
-    gr.graphLaunch(LAUNCH, this.#handle, this.#checkedHandle);
+    if (this.#unfreed.length !== 0) this.#checkAllocations(op);
+    makeCurrent(op, this.#ctx);
+    gr.graphLaunch(op, this.#handle, this.#checkedHandle);
     this.#launches++;
     if (this.#unfreed.length !== 0) this.#allocated = true;
     // The stream's capture as the checks saw it: a capture beginning or ending bumps the epoch.
     const sink = this.#checkedSink;
-    if (this.#hostFunctions.length !== 0) this.#hostCallsLaunched(sink);
+    if (this.#hostFunctions.length !== 0) this.#hostCallsLaunched(op, sink);
     if (sink !== null) sink.retain(this[LIFETIME]);
   }
 
@@ -182,7 +187,7 @@ export class GraphExec {
       this[LIFETIME].assertAlive(op);
       const s = this.#streamFor(op, stream);
       s.waitableHandle(op);
-      this.launch(s);
+      this.launchFor(op, s);
       return s.synchronizeAsync();
     } catch (e) {
       return Promise.reject(e);
@@ -190,13 +195,13 @@ export class GraphExec {
   }
 
   /** Refuses a relaunch while the last launch's unfreed allocations are outstanding (CUDA's rule). */
-  #checkAllocations(): void {
+  #checkAllocations(op: string): void {
     if (!this.#allocated) return;
     const n = this.#unfreed.length;
     throw new GraphError(
       'InvalidPlan',
       GraphErrorCode.AllocationNotFreed,
-      `${LAUNCH}: the graph allocates ${n} block${n === 1 ? '' : 's'} of graph memory that nothing in it frees, and the last launch's ` +
+      `${op}: the graph allocates ${n} block${n === 1 ? '' : 's'} of graph memory that nothing in it frees, and the last launch's ` +
         `${n === 1 ? 'is' : 'are'} still allocated; CUDA refuses to launch it again before they are freed: call exec.freeAllocations(stream) ` +
         'after the work that reads them, or instantiate with { autoFreeOnLaunch: true }',
     );
@@ -242,17 +247,17 @@ export class GraphExec {
    * A launch of a graph with JS host nodes ran (not recorded into a capture, cudagraph's or
    * another's): its host calls are in flight until they have run.
    */
-  #hostCallsLaunched(sink: CaptureSink | null): void {
-    if (sink !== null || isForeignCapture(LAUNCH, this.#checkedStream!, this.#checkedHandle)) return;
+  #hostCallsLaunched(op: string, sink: CaptureSink | null): void {
+    if (sink !== null || isForeignCapture(op, this.#checkedStream!, this.#checkedHandle)) return;
     graphHostCallsSubmitted(this.#hostFunctions);
   }
 
   /** The checks of `launch`; on success remembers the stream and the epoch, and returns its handle. */
-  #check(stream: Stream | undefined): bigint {
-    this[LIFETIME].assertAlive(LAUNCH);
-    const s = this.#streamFor(LAUNCH, stream);
+  #check(op: string, stream: Stream | undefined): bigint {
+    this[LIFETIME].assertAlive(op);
+    const s = this.#streamFor(op, stream);
     const epoch = checkEpoch.value;
-    const h = s.handleFor(LAUNCH);
+    const h = s.handleFor(op);
     this.#checkedSink = s[CAPTURE];
     this.#checkedStream = s;
     this.#checkedEpoch = epoch;
@@ -269,7 +274,11 @@ export class GraphExec {
 
   /** Uploads the graph's work to the device ahead of launch (`cuGraphUpload`), on `stream` (default `this.stream`). */
   upload(stream?: Stream): void {
-    const op = 'GraphExec.upload';
+    this.uploadFor('GraphExec.upload', stream);
+  }
+
+  /** @internal `upload` for a caller that names its own operation in errors (`CapturedGraph.upload`). */
+  uploadFor(op: string, stream: Stream | undefined): void {
     this[LIFETIME].assertAlive(op);
     const s = this.#streamFor(op, stream);
     makeCurrent(op, this.#ctx);
@@ -476,13 +485,15 @@ export class GraphExec {
    * addresses). On success the exec keeps `graph` alive and `this.graph` becomes it.
    * @throws CudaError 910 `CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE` whose message names the reason
    *   (`CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED`, …) and the failing node (`details.reason`,
-   *   `details.node`); the exec is unchanged.
+   *   `details.node`); the exec is unchanged. InvalidArgumentError for a non-Graph; DisposedError
+   *   for a disposed exec or graph.
    */
   update(graph: Graph): void {
     const op = 'GraphExec.update';
     this[LIFETIME].assertAlive(op);
     requireInstance(op, 'graph', graph, brands.Graph);
-    const g = graph.handle;
+    graph[LIFETIME].assertAlive(op);
+    const g = graph.handleUnchecked();
     makeCurrent(op, this.#ctx);
     const out = gr.graphExecUpdate(op, this.#handle, g);
     if (out.code !== 0) {

@@ -780,9 +780,10 @@ export class Graph {
     return this[LIFETIME].disposed;
   }
 
-  /** Number of nodes (`cuGraphGetNodes`). */
+  /** Number of nodes (`cuGraphGetNodes`); 0 after dispose (every node object is then removed). */
   get nodeCount(): number {
     const op = 'Graph.nodeCount';
+    if (this[LIFETIME].disposed) return 0;
     this[LIFETIME].assertAlive(op);
     return gr.graphNodeCount(op, this.#handle);
   }
@@ -888,11 +889,12 @@ export class Graph {
    * Instantiates the graph into a launchable `GraphExec`. The exec keeps this graph (and what it
    * holds) alive; `exec.launch()` defaults to `stream`, else the device's default stream (as it
    * is now: the exec keeps that stream as its default).
-   * @throws InvalidArgumentError for bad flags; CudaError naming the instantiation result and the failing node.
+   * @throws InvalidArgumentError for bad flags or a non-Stream; DisposedError for a disposed graph or
+   *   stream; CudaError naming the instantiation result and the failing node.
    */
   instantiate(flags?: InstantiateFlags, stream?: Stream): GraphExec {
     const op = 'Graph.instantiate';
-    if (stream !== undefined) requireInstance(op, 'stream', stream, brands.Stream);
+    if (stream !== undefined) requireInstance(op, 'stream', stream, brands.Stream).handleFor(op);
     return this.instantiateFor(op, flags, stream ?? null, false);
   }
 

@@ -22,7 +22,11 @@ export interface CheckedFlags {
   readonly upload: Stream | null;
 }
 
-/** Checks `InstantiateFlags`. @throws InvalidArgumentError for unknown keys, wrong types, or a bad combination. */
+/**
+ * Checks `InstantiateFlags`.
+ * @throws InvalidArgumentError for unknown keys, wrong types, or a bad combination; DisposedError
+ *   for a disposed `upload` stream.
+ */
 export function checkInstantiateFlags(op: string, flags: unknown): CheckedFlags {
   const f = requireOptions<InstantiateFlags>(op, flags, ['autoFreeOnLaunch', 'upload', 'deviceLaunch', 'useNodePriority']);
   let bits = 0;
@@ -32,6 +36,7 @@ export function checkInstantiateFlags(op: string, flags: unknown): CheckedFlags 
   let upload: Stream | null = null;
   if (f.upload !== undefined) {
     assertInstance(op, 'upload', f.upload, brands.Stream);
+    f.upload.handleFor(op);
     upload = f.upload;
     bits |= F.UPLOAD;
   }

@@ -81,8 +81,9 @@ export class LoweredGraph {
     this.#owned = owned;
   }
 
-  /** The driver node (`CUgraphNode`) model node `id` became. @throws InvalidArgumentError for an unknown id. */
+  /** The driver node (`CUgraphNode`) model node `id` became. @throws InvalidArgumentError for an unknown id; DisposedError after dispose. */
   nodeHandle(id: NodeId): bigint {
+    this.graph[LIFETIME].assertAlive('LoweredGraph.nodeHandle');
     const h = this.#handles[id];
     if (!Number.isInteger(id) || h === undefined) {
       throw new InvalidArgumentError('LoweredGraph.nodeHandle', 'id', `id must be a node of the source graph (0..${this.#handles.length - 1}), got ${describe(id)}`);
@@ -96,9 +97,10 @@ export class LoweredGraph {
    */
   modelIds(): NodeId[] {
     const op = 'LoweredGraph.modelIds';
+    this.graph[LIFETIME].assertAlive(op);
     const index = new Map<bigint, number>();
     this.#handles.forEach((h, i) => index.set(h, i));
-    return gr.graphNodes(op, this.graph.handle).map((h) => index.get(h)! as NodeId);
+    return gr.graphNodes(op, this.graph.handleUnchecked()).map((h) => index.get(h)! as NodeId);
   }
 
   /** Instantiates the CUDA graph (`graph.instantiate`); the exec keeps it alive. */
@@ -151,7 +153,9 @@ function what(n: GraphNode): string {
  * @throws InvalidArgumentError naming the node (`lowerGraph: node 3 (kernel 'scale'): …`; inside a
  *   child `node 3 (childGraph 'body'): node 1 (…): …`) for a missing binding, buffer, event or
  *   kernel, a buffer too small, arguments that do not fit the kernel, graph memory used outside its
- *   lifetime; CudaError from the driver. Nothing is left allocated on failure.
+ *   lifetime, a kernel of a module loaded on another device, bindings of the wrong shape (`nodes`
+ *   not a Map); DisposedError for a disposed module, buffer, pinned buffer, event or host
+ *   function; CudaError from the driver. Nothing is left allocated on failure.
  */
 export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): LoweredGraph {
   const OP = 'lowerGraph';
@@ -159,10 +163,20 @@ export function lowerGraph(graph: ComputeGraph, bindings: LowerBindings): Lowere
   const b = requireOptions<LowerBindings>(OP, bindings, ['modules', 'nodes', 'buffers', 'hostBuffers', 'callbacks', 'events', 'device']);
   if (bindings === undefined) throw new InvalidArgumentError(OP, 'bindings', 'bindings { modules, … } are required');
   const modules = Array.isArray(b.modules) ? (b.modules as readonly Module[]) : b.modules === undefined ? [] : [b.modules as Module];
-  modules.forEach((m, i) => {
-    requireInstance(OP, `modules[${i}]`, m, brands.Module);
-  });
+  for (let i = 0; i < modules.length; i++) {
+    requireInstance(OP, `modules[${i}]`, modules[i], brands.Module);
+    modules[i]![LIFETIME].assertAlive(OP);
+  }
   if (b.device !== undefined) requireInstance(OP, 'device', b.device, brands.Device);
+  if (b.nodes !== undefined && !(b.nodes instanceof Map)) {
+    throw new InvalidArgumentError(OP, 'nodes', `nodes must be a Map of node id → binding (GraphBuilder.build().bindings), got ${describe(b.nodes)}`);
+  }
+  for (const name of ['buffers', 'hostBuffers', 'callbacks', 'events'] as const) {
+    const v: unknown = b[name];
+    if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) {
+      throw new InvalidArgumentError(OP, name, `${name} must be an object of name → ${name === 'events' ? 'Event' : name === 'callbacks' ? 'function or HostFunction' : name === 'buffers' ? 'DeviceBuffer' : 'PinnedHostBuffer'}, got ${describe(v)}`);
+    }
+  }
   const device = b.device ?? modules[0]?.device ?? Device.getFor(OP, 0);
   surfaceCleanupErrors(OP);
 
@@ -231,9 +245,10 @@ function lowerInto(
   const kernelNamed = (n: GraphNode, name: string): Kernel => {
     const hit = kernels.get(name);
     if (hit !== undefined) return hit;
-    for (const m of modules) {
+    for (const [i, m] of modules.entries()) {
       try {
         const k = m.function(name);
+        if (m.device !== device) return fail(n, `kernel '${name}' is in modules[${i}], loaded on ${m.device}; the graph is built on ${device}`);
         kernels.set(name, k);
         return k;
       } catch (e) {
@@ -279,7 +294,7 @@ function lowerInto(
   };
   const deviceAddress = (n: GraphNode, ref: BufferRef, need: number): bigint => {
     const t = deviceTarget(n, ref, need);
-    return typeof t === 'bigint' ? t : t.ptr;
+    return typeof t === 'bigint' ? t : t.ptrFor(OP);
   };
   const host_ = (n: GraphNode, ref: BufferRef, need: number): PinnedHostBuffer => {
     const buf = b.hostBuffers?.[ref.name];
@@ -287,6 +302,7 @@ function lowerInto(
       return fail(n, `host buffer '${ref.name}' is not bound: give bindings.hostBuffers['${ref.name}'] (a PinnedHostBuffer: the graph copies it at every launch)`);
     }
     if (buf.byteLength < need) return fail(n, `host buffer '${ref.name}' holds ${buf.byteLength} bytes, the node needs ${need}`);
+    buf[LIFETIME].assertAlive(OP);
     return buf;
   };
   const bindingOf = (n: GraphNode): NodeBinding | undefined => {
@@ -357,8 +373,10 @@ function lowerInto(
         const given = b.callbacks?.[n.label] ?? binding?.fn ?? null;
         if (given === null) return fail(n, `no callback for label '${n.label}': give bindings.callbacks['${n.label}'] or a function to GraphBuilder.host`);
         let hf: HostFunction;
-        if (brands.HostFunction.is(given)) hf = given;
-        else if (typeof given === 'function') {
+        if (brands.HostFunction.is(given)) {
+          given[LIFETIME].assertAlive(OP);
+          hf = given;
+        } else if (typeof given === 'function') {
           hf = HostFunction.create(given, { label: n.label });
           owned.push(hf);
         } else return fail(n, `callbacks['${n.label}'] must be a function or a HostFunction, got ${describe(given)}`);

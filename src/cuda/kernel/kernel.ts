@@ -53,11 +53,14 @@ export class Kernel {
 
   /**
    * The byte size of each parameter, as the driver reports it (`cuFuncGetParamInfo`, CUDA 12.4+),
-   * or null when the driver cannot say. Launches check arguments against it.
+   * or null when the driver cannot say (also once the module is disposed, unless read before).
+   * Launches check arguments against it.
    */
   get paramSizes(): readonly number[] | null {
     if (this.#paramSizes === undefined) {
       const op = 'Kernel.paramSizes';
+      // A getter answers after dispose: the driver can no longer be asked.
+      if (this.module.disposed) return null;
       this.module[LIFETIME].assertAlive(op);
       const sizes = mod.functionParamSizes(op, this.#handle);
       this.#paramSizes = sizes === null ? null : Object.freeze(sizes);
@@ -68,13 +71,16 @@ export class Kernel {
   /**
    * Launches the kernel once on `stream`. The arguments are packed into a shared block that the
    * driver copies during the call; for repeated launches, `prepare` once and `launch` the result.
-   * @throws InvalidArgumentError for a bad configuration or arguments that do not match the
-   *   kernel's parameters; CudaError from the driver.
+   * @throws InvalidArgumentError for a bad configuration, arguments that do not match the
+   *   kernel's parameters, or a stream of another device; CudaError from the driver.
    */
   launch(stream: Stream, config: LaunchConfig): void {
     const op = 'Kernel.launch';
     this.module[LIFETIME].assertAlive(op);
     requireInstance(op, 'stream', stream, brands.Stream);
+    if (stream.device !== this.module.device) {
+      throw new InvalidArgumentError(op, 'stream', `the stream is of device ${stream.device.ordinal}; the kernel is on device ${this.module.device.ordinal}`);
+    }
     const c = checkConfig(op, this.name, config, this.paramSizes);
     const h = stream.handleFor(op);
     const ptrOf = (b: ArgBuffer): bigint => b.ptrFor(op);

@@ -63,7 +63,8 @@ export function parseDim3(op: string, name: string, d: unknown): readonly [numbe
   if (typeof d === 'number') return [requirePositiveU32(op, name, d), 1, 1];
   if (Array.isArray(d) && d.length >= 1 && d.length <= 3) {
     const out: [number, number, number] = [1, 1, 1];
-    d.forEach((v, i) => (out[i] = requirePositiveU32(op, `${name}[${i}]`, v)));
+    // An index loop, not forEach: a hole is refused, not taken for 1.
+    for (let i = 0; i < d.length; i++) out[i] = requirePositiveU32(op, `${name}[${i}]`, d[i]);
     return out;
   }
   throw new InvalidArgumentError(op, name, `${name} must be a positive integer or an array of 1 to 3 of them, got ${describe(d)}`);
@@ -86,7 +87,10 @@ export function checkConfig(
   const block = parseDim3(op, 'block', c.block);
   const sharedMem = c.sharedMem === undefined ? 0 : requireU32(op, 'sharedMem', c.sharedMem);
   if (!Array.isArray(c.args)) throw new InvalidArgumentError(op, 'args', `args must be an array, got ${describe(c.args)}`);
-  const args = c.args.map((a, i) => normalizeArg(op, i, a));
+  // An index loop, not map: a hole in the array is refused as the undefined it reads as.
+  const given = c.args as readonly unknown[];
+  const args = new Array<KernelArgValue>(given.length);
+  for (let i = 0; i < given.length; i++) args[i] = normalizeArg(op, i, given[i]);
   checkArgs(op, kernelName, args, paramSizes);
   return { grid, block, sharedMem, args, attributes: c.attributes === undefined ? null : checkAttributes(op, c.attributes, grid) };
 }

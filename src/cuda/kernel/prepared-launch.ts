@@ -101,7 +101,8 @@ export class PreparedLaunch {
   /**
    * Launches on `stream`. On a capturing stream the launch is recorded, and the module and
    * argument buffers are kept alive by the graph.
-   * @throws DisposedError when this, the stream, the module or an argument buffer is disposed.
+   * @throws DisposedError when this, the stream, the module or an argument buffer is disposed;
+   *   InvalidArgumentError for a non-Stream or a stream of another device.
    */
   launch(stream: Stream): void {
     // Fast path: the checks below passed for this stream and nothing that could fail them has
@@ -119,6 +120,9 @@ export class PreparedLaunch {
   #check(stream: Stream): void {
     this[LIFETIME].assertAlive(LAUNCH);
     requireInstance(LAUNCH, 'stream', stream, brands.Stream);
+    if (stream.device.context !== this.#ctx) {
+      throw new InvalidArgumentError(LAUNCH, 'stream', `the stream is of device ${stream.device.ordinal}; the launch is on device ${this.kernel.module.device.ordinal}`);
+    }
     this.#assertHeld(LAUNCH);
     const epoch = checkEpoch.value;
     this.#checkedHandle = stream.handleFor(LAUNCH);

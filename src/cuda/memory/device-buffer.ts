@@ -158,10 +158,11 @@ export class DeviceBuffer {
     return this.#ptr;
   }
 
-  #range(op: string, offset: unknown, byteLength: unknown, defaultLength: number): { offset: number; byteLength: number } {
-    const off = offset === undefined ? 0 : requireSize(op, 'offset', offset);
+  /** The range `offset` (the option `name`: `offset`, `srcOffset`, `dstOffset`) + `byteLength`, checked against the buffer. */
+  #range(op: string, offset: unknown, byteLength: unknown, defaultLength: number, name = 'offset'): { offset: number; byteLength: number } {
+    const off = offset === undefined ? 0 : requireSize(op, name, offset);
     if (off > this.byteLength) {
-      throw new InvalidArgumentError(op, 'offset', `offset ${off} is past the end of the ${this.byteLength}-byte buffer`);
+      throw new InvalidArgumentError(op, name, `${name} ${off} is past the end of the ${this.byteLength}-byte buffer`);
     }
     const len = byteLength === undefined ? defaultLength : requireSize(op, 'byteLength', byteLength);
     if (off + len > this.byteLength) {
@@ -298,8 +299,8 @@ export class DeviceBuffer {
     requireInstance(op, 'src', src, DeviceBuffer);
     const o = requireOptions<DeviceCopyOptions>(op, options, ['srcOffset', 'dstOffset', 'byteLength']);
     const srcPtr = src.ptrFor(op);
-    const s = src.#range(op, o.srcOffset, o.byteLength, src.byteLength - (o.srcOffset ?? 0));
-    const d = this.#range(op, o.dstOffset, s.byteLength, 0);
+    const s = src.#range(op, o.srcOffset, o.byteLength, src.byteLength - (o.srcOffset ?? 0), 'srcOffset');
+    const d = this.#range(op, o.dstOffset, s.byteLength, 0, 'dstOffset');
     const h = stream.handleFor(op);
     if (s.byteLength === 0) return this;
     mem.copyDtoDAsync(op, this.#ptr + BigInt(d.offset), srcPtr + BigInt(s.offset), s.byteLength, h);

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, privateConstructorError } from '../../errors/base.js';
+import { CudaError } from '../../errors/cuda-error.js';
 import { assertInstance, requireInt } from '../../util/validate.js';
 import { memory as mem, host } from '../../driver/result/index.js';
 import { CU } from '../../driver/layouts.js';
@@ -53,7 +54,13 @@ export class PinnedHostBuffer {
     // Register whole pages: allocate a page more and start at the first page boundary. Shared
     // memory, because an ArrayBuffer could be detached (transferred) under the driver.
     const span = Math.ceil(byteLength / PAGE) * PAGE;
-    const backing = new SharedArrayBuffer(span + PAGE);
+    let backing: SharedArrayBuffer;
+    try {
+      backing = new SharedArrayBuffer(span + PAGE);
+    } catch (e) {
+      // The host has not the memory (a RangeError from the engine): what the driver's host allocation would say.
+      throw new CudaError({ code: 2, operation: op, detail: `the host could not allocate ${byteLength} bytes of memory to pin (${e instanceof Error ? e.message : String(e)})`, cause: e });
+    }
     const base = host.hostAddress(new Uint8Array(backing));
     const skip = Number((BigInt(PAGE) - (base % BigInt(PAGE))) % BigInt(PAGE));
     const ptr = base + BigInt(skip);
@@ -84,7 +91,8 @@ export class PinnedHostBuffer {
   /**
    * Allocates `byteLength` (≥ 1) zeroed, page-locked bytes, registered with `device`'s context and
    * usable from every context. The order of the arguments is `DeviceBuffer.alloc`'s.
-   * @throws InvalidArgumentError for a non-Device (also a number first: the old order) or a bad size.
+   * @throws InvalidArgumentError for a non-Device (also a number first: the old order) or a bad size;
+   *   CudaError 2 `CUDA_ERROR_OUT_OF_MEMORY` when the host cannot allocate the memory.
    */
   static alloc(device: Device, byteLength: number): PinnedHostBuffer {
     const op = 'PinnedHostBuffer.alloc';

@@ -94,6 +94,8 @@ test('run refuses bad copies, scalars and keys before anything is enqueued or ca
   nothing(() => cache.run(4, { input: [] } as never), InvalidArgumentError, /unknown option 'input'/);
   nothing(() => cache.run(4, { inputs: ok } as never), InvalidArgumentError, /inputs must be an array/);
   nothing(() => cache.run(4, { inputs: [ok, undefined] } as never), InvalidArgumentError, /inputs\[1\] must be an object/);
+  nothing(() => cache.run(4, { inputs: [ok, , ok] } as never), InvalidArgumentError, /inputs\[1\] must be an object/);
+  nothing(() => cache.run(4, { outputs: new Array(1) } as never), InvalidArgumentError, /outputs\[0\] must be an object/);
   nothing(() => cache.run(4, { inputs: [{ ...ok, to: x }] } as never), InvalidArgumentError, /unknown field of inputs\[0\] 'to'/);
   nothing(() => cache.run(4, { inputs: [{ src: 3, dst: x }] } as never), InvalidArgumentError, /inputs\[0\]\.src must be a TypedArray, DataView, Buffer or DeviceBuffer, got 3/);
   nothing(() => cache.run(4, { inputs: [{ src: ok.src, dst: new Float32Array(4) }] } as never), InvalidArgumentError, /inputs\[0\]\.dst must be a DeviceBuffer/);
@@ -141,6 +143,7 @@ test('the scalars declaration is checked when the cache is made', { skip }, () =
   bad({ pos: [{ kernel: 'k', index: 1, type: 'i32' }, { kernel: 'k', index: 1, type: 'int' }] }, /scalars\.pos\[1\]\.type must be one of 'i32'/);
   bad({ pos: { kernel: 'k', index: 1, type: 'i32', name: 'p' } }, /unknown field of scalars\.pos 'name'/);
   bad({ pos: 'k' }, /scalars\.pos must be \{ kernel, index, type \}/);
+  bad({ pos: [{ kernel: 'k', index: 1, type: 'i32' }, , { kernel: 'k', index: 2, type: 'i32' }] }, /scalars\.pos\[1\] must be \{ kernel, index, type \}, got undefined/);
 });
 
 test('a cache\'s graph refuses a launch on another stream and changes nothing, with or without a pool', { skip }, () => {

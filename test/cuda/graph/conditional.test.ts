@@ -153,6 +153,8 @@ test('capture refusals come before the capture is looked at: a missing body, a b
   refused(() => s.captureIf(null as never, () => {}, 'x' as never), InvalidArgumentError, 'Stream.captureIf', /otherwise must be a function/);
   refused(() => s.captureSwitch(null as never, [() => {}, undefined as never]), InvalidArgumentError, 'Stream.captureSwitch', /cases\[1\] must be a function/);
   refused(() => s.captureSwitch(null as never, []), InvalidArgumentError, 'Stream.captureSwitch', /non-empty array/);
+  // A hole is refused as the undefined it reads as, not left an empty case.
+  refused(() => s.captureSwitch(null as never, [() => {}, , () => {}] as never), InvalidArgumentError, 'Stream.captureSwitch', /cases\[1\] must be a function/);
   refused(() => s.captureWhile(null as never, () => {}), InvalidArgumentError, 'Stream.captureWhile', /not capturing/);
   s.dispose();
 });

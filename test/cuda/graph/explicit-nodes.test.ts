@@ -108,6 +108,13 @@ test('edges: a cycle, a repeated edge and edge data CUDA does not allow are refu
   refused(() => g.addDependencies([[b, c, { port: 'trigger' }]]), InvalidArgumentError, 'Graph.addDependencies', /'trigger' is only for programmatic edges/);
   refused(() => g.addDependencies([[b, c, { kind: 'programmatic', port: 'completion' }]]), InvalidArgumentError, 'Graph.addDependencies', /must be 'trigger' or 'launchOrder'/);
   refused(() => g.addDependencies([[b]] as never), InvalidArgumentError, 'Graph.addDependencies', /edges\[0\] must be \[from, to\]/);
+  // Holes are refused as the undefined they read as (they reached the driver as null handles).
+  refused(() => g.addDependencies([[b, c], , [a, c]] as never), InvalidArgumentError, 'Graph.addDependencies', /edges\[1\] must be \[from, to\].*got undefined/);
+  refused(() => g.addDependencies(new Array(1)), InvalidArgumentError, 'Graph.addDependencies', /edges\[0\] must be/);
+  refused(() => g.removeDependencies(new Array(1)), InvalidArgumentError, 'Graph.removeDependencies', /edges\[0\] must be/);
+  refused(() => g.addKernelNode(k, cfg, [a, , b] as never), InvalidArgumentError, 'Graph.addKernelNode', /dependencies\[1\] must be a CudaNode .*got undefined/);
+  refused(() => g.addEmptyNode(new Array(2)), InvalidArgumentError, 'Graph.addEmptyNode', /dependencies\[0\] must be a CudaNode/);
+  refused(() => g.addKernelNode(k, { ...cfg, args: [x, , arg.i32(1)] } as never), InvalidArgumentError, 'Graph.addKernelNode', /args\[1\] must be/);
   assert.equal(g.edgeRefs().length, 1, 'no refused call added an edge');
   g.addDependencies([[b, c, { kind: 'programmatic' }]]);
   assert.deepEqual(c.dependencies(), [b]);
@@ -191,6 +198,17 @@ test('exec setters refuse a node of another graph, another kind, a bad index or 
   noUpdate(() => exec.setEventRecordNodeEvent(a, null as never), InvalidArgumentError, 'GraphExec.setEventRecordNodeEvent', /not a eventRecord node/);
   noUpdate(() => exec.setChildGraphNodeParams(a, g), InvalidArgumentError, 'GraphExec.setChildGraphNodeParams', /not a graph node/);
   refused(() => exec.freeAllocations(), Error, 'GraphExec.freeAllocations', /nothing to free/);
+  {
+    const gone = Graph.create(d);
+    gone.dispose();
+    noUpdate(() => exec.update(gone), DisposedError, 'GraphExec.update', /Graph 0x[0-9a-f]+ has been disposed/);
+    // A disposed stream cannot become an exec's default stream.
+    const s = d.createStream();
+    s.dispose();
+    refused(() => g.instantiate(undefined, s), DisposedError, 'Graph.instantiate', /Stream 0x[0-9a-f]+ has been disposed/);
+    noUpdate(() => exec.update(Object.create(Graph.prototype) as Graph), InvalidArgumentError, 'GraphExec.update', /graph must be a Graph/);
+    assert.equal(exec.graph, g, 'a refused update changes nothing');
+  }
   // The exec holds its template: disposing the graph does not stop the setters naming its nodes.
   g.dispose();
   exec.setKernelArgs(a, [x, arg.i32(32)]);

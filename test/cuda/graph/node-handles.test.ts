@@ -92,6 +92,7 @@ test('removing a node marks that node alone; destroying the graph marks every no
     assert.equal(n.allocation, null);
     assert.equal(String(n), 'CudaNode(kernel, removed)');
     assert.throws(() => n.handle, DisposedError);
+    assert.equal(n.index, -1, 'a removed node is at no position');
   }
   for (const n of [a, e]) {
     assert.equal(n.removed, false, 'the other nodes of the kind are not removed');
@@ -105,7 +106,10 @@ test('removing a node marks that node alone; destroying the graph marks every no
   for (const n of [a, b, c, e, f]) {
     assert.equal(n.removed, true);
     assert.equal(n.type, 'kernel');
+    assert.equal(n.index, -1, 'getters answer after the graph is disposed');
   }
+  assert.equal(g.nodeCount, 0, 'a disposed graph has no nodes (its getters do not throw)');
+  assert.equal(g.disposed, true);
 });
 
 test('one configuration alternated between kernels and graphs: each graph holds what its nodes use, once', { skip }, () => {

@@ -144,6 +144,8 @@ test('grid and block dimensions: a number or 1–3 positive u32s', () => {
   for (const bad of [0, -1, 1.5, NaN, Infinity, [], [1, 2, 3, 4], [0], '4', null, undefined, 2 ** 32]) {
     refuses(() => parseDim3('Kernel.launch', 'grid', bad), 'Kernel.launch');
   }
+  // A hole is refused, not taken for 1.
+  refuses(() => parseDim3('Kernel.launch', 'grid', [4, , 2]), 'Kernel.launch', /grid\[1\] must be an integer in 1\.\.4294967295, got undefined/);
 });
 
 test('a launch config is checked against the kernel parameter sizes the driver reports', () => {
@@ -162,6 +164,9 @@ test('a launch config is checked against the kernel parameter sizes the driver r
   refuses(() => checkConfig('Kernel.launch', 'k', { grid: 1, block: 1, args: [], extra: 1 }, null), 'Kernel.launch', /unknown option 'extra'/);
   refuses(() => checkConfig('Kernel.launch', 'k', { grid: 1, block: 1, sharedMem: -1, args: [] }, null), 'Kernel.launch');
   refuses(() => checkConfig('Kernel.launch', 'k', { grid: 1, block: 1, args: 'x' }, null), 'Kernel.launch', /args must be an array/);
+  // A hole in the arguments is refused as the undefined it reads as (it used to escape as a TypeError).
+  refuses(() => checkConfig('Kernel.launch', 'k', { grid: 1, block: 1, args: [arg.i32(1), , arg.i32(3)] }, null), 'Kernel.launch', /args\[1\] must be a DeviceBuffer, a PinnedHostBuffer or an arg\.\*\(\) value, got undefined/);
+  refuses(() => checkConfig('Kernel.launch', 'k', { grid: 1, block: 1, args: new Array(2) }, null), 'Kernel.launch', /args\[0\] must be/);
   refuses(() => checkConfig('Kernel.launch', 'k', undefined, null), 'Kernel.launch', /required/);
   // Without the driver's sizes (older drivers), any count passes to the driver.
   assert.equal(checkConfig('op', 'k', { grid: 1, block: 1, args: [arg.i32(1)] }, null).args.length, 1);

@@ -371,3 +371,23 @@ test('refused input: not iterable, not a launch or a stream, launches and stream
   a.dispose();
   onOther.dispose();
 });
+
+test('a single launch on a stream of another device is refused as a sequence\'s is, with no launch', { skip }, () => {
+  const f = fixtures();
+  const s1other = Device.get(1).createStream();
+  const [a] = prepareThree(f);
+  const refused = (fn: () => unknown, op: string, text: RegExp): void => {
+    const before = driver!.count();
+    assert.throws(fn, (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith(`${op}: `) && text.test(e.message), `${op} ${text}`);
+    assert.equal(driver!.count(), before, `${op}: nothing launched`);
+  };
+  a.launch(f.s1);
+  refused(() => a.launch(s1other), 'PreparedLaunch.launch', /the stream is of device 1; the launch is on device 0/);
+  refused(() => f.ka.launch(s1other, { grid: 1, block: 32, args: [arg.u32(1), f.buf] }), 'Kernel.launch', /the stream is of device 1; the kernel is on device 0/);
+  // The fast path after a good launch on the right stream does not let the other through.
+  a.launch(f.s1);
+  refused(() => a.launch(s1other), 'PreparedLaunch.launch', /device 1/);
+  assert.equal(launchesDuring(() => a.launch(f.s1)).length, 1, 'the right stream still launches');
+  a.dispose();
+  s1other.dispose();
+});
