@@ -820,7 +820,8 @@ export class ComputeGraph {
     }
     if (o.highlight !== undefined) {
       if (!Array.isArray(o.highlight)) throw new InvalidArgumentError(op, 'highlight', `highlight must be an array of node ids, got ${describe(o.highlight)}`);
-      o.highlight.forEach((id, i) => this.#id(op, `highlight[${i}]`, id));
+      // Every index: forEach would skip a hole, which then highlighted nothing in its place.
+      for (let i = 0; i < o.highlight.length; i++) this.#id(op, `highlight[${i}]`, o.highlight[i]);
     }
     requireCallback(op, 'onProgress', o.onProgress);
     return o;
