@@ -48,7 +48,7 @@ export class ModelGraphCache<K extends CacheKey = CacheKey> {
   /** The keys (`cacheKeyText`) whose `record` is running: asking for one of them from `record` is refused. */
   readonly #recording = new Set<string>();
 
-  /** @throws InvalidArgumentError for a record that is not a function, bad buckets, an unknown overflow or option, a bad maxGraphs. */
+  /** @throws InvalidArgumentError for a record that is not a synchronous function, bad buckets, an unknown overflow or option, a bad maxGraphs. */
   constructor(options: ModelGraphCacheOptions<K>) {
     const op = 'ModelGraphCache';
     if (options === undefined) throw new InvalidArgumentError(op, 'options', 'options { record } are required');
@@ -64,8 +64,10 @@ export class ModelGraphCache<K extends CacheKey = CacheKey> {
   /**
    * The graph of `key`: cached, or recorded now (and kept, evicting the least recently used one
    * beyond `maxGraphs`). A key above the largest bucket is refused, or recorded and not kept.
-   * @throws InvalidArgumentError for a bad key or (`overflow: 'refuse'`) one above the buckets;
-   *   whatever `record` or the capture throws (nothing is cached then).
+   * @throws InvalidArgumentError for a bad key or (`overflow: 'refuse'`) one above the buckets, or
+   *   when `record` returns a promise; GraphError `GRAPH_BUSY` when `record` asks for the key it is
+   *   recording, and the capture's refusals at its end (`CAPTURE_UNJOINED`, …) naming this call;
+   *   whatever `record` throws. Nothing is cached or counted then.
    */
   graph(key: K): ModelCacheEntry<K> {
     const op = 'ModelGraphCache.graph';
