@@ -120,6 +120,7 @@ let edgesAs: (graph: ComputeGraph, op: string, edges: readonly EdgeArg[]) => num
 let idAs: (graph: ComputeGraph, op: string, name: string, id: unknown) => number;
 let edgeAs: (graph: ComputeGraph, op: string, from: unknown, to: unknown, data: unknown) => boolean;
 let upgradeAs: (graph: ComputeGraph, op: string, from: unknown, to: unknown, data: unknown) => boolean;
+let freeze: (graph: ComputeGraph, what: string) => void;
 
 /**
  * An edge as another public call (e.g. `GraphBuilder.chain`) hands it over: the two ids, unchecked,
@@ -160,12 +161,18 @@ export class ComputeGraph {
   #cache: Cache = freshCache(-1);
   /** The call whose user callback is running, if any: the graph refuses to change meanwhile (`#writable`). */
   #readingBy: string | null = null;
-  /** A child graph node's copy: it never changes (a record hands it out, so it must not). */
-  #readOnly = false;
+  /**
+   * Why the graph never changes, or null for an editable graph: a child graph node's copy (a
+   * record hands it out, so it must not change), or a graph whose owner describes it as it is.
+   */
+  #readOnly: string | null = null;
 
   static {
     adopt = (graph, store) => {
       graph.#store = store;
+    };
+    freeze = (graph, what) => {
+      graph.#readOnly ??= what;
     };
     // A brand check: true only for objects this class constructed (not for
     // Object.create(ComputeGraph.prototype) nor a look-alike), unlike `instanceof`.
@@ -194,12 +201,12 @@ export class ComputeGraph {
       copy: (op, name, value) => {
         const graph = requireGraph(op, name, value);
         // A read-only graph never changes, so it can be shared; any other is copied, as CUDA clones a child.
-        return snapshot(graph.#readOnly ? graph : graph.clone());
+        return snapshot(graph.#readOnly !== null ? graph : graph.clone());
       },
       read: (op, prefix, value, depth) => snapshot(ComputeGraph.#read(op, prefix, value, depth)),
     });
     const snapshot = (graph: ComputeGraph): ChildSnapshot => {
-      graph.#readOnly = true;
+      graph.#readOnly ??= "a child graph node's copy";
       const s = graph.#store;
       let memoryNode: ChildSnapshot['memoryNode'] = null;
       for (let v = 0; v < s.n && memoryNode === null; v++) {
@@ -366,11 +373,12 @@ export class ComputeGraph {
   }
 
   /**
-   * True for a graph that cannot change: a child graph node's copy (`node.graph`). Changing one is
-   * refused with GraphError `GRAPH_READ_ONLY`; `clone()` gives an editable copy.
+   * True for a graph that cannot change: a child graph node's copy (`node.graph`), or a recorded
+   * multi-GPU step (`MultiDeviceGraph.graph`). Changing one is refused with GraphError
+   * `GRAPH_READ_ONLY`; `clone()` gives an editable copy.
    */
   get readOnly(): boolean {
-    return this.#readOnly;
+    return this.#readOnly !== null;
   }
 
   /**
@@ -1030,12 +1038,8 @@ export class ComputeGraph {
    * `edges` iterable of `addEdges`): the call would go on with data that no longer fits the graph.
    */
   #writable(op: string): void {
-    if (this.#readOnly) {
-      throw new GraphError(
-        'ValidationFailed',
-        GraphErrorCode.ReadOnly,
-        `${op}: this graph is a child graph node's copy and cannot change; clone() it to edit a copy`,
-      );
+    if (this.#readOnly !== null) {
+      throw new GraphError('ValidationFailed', GraphErrorCode.ReadOnly, `${op}: this graph is ${this.#readOnly} and cannot change; clone() it to edit a copy`);
     }
     if (this.#readingBy !== null) {
       throw new GraphError(
@@ -1170,6 +1174,14 @@ export function upgradeEdgeAs(graph: ComputeGraph, op: string, from: unknown, to
 /** Checks that `id` names a node of `graph`, for the public call `op` (`name`: its argument). Internal. */
 export function nodeIdAs(graph: ComputeGraph, op: string, name: string, id: unknown): NodeId {
   return idAs(graph, op, name, id) as NodeId;
+}
+
+/**
+ * Makes `graph` read-only for good (`readOnly`): changing it is refused with GraphError
+ * `GRAPH_READ_ONLY`, whose message says it is `what` (`a MultiDeviceGraph's step`). Internal.
+ */
+export function makeReadOnly(graph: ComputeGraph, what: string): void {
+  freeze(graph, what);
 }
 
 /** Wraps a finished store (from `StreamCapture.endCapture`) as a graph. Internal. */

@@ -20,7 +20,7 @@ import { COLLECTIVE_OPS, ELEMENT_TYPES, REDUCE_OPS, type CollectiveOp, type Elem
 import { asCall } from './call-name.js';
 import { StreamCapture } from './stream-capture.js';
 import { StreamId, CaptureEvent, type NodeId } from './ids.js';
-import type { ComputeGraph } from './compute-graph.js';
+import { makeReadOnly, type ComputeGraph } from './compute-graph.js';
 import type { MemcpyDir } from './memcpy-dir.js';
 import type { DotOptions } from './dot.js';
 
@@ -177,6 +177,8 @@ export class MultiDeviceCapture {
     const op = 'MultiDeviceCapture.endCapture';
     this.#open(op);
     const graph = asCall(op, () => this.#cap.endCapture(this.stream(0)));
+    // The ranks are read off the nodes' streams: a node added later would belong to none.
+    makeReadOnly(graph, "a MultiDeviceGraph's step");
     this.#ended = true;
     return new MultiDeviceGraph(CONSTRUCT, graph, this.ranks, this.#first, this.#collectives);
   }
@@ -231,7 +233,7 @@ export function collectiveLabel(spec: CollectiveSpec): string {
  * the collectives joining them, and the rank of every node.
  */
 export class MultiDeviceGraph {
-  /** The whole step. Rank r's nodes are on stream `firstStream + r`. */
+  /** The whole step, read-only (`clone()` it to edit a copy). Rank r's nodes are on stream `firstStream + r`. */
   readonly graph: ComputeGraph;
   /** Number of ranks. */
   readonly ranks: number;
