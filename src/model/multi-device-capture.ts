@@ -165,6 +165,7 @@ export class MultiDeviceCapture {
 
   /** Nodes recorded so far, on all ranks. @throws GraphError `CAPTURE_SESSION_ENDED` after `endCapture`. */
   nodeCount(): number {
+    if (this.#ended) this.#open('MultiDeviceCapture.nodeCount');
     return asCall('MultiDeviceCapture.nodeCount', () => this.#cap.nodeCount());
   }
 
@@ -194,6 +195,8 @@ export class MultiDeviceCapture {
   }
 
   #rankStream(op: string, rank: unknown): StreamId {
+    // After the end, this class's refusal (the inner capture's would say to start a new StreamCapture).
+    if (this.#ended) this.#open(op);
     return StreamId(this.#first + requireInt(op, 'rank', rank, 0, this.ranks - 1));
   }
 
