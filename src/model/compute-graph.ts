@@ -729,6 +729,8 @@ export class ComputeGraph {
    * ASAP/ALAP/slack per node with unlimited streams: when each node can start at the earliest,
    * the latest it can start without lengthening the run, and the difference. Nodes with no slack
    * are critical: speeding anything else up does not shorten the graph. Costs as `criticalPath`.
+   * With whole-number costs every time is exact; with fractional ones a slack below 10⁻⁹ of the
+   * length is taken for round-off and counts as none.
    * @throws GraphError `EmptyGraph`; InvalidArgumentError for a bad `costOf`; GraphError
    *   `GRAPH_COST_OVERFLOW` or `GRAPH_BUSY` as `criticalPath`.
    * @example
@@ -741,8 +743,12 @@ export class ComputeGraph {
     const t = nodeTimes(this.#store, byOrd, cost);
     // Every time is at most the length; a finite length keeps the slacks and critical flags exact.
     finiteSum(OP, t.length, 'along the critical path');
-    // Slack is a difference of sums; round-off below this is no slack at all.
-    const eps = 1e-9 * Math.max(1, t.length);
+    // Slack is a difference of sums. Whole-number costs (and a length below 2^53) add up exactly,
+    // so every slack is exact, even a slack of 1 in 10^12; otherwise round-off below this is no
+    // slack at all.
+    let whole = t.length <= Number.MAX_SAFE_INTEGER;
+    for (let v = 0; v < cost.length && whole; v++) whole = Number.isInteger(cost[v]!);
+    const eps = whole ? 0 : 1e-9 * Math.max(1, t.length);
     const nodes: NodeTiming[] = new Array(this.#store.n);
     for (let v = 0; v < nodes.length; v++) {
       const asap = t.asap[v]!;
