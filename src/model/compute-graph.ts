@@ -778,11 +778,13 @@ export class ComputeGraph {
     finiteSum(OP, total, 'over all nodes');
     const critical = longestPath(this.#store, byOrd, cost).cost;
     const { makespan, placement } = listSchedule(this.#store, byOrd, cost, k);
+    // Every list schedule lies within both bounds (they are theorems); fractional costs summed in
+    // other orders can put a bound an ulp on the wrong side, which is round-off, so it is clamped.
     return {
       streams: k,
       makespan,
-      lowerBound: Math.max(critical, total / k),
-      upperBound: total / k + (1 - 1 / k) * critical,
+      lowerBound: Math.min(makespan, Math.max(critical, total / k)),
+      upperBound: Math.max(makespan, total / k + (1 - 1 / k) * critical),
       totalCost: total,
       criticalPath: critical,
       placement: placement.map((p, v) => ({ id: v as NodeId, ...p })),
