@@ -13,7 +13,7 @@
  * - reduceScatter (`n` = recvcount): reads R·n·s, writes n·s (in place: recv = send + rank·n·s).
  */
 import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireBoolean, requireInt, requireName, requireOneOf, requireSize, requireU32 } from '../util/validate.js';
+import { describe, requireBoolean, requireInt, requireName, requireOneOf, requireSize } from '../util/validate.js';
 import { NCCL_DATA_TYPES, NCCL_RED_OPS, decodeNcclVersion } from './codes.js';
 import { COLLECTIVE_OPS, ELEMENT_TYPES, REDUCE_OPS, type CollectiveOp, type ElementType, type ReduceOp } from '../model/element-type.js';
 
@@ -201,7 +201,7 @@ function checkInput(op: string, input: unknown): { kind: CollectiveOp; rank: num
   const kind = requireOneOf(op, 'input.kind', i.kind, COLLECTIVE_OPS);
   const size = requireInt(op, 'input.size', i.size, 1, 1 << 30);
   const rank = requireInt(op, 'input.rank', i.rank, 0, size - 1);
-  const version = requireU32(op, 'input.version', i.version);
+  const version = requireInt(op, 'input.version', i.version, 0, 0x7fff_ffff);
   const sameBuffer = requireBoolean(op, 'input.sameBuffer', i.sameBuffer);
   return { kind, rank, size, version, send: bufferSide(op, 'input.send', i.send), recv: bufferSide(op, 'input.recv', i.recv), sameBuffer };
 }

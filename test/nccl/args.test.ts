@@ -79,6 +79,14 @@ test('version codes decode both of NCCL_VERSION\'s encodings', () => {
       assert.deepEqual(decodeNcclVersion(ncclVersionCode(2, minor, patch)), { major: 2, minor, patch });
     }),
   );
+  // Not a version code: NaN decoded to nulls, -1 to -1.-1.-1, a string of digits to a version.
+  for (const code of [NaN, -1, 1.5, Infinity, 2 ** 31, '22703', null]) {
+    assert.throws(
+      () => decodeNcclVersion(code as never),
+      (e: unknown) => e instanceof InvalidArgumentError && /^decodeNcclVersion: code must be an integer in 0\.\.2147483647, got /.test(e.message),
+      String(code),
+    );
+  }
 });
 
 test('NcclError: a CudagraphError whose message starts with the operation', () => {
