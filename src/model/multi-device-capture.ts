@@ -88,7 +88,7 @@ export class MultiDeviceCapture {
   /** @throws InvalidArgumentError unless 1 ≤ ranks ≤ 4096 and the streams fit in u32. */
   constructor(ranks: number, options?: MultiDeviceCaptureOptions) {
     const op = 'MultiDeviceCapture';
-    this.ranks = requireInt(op, 'ranks', ranks, 1, 4096);
+    this.ranks = requireInt(op, 'ranks', ranks, 1, MAX_RANKS);
     const o = requireOptions<MultiDeviceCaptureOptions>(op, options, ['firstStream']);
     this.#first = o.firstStream === undefined ? 0 : requireInt(op, 'firstStream', o.firstStream, 0, 0xffff_ffff - this.ranks + 1);
   }
@@ -145,7 +145,7 @@ export class MultiDeviceCapture {
     const op = 'MultiDeviceCapture.recordCollective';
     const s = this.#checkSpec(op, spec);
     this.#open(op);
-    const label = collectiveLabel(s);
+    const label = labelOf(s);
     // Every rank's head first, then each rank's node after all of them: the rendezvous.
     const events: number[] = [];
     for (let r = 0; r < this.ranks; r++) {
@@ -201,29 +201,46 @@ export class MultiDeviceCapture {
   }
 
   #checkSpec(op: string, spec: unknown): CollectiveSpec {
-    const o = requireOptions<CollectiveSpec>(op, spec, ['op', 'type', 'count', 'redOp', 'root']);
-    if (spec === undefined) throw new InvalidArgumentError(op, 'spec', `spec must be { op, type, count, … }, got ${describe(spec)}`);
-    const kind = requireOneOf(op, 'op', o.op, COLLECTIVE_OPS);
-    const type = requireOneOf(op, 'type', o.type, ELEMENT_TYPES);
-    const count = requireSize(op, 'count', o.count);
-    const reduces = kind === 'allReduce' || kind === 'reduce' || kind === 'reduceScatter';
-    const rooted = kind === 'broadcast' || kind === 'reduce';
-    if (!reduces && o.redOp !== undefined) throw new InvalidArgumentError(op, 'redOp', `${kind} takes no redOp`);
-    if (!rooted && o.root !== undefined) throw new InvalidArgumentError(op, 'root', `${kind} takes no root`);
-    const redOp = reduces ? requireOneOf(op, 'redOp', o.redOp, REDUCE_OPS) : undefined;
-    const root = rooted ? requireInt(op, 'root', o.root, 0, this.ranks - 1) : undefined;
-    return Object.freeze({
-      op: kind,
-      type,
-      count,
-      ...(redOp !== undefined ? { redOp } : {}),
-      ...(root !== undefined ? { root } : {}),
-    });
+    return checkSpec(op, spec, this.ranks);
   }
 }
 
-/** The node name of a collective: `ncclAllReduce(sum, f32 × 1024)`, `ncclBroadcast(root 0, f16 × 8)`. */
+/** The most ranks a `MultiDeviceCapture` has. */
+const MAX_RANKS = 4096;
+
+/** A collective spec checked for the call `op` (roots below `ranks`), as a frozen copy: each field read once. */
+function checkSpec(op: string, spec: unknown, ranks: number): CollectiveSpec {
+  const o = requireOptions<CollectiveSpec>(op, spec, ['op', 'type', 'count', 'redOp', 'root']);
+  if (spec === undefined) throw new InvalidArgumentError(op, 'spec', `spec must be { op, type, count, … }, got ${describe(spec)}`);
+  const kind = requireOneOf(op, 'op', o.op, COLLECTIVE_OPS);
+  const type = requireOneOf(op, 'type', o.type, ELEMENT_TYPES);
+  const count = requireSize(op, 'count', o.count);
+  const reduces = kind === 'allReduce' || kind === 'reduce' || kind === 'reduceScatter';
+  const rooted = kind === 'broadcast' || kind === 'reduce';
+  const given = { redOp: o.redOp, root: o.root };
+  if (!reduces && given.redOp !== undefined) throw new InvalidArgumentError(op, 'redOp', `${kind} takes no redOp`);
+  if (!rooted && given.root !== undefined) throw new InvalidArgumentError(op, 'root', `${kind} takes no root`);
+  const redOp = reduces ? requireOneOf(op, 'redOp', given.redOp, REDUCE_OPS) : undefined;
+  const root = rooted ? requireInt(op, 'root', given.root, 0, ranks - 1) : undefined;
+  return Object.freeze({
+    op: kind,
+    type,
+    count,
+    ...(redOp !== undefined ? { redOp } : {}),
+    ...(root !== undefined ? { root } : {}),
+  });
+}
+
+/**
+ * The node name of a collective: `ncclAllReduce(sum, f32 × 1024)`, `ncclBroadcast(root 0, f16 × 8)`.
+ * @throws InvalidArgumentError for a spec `recordCollective` would refuse (roots up to 4095).
+ */
 export function collectiveLabel(spec: CollectiveSpec): string {
+  return labelOf(checkSpec('collectiveLabel', spec, MAX_RANKS));
+}
+
+/** `collectiveLabel` of a checked spec. */
+function labelOf(spec: CollectiveSpec): string {
   const parts: string[] = [];
   if (spec.redOp !== undefined) parts.push(spec.redOp);
   if (spec.root !== undefined) parts.push(`root ${spec.root}`);

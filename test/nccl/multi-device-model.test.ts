@@ -147,6 +147,16 @@ test('collective specs are checked before anything is recorded', () => {
 
 test('labels name the NCCL call and its arguments', () => {
   assert.equal(collectiveLabel({ op: 'reduceScatter', type: 'f16', count: 3, redOp: 'max' }), 'ncclReduceScatter(max, f16 × 3)');
+  // A spec recordCollective would refuse is refused here too (it was labelled `undefined(undefined × undefined)`).
+  for (const [spec, message] of [
+    [{}, /^collectiveLabel: op must be one of 'allReduce'/],
+    [undefined, /^collectiveLabel: spec must be \{ op, type, count, … \}/],
+    [{ op: 'allReduce', type: 'f32', count: 1 }, /^collectiveLabel: redOp must be one of/],
+    [{ op: 'broadcast', type: 'f32', count: 1, root: 4096 }, /^collectiveLabel: root must be an integer in 0\.\.4095, got 4096$/],
+    [{ op: 'allGather', type: 'f32', count: 1.5 }, /^collectiveLabel: count must be an integer/],
+  ] as const) {
+    assert.throws(() => collectiveLabel(spec as never), (e: unknown) => e instanceof InvalidArgumentError && message.test(e.message), message.source);
+  }
   assert.equal(collectiveLabel({ op: 'reduce', type: 'i32', count: 1, redOp: 'min', root: 1 }), 'ncclReduce(min, root 1, i32 × 1)');
   assert.equal(collectiveLabel({ op: 'allGather', type: 'u64', count: 0 }), 'ncclAllGather(u64 × 0)');
 });
