@@ -588,8 +588,10 @@ export class GraphBuilder {
       edge(this.#lastWriter.get(w.name));
       for (const r of this.#readers.get(w.name) ?? []) edge(r);
     }
+    // A node may list thousands of buffers (a child graph over a model's weights): a set keeps this linear.
+    const written = writes.length > 8 ? new Set(writes) : null;
     for (const r of reads) {
-      if (writes.includes(r)) continue;
+      if (written !== null ? written.has(r) : writes.includes(r)) continue;
       const list = this.#readers.get(r.name);
       if (list === undefined) this.#readers.set(r.name, [id]);
       else list.push(id);

@@ -138,6 +138,33 @@ test('a hole in reads, writes or args is refused naming its index, and the refus
   assert.equal(new GraphBuilder().childGraph(built), 0);
 });
 
+test('a node listing many buffers is added in time linear in them (a child graph over thousands of weights)', () => {
+  const time = (k: number): number => {
+    let best = Infinity;
+    for (let r = 0; r < 3; r++) {
+      const b = new GraphBuilder();
+      const bufs = Array.from({ length: k }, (_, i) => b.buffer(`w${i}`, 4));
+      const t0 = performance.now();
+      b.host('update', undefined, { reads: bufs, writes: bufs });
+      best = Math.min(best, performance.now() - t0);
+      assert.equal(b.build().graph.nodeCount(), 1);
+    }
+    return best;
+  };
+  time(1000);
+  const small = time(4000);
+  const large = time(32_000);
+  // Linear: about 8×. Looking each read up in the writes list is quadratic: 64× (seconds).
+  assert.ok(large < 24 * Math.max(small, 2), `4,000 buffers in ${small.toFixed(1)} ms, 32,000 in ${large.toFixed(1)} ms`);
+  // The edges are the same as before: a reader that also writes waits for the last writer, not for itself.
+  const b = new GraphBuilder();
+  const bufs = Array.from({ length: 20 }, (_, i) => b.buffer(`x${i}`, 4));
+  const first = b.host('first', undefined, { writes: bufs });
+  const both = b.host('both', undefined, { reads: bufs, writes: bufs });
+  const last = b.host('last', undefined, { reads: bufs });
+  assert.deepEqual(b.build().graph.edges(), [[first, both], [both, last]]);
+});
+
 test('property: the inferred edges order every conflicting pair exactly as the program order does', () => {
   // Random programs over 4 buffers: two nodes conflict when one writes a buffer the other uses.
   const opArb = fc.record({ reads: fc.subarray([0, 1, 2, 3]), writes: fc.subarray([0, 1, 2, 3]) });
