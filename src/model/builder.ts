@@ -250,10 +250,12 @@ export class GraphBuilder {
     this.#open(OP);
     const o = requireOptions<KernelNodeOptions>(OP, options, [...NODE_KEYS, 'grid', 'block', 'sharedMem', 'args', 'reads', 'writes']);
     if (options === undefined) throw new InvalidArgumentError(OP, 'options', 'options { grid, block, … } are required');
-    const args = (o.args ?? []) as unknown[];
-    if (!Array.isArray(args)) throw new InvalidArgumentError(OP, 'args', `args must be an array, got ${describe(o.args)}`);
-    args.forEach((a, i) => this.#arg(OP, `args[${i}]`, a));
-    const buffers = (args as ArgSpec[]).filter((a): a is BufferRef => a.kind === 'buffer');
+    const given = (o.args ?? []) as unknown[];
+    if (!Array.isArray(given)) throw new InvalidArgumentError(OP, 'args', `args must be an array, got ${describe(o.args)}`);
+    // Every index, holes included (forEach would skip one, and the binding would hold undefined).
+    const args: ArgSpec[] = [];
+    for (let i = 0; i < given.length; i++) args.push(this.#arg(OP, `args[${i}]`, given[i]));
+    const buffers = args.filter((a): a is BufferRef => a.kind === 'buffer');
     const explicit = o.reads !== undefined || o.writes !== undefined;
     const reads = explicit ? this.#refs(OP, 'reads', o.reads) : buffers;
     const writes = explicit ? this.#refs(OP, 'writes', o.writes) : buffers;
@@ -265,7 +267,7 @@ export class GraphBuilder {
       ...(o.sharedMem !== undefined ? { sharedMem: o.sharedMem } : {}),
       ...common(OP, o),
     };
-    return this.#add(OP, spec, { kind: 'kernel', args: [...(args as ArgSpec[])] }, reads, writes);
+    return this.#add(OP, spec, { kind: 'kernel', args }, reads, writes);
   }
 
   /**
@@ -282,6 +284,9 @@ export class GraphBuilder {
     if (src.host && dst.host) throw new InvalidArgumentError(OP, 'dst', 'a copy between two host buffers is not GPU work');
     const srcOffset = o.srcOffset === undefined ? 0 : requireSize(OP, 'srcOffset', o.srcOffset);
     const dstOffset = o.dstOffset === undefined ? 0 : requireSize(OP, 'dstOffset', o.dstOffset);
+    // An offset past the end is refused as such (else the default size would be negative).
+    fits(OP, 'srcOffset', src, srcOffset, 0);
+    fits(OP, 'dstOffset', dst, dstOffset, 0);
     const size =
       o.sizeBytes === undefined ? Math.min(src.sizeBytes - srcOffset, dst.sizeBytes - dstOffset) : requireSize(OP, 'sizeBytes', o.sizeBytes);
     fits(OP, 'srcOffset', src, srcOffset, size);
@@ -302,6 +307,7 @@ export class GraphBuilder {
     if (d.host) throw new InvalidArgumentError(OP, 'dst', `dst must be a device buffer; '${nameText(d.name)}' is host memory`);
     const o = requireOptions<MemsetNodeOptions>(OP, options, [...NODE_KEYS, 'elementSize', 'sizeBytes', 'offset']);
     const offset = o.offset === undefined ? 0 : requireSize(OP, 'offset', o.offset);
+    fits(OP, 'offset', d, offset, 0);
     const size = o.sizeBytes === undefined ? d.sizeBytes - offset : requireSize(OP, 'sizeBytes', o.sizeBytes);
     fits(OP, 'offset', d, offset, size);
     const spec: NodeSpec = {
@@ -507,7 +513,8 @@ export class GraphBuilder {
   build(): BuiltGraph {
     this.#open('GraphBuilder.build');
     this.#built = true;
-    const built: BuiltGraph = { graph: this.#graph, bindings: this.#bindings, buffers: [...this.#buffers.values()] };
+    // Frozen: `childGraph` and `conditional` take it by its brand, and then trust its fields.
+    const built: BuiltGraph = Object.freeze({ graph: this.#graph, bindings: this.#bindings, buffers: Object.freeze([...this.#buffers.values()]) });
     BUILT.add(built);
     return built;
   }
@@ -538,18 +545,21 @@ export class GraphBuilder {
     return ref;
   }
 
+  /** An array of this builder's buffers, every index checked (a hole is refused, as `map` would skip it). */
   #refs(op: string, name: string, value: unknown): BufferRef[] {
     if (value === undefined) return [];
     if (!Array.isArray(value)) throw new InvalidArgumentError(op, name, `${name} must be an array of buffers, got ${describe(value)}`);
-    return value.map((v, i) => this.#ref(op, `${name}[${i}]`, v));
+    const refs: BufferRef[] = [];
+    for (let i = 0; i < value.length; i++) refs.push(this.#ref(op, `${name}[${i}]`, value[i]));
+    return refs;
   }
 
-  #arg(op: string, name: string, a: unknown): void {
-    if (SCALARS.has(a as ScalarArg)) return;
+  #arg(op: string, name: string, a: unknown): ArgSpec {
+    if (SCALARS.has(a as ScalarArg)) return a as ScalarArg;
     if (typeof a === 'object' && a !== null && (a as ScalarArg).kind === 'scalar') {
       throw new InvalidArgumentError(op, name, `${name} must be a scalar made by a builder (b.i32(…), b.f32(…), …) or a buffer declared on this builder, got a look-alike object`);
     }
-    this.#ref(op, name, a);
+    return this.#ref(op, name, a);
   }
 
   /** An array of ids, each naming a node (checked in order; a copy, so the caller cannot change it under us). */
@@ -578,8 +588,10 @@ export class GraphBuilder {
       edge(this.#lastWriter.get(w.name));
       for (const r of this.#readers.get(w.name) ?? []) edge(r);
     }
+    // A node may list thousands of buffers (a child graph over a model's weights): a set keeps this linear.
+    const written = writes.length > 8 ? new Set(writes) : null;
     for (const r of reads) {
-      if (writes.includes(r)) continue;
+      if (written !== null ? written.has(r) : writes.includes(r)) continue;
       const list = this.#readers.get(r.name);
       if (list === undefined) this.#readers.set(r.name, [id]);
       else list.push(id);
@@ -607,6 +619,9 @@ function common(op: string, o: NodeOptions, withName = true): NodeSpecBase {
 }
 
 function fits(op: string, name: string, b: BufferRef, offset: number, size: number): void {
+  if (offset > b.sizeBytes) {
+    throw new InvalidArgumentError(op, name, `${name} ${offset} is past the end of buffer '${nameText(b.name)}' (${b.sizeBytes} bytes)`);
+  }
   if (offset + size > b.sizeBytes) {
     throw new InvalidArgumentError(op, name, `${size} bytes at offset ${offset} do not fit in buffer '${nameText(b.name)}' (${b.sizeBytes} bytes)`);
   }

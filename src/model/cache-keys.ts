@@ -19,7 +19,12 @@ export const MAX_TUPLE_KEY = 8;
 export function checkCacheKey(op: string, name: string, key: unknown): void {
   const scalar = (v: unknown): boolean => (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'string';
   if (scalar(key)) return;
-  if (Array.isArray(key) && key.length >= 1 && key.length <= MAX_TUPLE_KEY && key.every(scalar)) return;
+  if (Array.isArray(key) && key.length >= 1 && key.length <= MAX_TUPLE_KEY) {
+    // Every index: `every` would skip a hole, and [1, , 2] would run as [1, null, 2].
+    let ok = true;
+    for (let i = 0; i < key.length && ok; i++) ok = scalar(key[i]);
+    if (ok) return;
+  }
   throw new InvalidArgumentError(op, name, `${name} must be a finite number, a string, or an array of 1 to ${MAX_TUPLE_KEY} of them, got ${describe(key)}`);
 }
 
@@ -31,11 +36,14 @@ export function cacheKeyText(key: CacheKey): string {
 /** Checks buckets: ascending positive integers, at least one; a frozen copy. */
 export function checkBuckets(op: string, buckets: unknown): readonly number[] {
   if (!Array.isArray(buckets) || buckets.length === 0) throw new InvalidArgumentError(op, 'buckets', `buckets must be a non-empty array of ascending positive integers, got ${describe(buckets)}`);
-  buckets.forEach((b, i) => {
-    requireInt(op, `buckets[${i}]`, b, 1, Number.MAX_SAFE_INTEGER);
-    if (i > 0 && (b as number) <= (buckets[i - 1] as number)) throw new InvalidArgumentError(op, `buckets[${i}]`, `buckets must ascend: buckets[${i}] (${b}) is not above buckets[${i - 1}] (${buckets[i - 1]})`);
-  });
-  return Object.freeze([...(buckets as number[])]);
+  // Every index, holes included (forEach would skip one).
+  const out: number[] = [];
+  for (let i = 0; i < buckets.length; i++) {
+    const b = requireInt(op, `buckets[${i}]`, buckets[i], 1, Number.MAX_SAFE_INTEGER);
+    if (i > 0 && b <= out[i - 1]!) throw new InvalidArgumentError(op, `buckets[${i}]`, `buckets must ascend: buckets[${i}] (${b}) is not above buckets[${i - 1}] (${out[i - 1]})`);
+    out.push(b);
+  }
+  return Object.freeze(out);
 }
 
 /**
@@ -44,8 +52,11 @@ export function checkBuckets(op: string, buckets: unknown): readonly number[] {
  * @throws InvalidArgumentError for a key that is not a cache key, or not a number with buckets.
  */
 export function resolveCacheKey<K extends CacheKey>(op: string, name: string, key: unknown, buckets: readonly number[] | null): K | null {
-  checkCacheKey(op, name, key);
-  if (buckets === null) return key as K;
+  // A tuple is copied, then checked: the caller's array may change after the call (or a getter
+  // answer otherwise the second time), the key the graph ran as may not.
+  const k = Array.isArray(key) && key.length <= MAX_TUPLE_KEY ? Object.freeze([...(key as unknown[])]) : key;
+  checkCacheKey(op, name, k);
+  if (buckets === null) return k as K;
   if (typeof key !== 'number') throw new InvalidArgumentError(op, name, `${name} must be a number: the cache pads numeric keys up to its buckets, got ${describe(key)}`);
   const bucket = buckets.find((b) => b >= key);
   return bucket === undefined ? null : (bucket as K);
@@ -58,11 +69,15 @@ export function resolveCacheKey<K extends CacheKey>(op: string, name: string, ke
  */
 export function resolveCacheKeys<K extends CacheKey>(op: string, keys: unknown, buckets: readonly number[] | null): K[] {
   if (!Array.isArray(keys)) throw new InvalidArgumentError(op, 'keys', `keys must be an array of cache keys, got ${describe(keys)}`);
-  return keys.map((key: unknown, i) => {
+  // Every index, holes included (map would skip one, and leave it in the result).
+  const out: K[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    const key: unknown = keys[i];
     const k = resolveCacheKey<K>(op, `keys[${i}]`, key, buckets);
     if (k === null) throw new InvalidArgumentError(op, `keys[${i}]`, `keys[${i}] (${describe(key)}) is above the largest bucket (${buckets!.at(-1)})`);
-    return k;
-  });
+    out.push(k);
+  }
+  return out;
 }
 
 /**

@@ -120,6 +120,7 @@ let edgesAs: (graph: ComputeGraph, op: string, edges: readonly EdgeArg[]) => num
 let idAs: (graph: ComputeGraph, op: string, name: string, id: unknown) => number;
 let edgeAs: (graph: ComputeGraph, op: string, from: unknown, to: unknown, data: unknown) => boolean;
 let upgradeAs: (graph: ComputeGraph, op: string, from: unknown, to: unknown, data: unknown) => boolean;
+let freeze: (graph: ComputeGraph, what: string) => void;
 
 /**
  * An edge as another public call (e.g. `GraphBuilder.chain`) hands it over: the two ids, unchecked,
@@ -160,12 +161,18 @@ export class ComputeGraph {
   #cache: Cache = freshCache(-1);
   /** The call whose user callback is running, if any: the graph refuses to change meanwhile (`#writable`). */
   #readingBy: string | null = null;
-  /** A child graph node's copy: it never changes (a record hands it out, so it must not). */
-  #readOnly = false;
+  /**
+   * Why the graph never changes, or null for an editable graph: a child graph node's copy (a
+   * record hands it out, so it must not change), or a graph whose owner describes it as it is.
+   */
+  #readOnly: string | null = null;
 
   static {
     adopt = (graph, store) => {
       graph.#store = store;
+    };
+    freeze = (graph, what) => {
+      graph.#readOnly ??= what;
     };
     // A brand check: true only for objects this class constructed (not for
     // Object.create(ComputeGraph.prototype) nor a look-alike), unlike `instanceof`.
@@ -194,12 +201,12 @@ export class ComputeGraph {
       copy: (op, name, value) => {
         const graph = requireGraph(op, name, value);
         // A read-only graph never changes, so it can be shared; any other is copied, as CUDA clones a child.
-        return snapshot(graph.#readOnly ? graph : graph.clone());
+        return snapshot(graph.#readOnly !== null ? graph : graph.clone());
       },
       read: (op, prefix, value, depth) => snapshot(ComputeGraph.#read(op, prefix, value, depth)),
     });
     const snapshot = (graph: ComputeGraph): ChildSnapshot => {
-      graph.#readOnly = true;
+      graph.#readOnly ??= "a child graph node's copy";
       const s = graph.#store;
       let memoryNode: ChildSnapshot['memoryNode'] = null;
       for (let v = 0; v < s.n && memoryNode === null; v++) {
@@ -366,11 +373,12 @@ export class ComputeGraph {
   }
 
   /**
-   * True for a graph that cannot change: a child graph node's copy (`node.graph`). Changing one is
-   * refused with GraphError `GRAPH_READ_ONLY`; `clone()` gives an editable copy.
+   * True for a graph that cannot change: a child graph node's copy (`node.graph`), or a recorded
+   * multi-GPU step (`MultiDeviceGraph.graph`). Changing one is refused with GraphError
+   * `GRAPH_READ_ONLY`; `clone()` gives an editable copy.
    */
   get readOnly(): boolean {
-    return this.#readOnly;
+    return this.#readOnly !== null;
   }
 
   /**
@@ -721,6 +729,8 @@ export class ComputeGraph {
    * ASAP/ALAP/slack per node with unlimited streams: when each node can start at the earliest,
    * the latest it can start without lengthening the run, and the difference. Nodes with no slack
    * are critical: speeding anything else up does not shorten the graph. Costs as `criticalPath`.
+   * With whole-number costs every time is exact; with fractional ones a slack below 10⁻⁹ of the
+   * length is taken for round-off and counts as none.
    * @throws GraphError `EmptyGraph`; InvalidArgumentError for a bad `costOf`; GraphError
    *   `GRAPH_COST_OVERFLOW` or `GRAPH_BUSY` as `criticalPath`.
    * @example
@@ -733,8 +743,12 @@ export class ComputeGraph {
     const t = nodeTimes(this.#store, byOrd, cost);
     // Every time is at most the length; a finite length keeps the slacks and critical flags exact.
     finiteSum(OP, t.length, 'along the critical path');
-    // Slack is a difference of sums; round-off below this is no slack at all.
-    const eps = 1e-9 * Math.max(1, t.length);
+    // Slack is a difference of sums. Whole-number costs (and a length below 2^53) add up exactly,
+    // so every slack is exact, even a slack of 1 in 10^12; otherwise round-off below this is no
+    // slack at all.
+    let whole = t.length <= Number.MAX_SAFE_INTEGER;
+    for (let v = 0; v < cost.length && whole; v++) whole = Number.isInteger(cost[v]!);
+    const eps = whole ? 0 : 1e-9 * Math.max(1, t.length);
     const nodes: NodeTiming[] = new Array(this.#store.n);
     for (let v = 0; v < nodes.length; v++) {
       const asap = t.asap[v]!;
@@ -764,11 +778,13 @@ export class ComputeGraph {
     finiteSum(OP, total, 'over all nodes');
     const critical = longestPath(this.#store, byOrd, cost).cost;
     const { makespan, placement } = listSchedule(this.#store, byOrd, cost, k);
+    // Every list schedule lies within both bounds (they are theorems); fractional costs summed in
+    // other orders can put a bound an ulp on the wrong side, which is round-off, so it is clamped.
     return {
       streams: k,
       makespan,
-      lowerBound: Math.max(critical, total / k),
-      upperBound: total / k + (1 - 1 / k) * critical,
+      lowerBound: Math.min(makespan, Math.max(critical, total / k)),
+      upperBound: Math.max(makespan, total / k + (1 - 1 / k) * critical),
       totalCost: total,
       criticalPath: critical,
       placement: placement.map((p, v) => ({ id: v as NodeId, ...p })),
@@ -820,7 +836,8 @@ export class ComputeGraph {
     }
     if (o.highlight !== undefined) {
       if (!Array.isArray(o.highlight)) throw new InvalidArgumentError(op, 'highlight', `highlight must be an array of node ids, got ${describe(o.highlight)}`);
-      o.highlight.forEach((id, i) => this.#id(op, `highlight[${i}]`, id));
+      // Every index: forEach would skip a hole, which then highlighted nothing in its place.
+      for (let i = 0; i < o.highlight.length; i++) this.#id(op, `highlight[${i}]`, o.highlight[i]);
     }
     requireCallback(op, 'onProgress', o.onProgress);
     return o;
@@ -1029,12 +1046,8 @@ export class ComputeGraph {
    * `edges` iterable of `addEdges`): the call would go on with data that no longer fits the graph.
    */
   #writable(op: string): void {
-    if (this.#readOnly) {
-      throw new GraphError(
-        'ValidationFailed',
-        GraphErrorCode.ReadOnly,
-        `${op}: this graph is a child graph node's copy and cannot change; clone() it to edit a copy`,
-      );
+    if (this.#readOnly !== null) {
+      throw new GraphError('ValidationFailed', GraphErrorCode.ReadOnly, `${op}: this graph is ${this.#readOnly} and cannot change; clone() it to edit a copy`);
     }
     if (this.#readingBy !== null) {
       throw new GraphError(
@@ -1169,6 +1182,14 @@ export function upgradeEdgeAs(graph: ComputeGraph, op: string, from: unknown, to
 /** Checks that `id` names a node of `graph`, for the public call `op` (`name`: its argument). Internal. */
 export function nodeIdAs(graph: ComputeGraph, op: string, name: string, id: unknown): NodeId {
   return idAs(graph, op, name, id) as NodeId;
+}
+
+/**
+ * Makes `graph` read-only for good (`readOnly`): changing it is refused with GraphError
+ * `GRAPH_READ_ONLY`, whose message says it is `what` (`a MultiDeviceGraph's step`). Internal.
+ */
+export function makeReadOnly(graph: ComputeGraph, what: string): void {
+  freeze(graph, what);
 }
 
 /** Wraps a finished store (from `StreamCapture.endCapture`) as a graph. Internal. */

@@ -24,6 +24,8 @@ export class HandleRegistry {
   /** Ids used by a conditional node, in the order used (a stack, for rollback). */
   readonly #used: number[] = [];
   readonly #usedSet = new Set<number>();
+  /** Handles a rollback forgot, so that a refusal of one can say why it is no longer valid. */
+  readonly #forgotten = new WeakSet<ConditionalHandleRecord>();
   #next = 0;
 
   /** Issues a new handle; `op` names the call for the one refusal (all 2^32 ids issued). */
@@ -40,6 +42,13 @@ export class HandleRegistry {
    */
   unused(op: string, name: string, value: unknown): ConditionalHandleRecord {
     const h = value as ConditionalHandleRecord;
+    if (typeof value === 'object' && value !== null && this.#forgotten.has(h)) {
+      throw new InvalidArgumentError(
+        op,
+        name,
+        `${name} was made while a conditional recording of this capture ran, and that recording failed: the handles made during it were given back with it (id ${h.id} may have been issued again); make another with conditionalHandle()`,
+      );
+    }
     if (typeof value !== 'object' || value === null || this.#issued.get(h.id) !== h) {
       throw new InvalidArgumentError(op, name, `${name} must be a handle made by this capture's conditionalHandle() (or its bodies' captures), got ${describe(value)}`);
     }
@@ -63,7 +72,10 @@ export class HandleRegistry {
   /** Forgets every handle issued and every use made since `mark`. */
   rollback(mark: HandleMark): void {
     while (this.#used.length > mark.used) this.#usedSet.delete(this.#used.pop()!);
-    for (let id = mark.next; id < this.#next; id++) this.#issued.delete(id);
+    for (let id = mark.next; id < this.#next; id++) {
+      this.#forgotten.add(this.#issued.get(id)!);
+      this.#issued.delete(id);
+    }
     this.#next = mark.next;
   }
 }

@@ -5,8 +5,11 @@
  * read each graph's `toJSON()`).
  */
 import { InvalidArgumentError } from '../errors/base.js';
-import { describe, requireInt, requireOneOf, requireOptions } from '../util/validate.js';
-import { CacheEntries, checkBuckets, resolveCacheKey, resolveCacheKeys, type CacheKey, type CacheOverflow } from './cache-keys.js';
+import { GraphError } from '../errors/graph-error.js';
+import { describe, isAsyncFunction, isThenable, requireInt, requireOneOf, requireOptions } from '../util/validate.js';
+import { CacheEntries, cacheKeyText, checkBuckets, resolveCacheKey, resolveCacheKeys, type CacheKey, type CacheOverflow } from './cache-keys.js';
+import { renamed } from './call-name.js';
+import { GraphErrorCode } from './error-codes.js';
 import type { ComputeGraph } from './compute-graph.js';
 import { StreamId } from './ids.js';
 import { StreamCapture } from './stream-capture.js';
@@ -42,13 +45,16 @@ export class ModelGraphCache<K extends CacheKey = CacheKey> {
   readonly #maxGraphs: number;
   readonly #graphs = new CacheEntries<K, ComputeGraph>();
   #stats = { hits: 0, misses: 0, recordings: 0, evictions: 0, eager: 0 };
+  /** The keys (`cacheKeyText`) whose `record` is running: asking for one of them from `record` is refused. */
+  readonly #recording = new Set<string>();
 
-  /** @throws InvalidArgumentError for a record that is not a function, bad buckets, an unknown overflow or option, a bad maxGraphs. */
+  /** @throws InvalidArgumentError for a record that is not a synchronous function, bad buckets, an unknown overflow or option, a bad maxGraphs. */
   constructor(options: ModelGraphCacheOptions<K>) {
     const op = 'ModelGraphCache';
     if (options === undefined) throw new InvalidArgumentError(op, 'options', 'options { record } are required');
     const o = requireOptions<ModelGraphCacheOptions<K>>(op, options, ['record', 'buckets', 'overflow', 'maxGraphs']);
     if (typeof o.record !== 'function') throw new InvalidArgumentError(op, 'record', `record must be a function (capture, stream, key) => void, got ${describe(o.record)}`);
+    if (isAsyncFunction(o.record)) throw new InvalidArgumentError(op, 'record', `record is an async function: ${SYNC_RULE}`);
     this.#record = o.record;
     this.#buckets = o.buckets === undefined ? null : checkBuckets(op, o.buckets);
     this.#overflow = o.overflow === undefined ? 'refuse' : requireOneOf(op, 'overflow', o.overflow, ['refuse', 'eager'] as const);
@@ -58,15 +64,17 @@ export class ModelGraphCache<K extends CacheKey = CacheKey> {
   /**
    * The graph of `key`: cached, or recorded now (and kept, evicting the least recently used one
    * beyond `maxGraphs`). A key above the largest bucket is refused, or recorded and not kept.
-   * @throws InvalidArgumentError for a bad key or (`overflow: 'refuse'`) one above the buckets;
-   *   whatever `record` or the capture throws (nothing is cached then).
+   * @throws InvalidArgumentError for a bad key or (`overflow: 'refuse'`) one above the buckets, or
+   *   when `record` returns a promise; GraphError `GRAPH_BUSY` when `record` asks for the key it is
+   *   recording, and the capture's refusals at its end (`CAPTURE_UNJOINED`, …) naming this call;
+   *   whatever `record` throws. Nothing is cached or counted then.
    */
   graph(key: K): ModelCacheEntry<K> {
     const op = 'ModelGraphCache.graph';
     const k = resolveCacheKey<K>(op, 'key', key, this.#buckets);
     if (k === null) {
       if (this.#overflow === 'refuse') throw new InvalidArgumentError(op, 'key', `key ${describe(key)} is above the largest bucket (${this.#buckets!.at(-1)}); add a bucket, or make the cache with overflow: 'eager'`);
-      const graph = this.#recordOne(key);
+      const graph = this.#recordOne(op, key);
       this.#stats.eager++;
       return { key, graph, hit: false, eager: true };
     }
@@ -75,16 +83,14 @@ export class ModelGraphCache<K extends CacheKey = CacheKey> {
       this.#stats.hits++;
       return { key: k, graph: found, hit: true, eager: false };
     }
-    this.#stats.misses++;
-    const graph = this.#recordOne(k);
-    this.#stats.evictions += this.#graphs.add(k, graph, this.#maxGraphs).length;
-    return { key: k, graph, hit: false, eager: false };
+    return { key: k, graph: this.#recordMiss(op, k), hit: false, eager: false };
   }
 
   /** Records the graphs of `keys` now, skipping cached ones; returns the keys they run as. @throws as `graph`. */
   prepare(keys: readonly K[]): K[] {
-    const resolved = resolveCacheKeys<K>('ModelGraphCache.prepare', keys, this.#buckets);
-    for (const k of resolved) if (!this.#graphs.has(k)) this.graph(k);
+    const op = 'ModelGraphCache.prepare';
+    const resolved = resolveCacheKeys<K>(op, keys, this.#buckets);
+    for (const k of resolved) if (!this.#graphs.has(k)) this.#recordMiss(op, k);
     return resolved;
   }
 
@@ -98,13 +104,66 @@ export class ModelGraphCache<K extends CacheKey = CacheKey> {
     return { ...this.#stats, graphs: this.#graphs.size };
   }
 
-  #recordOne(key: K): ComputeGraph {
+  /** Records the graph of `k`, which is not cached, and keeps it; a recording that fails is not counted. */
+  #recordMiss(op: string, k: K): ComputeGraph {
+    const graph = this.#recordOne(op, k);
+    this.#stats.misses++;
+    this.#stats.evictions += this.#graphs.add(k, graph, this.#maxGraphs).length;
+    return graph;
+  }
+
+  /**
+   * Runs `record` for `key` in a capture of its own and ends it, for the call `op`: what `record`
+   * throws passes as it is, the end's refusals name `op`. `record` may ask the cache for other
+   * keys (a graph of them as a child, say), not for the key it is recording (that would never end).
+   */
+  #recordOne(op: string, key: K): ComputeGraph {
+    const text = cacheKeyText(key);
+    if (this.#recording.has(text)) {
+      throw new GraphError(
+        'Internal',
+        GraphErrorCode.Busy,
+        `${op}: key ${shownKey(key)} is being recorded: its record function asked the cache for the key it is recording, which would record it again without end`,
+      );
+    }
     const cap = new StreamCapture({ semantics: 'cuda' });
     const s = StreamId(0);
     cap.beginCapture(s);
-    this.#record(cap, s, key);
-    const graph = cap.endCapture(s, { requireJoined: true });
+    this.#recording.add(text);
+    let result: unknown;
+    try {
+      result = this.#record(cap, s, key);
+    } finally {
+      this.#recording.delete(text);
+    }
+    if (isThenable(result)) {
+      // Its rejection is answered here, so it cannot end the process as an unhandled one.
+      try {
+        Promise.resolve(result).catch(() => {});
+      } catch {
+        // A hostile thenable: nothing more to do.
+      }
+      throw new InvalidArgumentError(op, 'record', `record returned a promise for key ${shownKey(key)}: ${SYNC_RULE}`);
+    }
+    let graph: ComputeGraph;
+    try {
+      graph = cap.endCapture(s, { requireJoined: true });
+    } catch (e) {
+      if (e instanceof GraphError && e.code === GraphErrorCode.CaptureSessionEnded) {
+        throw new GraphError('Internal', GraphErrorCode.CaptureSessionEnded, `${op}: record ended its own capture of key ${shownKey(key)}; the cache ends it when record returns`, { cause: e });
+      }
+      throw renamed(e, op, `key ${shownKey(key)}`);
+    }
     this.#stats.recordings++;
     return graph;
   }
 }
+
+/** A key as messages show it: `8`, `"prefill"`, `[4, "f16"]`. */
+function shownKey(key: CacheKey): string {
+  return Array.isArray(key) ? `[${key.map(describe).join(', ')}]` : describe(key);
+}
+
+/** Why `record` must be synchronous (the message of both refusals). */
+const SYNC_RULE =
+  'a recording must be synchronous; the cache ends its capture when record returns, so what it records after an await would find the capture ended';

@@ -20,7 +20,7 @@ import { COLLECTIVE_OPS, ELEMENT_TYPES, REDUCE_OPS, type CollectiveOp, type Elem
 import { asCall } from './call-name.js';
 import { StreamCapture } from './stream-capture.js';
 import { StreamId, CaptureEvent, type NodeId } from './ids.js';
-import type { ComputeGraph } from './compute-graph.js';
+import { makeReadOnly, type ComputeGraph } from './compute-graph.js';
 import type { MemcpyDir } from './memcpy-dir.js';
 import type { DotOptions } from './dot.js';
 
@@ -88,7 +88,7 @@ export class MultiDeviceCapture {
   /** @throws InvalidArgumentError unless 1 ≤ ranks ≤ 4096 and the streams fit in u32. */
   constructor(ranks: number, options?: MultiDeviceCaptureOptions) {
     const op = 'MultiDeviceCapture';
-    this.ranks = requireInt(op, 'ranks', ranks, 1, 4096);
+    this.ranks = requireInt(op, 'ranks', ranks, 1, MAX_RANKS);
     const o = requireOptions<MultiDeviceCaptureOptions>(op, options, ['firstStream']);
     this.#first = o.firstStream === undefined ? 0 : requireInt(op, 'firstStream', o.firstStream, 0, 0xffff_ffff - this.ranks + 1);
   }
@@ -145,7 +145,7 @@ export class MultiDeviceCapture {
     const op = 'MultiDeviceCapture.recordCollective';
     const s = this.#checkSpec(op, spec);
     this.#open(op);
-    const label = collectiveLabel(s);
+    const label = labelOf(s);
     // Every rank's head first, then each rank's node after all of them: the rendezvous.
     const events: number[] = [];
     for (let r = 0; r < this.ranks; r++) {
@@ -165,6 +165,7 @@ export class MultiDeviceCapture {
 
   /** Nodes recorded so far, on all ranks. @throws GraphError `CAPTURE_SESSION_ENDED` after `endCapture`. */
   nodeCount(): number {
+    if (this.#ended) this.#open('MultiDeviceCapture.nodeCount');
     return asCall('MultiDeviceCapture.nodeCount', () => this.#cap.nodeCount());
   }
 
@@ -177,6 +178,8 @@ export class MultiDeviceCapture {
     const op = 'MultiDeviceCapture.endCapture';
     this.#open(op);
     const graph = asCall(op, () => this.#cap.endCapture(this.stream(0)));
+    // The ranks are read off the nodes' streams: a node added later would belong to none.
+    makeReadOnly(graph, "a MultiDeviceGraph's step");
     this.#ended = true;
     return new MultiDeviceGraph(CONSTRUCT, graph, this.ranks, this.#first, this.#collectives);
   }
@@ -192,33 +195,52 @@ export class MultiDeviceCapture {
   }
 
   #rankStream(op: string, rank: unknown): StreamId {
+    // After the end, this class's refusal (the inner capture's would say to start a new StreamCapture).
+    if (this.#ended) this.#open(op);
     return StreamId(this.#first + requireInt(op, 'rank', rank, 0, this.ranks - 1));
   }
 
   #checkSpec(op: string, spec: unknown): CollectiveSpec {
-    const o = requireOptions<CollectiveSpec>(op, spec, ['op', 'type', 'count', 'redOp', 'root']);
-    if (spec === undefined) throw new InvalidArgumentError(op, 'spec', `spec must be { op, type, count, … }, got ${describe(spec)}`);
-    const kind = requireOneOf(op, 'op', o.op, COLLECTIVE_OPS);
-    const type = requireOneOf(op, 'type', o.type, ELEMENT_TYPES);
-    const count = requireSize(op, 'count', o.count);
-    const reduces = kind === 'allReduce' || kind === 'reduce' || kind === 'reduceScatter';
-    const rooted = kind === 'broadcast' || kind === 'reduce';
-    if (!reduces && o.redOp !== undefined) throw new InvalidArgumentError(op, 'redOp', `${kind} takes no redOp`);
-    if (!rooted && o.root !== undefined) throw new InvalidArgumentError(op, 'root', `${kind} takes no root`);
-    const redOp = reduces ? requireOneOf(op, 'redOp', o.redOp, REDUCE_OPS) : undefined;
-    const root = rooted ? requireInt(op, 'root', o.root, 0, this.ranks - 1) : undefined;
-    return Object.freeze({
-      op: kind,
-      type,
-      count,
-      ...(redOp !== undefined ? { redOp } : {}),
-      ...(root !== undefined ? { root } : {}),
-    });
+    return checkSpec(op, spec, this.ranks);
   }
 }
 
-/** The node name of a collective: `ncclAllReduce(sum, f32 × 1024)`, `ncclBroadcast(root 0, f16 × 8)`. */
+/** The most ranks a `MultiDeviceCapture` has. */
+const MAX_RANKS = 4096;
+
+/** A collective spec checked for the call `op` (roots below `ranks`), as a frozen copy: each field read once. */
+function checkSpec(op: string, spec: unknown, ranks: number): CollectiveSpec {
+  const o = requireOptions<CollectiveSpec>(op, spec, ['op', 'type', 'count', 'redOp', 'root']);
+  if (spec === undefined) throw new InvalidArgumentError(op, 'spec', `spec must be { op, type, count, … }, got ${describe(spec)}`);
+  const kind = requireOneOf(op, 'op', o.op, COLLECTIVE_OPS);
+  const type = requireOneOf(op, 'type', o.type, ELEMENT_TYPES);
+  const count = requireSize(op, 'count', o.count);
+  const reduces = kind === 'allReduce' || kind === 'reduce' || kind === 'reduceScatter';
+  const rooted = kind === 'broadcast' || kind === 'reduce';
+  const given = { redOp: o.redOp, root: o.root };
+  if (!reduces && given.redOp !== undefined) throw new InvalidArgumentError(op, 'redOp', `${kind} takes no redOp`);
+  if (!rooted && given.root !== undefined) throw new InvalidArgumentError(op, 'root', `${kind} takes no root`);
+  const redOp = reduces ? requireOneOf(op, 'redOp', given.redOp, REDUCE_OPS) : undefined;
+  const root = rooted ? requireInt(op, 'root', given.root, 0, ranks - 1) : undefined;
+  return Object.freeze({
+    op: kind,
+    type,
+    count,
+    ...(redOp !== undefined ? { redOp } : {}),
+    ...(root !== undefined ? { root } : {}),
+  });
+}
+
+/**
+ * The node name of a collective: `ncclAllReduce(sum, f32 × 1024)`, `ncclBroadcast(root 0, f16 × 8)`.
+ * @throws InvalidArgumentError for a spec `recordCollective` would refuse (roots up to 4095).
+ */
 export function collectiveLabel(spec: CollectiveSpec): string {
+  return labelOf(checkSpec('collectiveLabel', spec, MAX_RANKS));
+}
+
+/** `collectiveLabel` of a checked spec. */
+function labelOf(spec: CollectiveSpec): string {
   const parts: string[] = [];
   if (spec.redOp !== undefined) parts.push(spec.redOp);
   if (spec.root !== undefined) parts.push(`root ${spec.root}`);
@@ -231,7 +253,7 @@ export function collectiveLabel(spec: CollectiveSpec): string {
  * the collectives joining them, and the rank of every node.
  */
 export class MultiDeviceGraph {
-  /** The whole step. Rank r's nodes are on stream `firstStream + r`. */
+  /** The whole step, read-only (`clone()` it to edit a copy). Rank r's nodes are on stream `firstStream + r`. */
   readonly graph: ComputeGraph;
   /** Number of ranks. */
   readonly ranks: number;

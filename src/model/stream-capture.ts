@@ -51,6 +51,8 @@ const NONE = 0;
 const ACTIVE = 1;
 const INVALIDATED = 2;
 const STATUS_NAMES = [CaptureStatus.None, CaptureStatus.Active, CaptureStatus.Invalidated] as const;
+/** The longest parked list searched for a duplicate; a longer one is looked up in a set (`#park`). */
+const PARKED_SCAN = 16;
 /** Marks an event recorded outside the capture (CUDA semantics). */
 const EXTERNAL = 'external';
 
@@ -176,6 +178,11 @@ export class StreamCapture {
   #status: number[] = [];
   #head: number[] = [];
   #parked: number[][] = [];
+  /**
+   * Per slot, a set of the parked list's nodes once the list is long (`#park`), so that waiting on
+   * many events before the next op stays linear; undefined while the list is short.
+   */
+  #parkedSets: (Set<number> | undefined)[] = [];
   /** Event → the node it stands for (per-stream semantics). */
   #events = new Map<number, number>();
   /** True under `semantics: 'cuda'`. */
@@ -581,8 +588,7 @@ export class StreamCapture {
     const e = isU32(event) ? event : requireU32(OP, 'event', event);
     const source = this.#events.get(e);
     if (source === undefined) return;
-    const parked = this.#parked[slot]!;
-    if (!parked.includes(source)) parked.push(source);
+    this.#park(slot, source);
   }
 
   /**
@@ -673,6 +679,7 @@ export class StreamCapture {
     this.#events.clear();
     this.#eventSets.clear();
     this.#parked = [];
+    this.#parkedSets = [];
     this.#head = [];
     return graphFromStore(store);
   }
@@ -787,6 +794,7 @@ export class StreamCapture {
       this.#status[slot] = ACTIVE;
       this.#activeCount++;
       this.#parked[slot] = [...set];
+      this.#parkedSets[slot] = undefined;
       return;
     }
     const slot = this.#active(op, s);
@@ -802,8 +810,28 @@ export class StreamCapture {
           'invalidated (CUDA fails with CUDA_ERROR_STREAM_CAPTURE_ISOLATION)',
       );
     }
+    for (const p of set) this.#park(slot, p);
+  }
+
+  /**
+   * Parks node `v` on `slot` unless it is parked there already. A short list is searched; a long
+   * one (a join of many streams) is looked up in its set, so k waits cost O(k), not O(k²).
+   */
+  #park(slot: number, v: number): void {
     const parked = this.#parked[slot]!;
-    for (const p of set) if (!parked.includes(p)) parked.push(p);
+    if (parked.length < PARKED_SCAN) {
+      if (!parked.includes(v)) parked.push(v);
+      return;
+    }
+    let set = this.#parkedSets[slot];
+    if (set === undefined) {
+      set = new Set(parked);
+      this.#parkedSets[slot] = set;
+    }
+    if (!set.has(v)) {
+      set.add(v);
+      parked.push(v);
+    }
   }
 
   /** Wires a just-appended node: parked waits first, then the same-stream edge; it becomes the head. */
@@ -816,6 +844,7 @@ export class StreamCapture {
         const p = parked[i]!;
         if (p !== head) store.appendEdge(p, id);
       }
+      if (parked.length >= PARKED_SCAN) this.#parkedSets[slot] = undefined;
       parked.length = 0;
     }
     if (head >= 0) store.appendEdge(head, id);

@@ -15,6 +15,7 @@
  * 2.14, `ncclTimeout` later (2.2x), the FP8 types in 2.24.
  */
 import type { ElementType, ReduceOp } from '../model/element-type.js';
+import { requireInt } from '../util/validate.js';
 
 /** `NCCL_UNIQUE_ID_BYTES`: the size of `ncclUniqueId`. */
 export const NCCL_UNIQUE_ID_BYTES = 128;
@@ -93,8 +94,10 @@ export const NCCL_RED_OPS: { readonly [K in ReduceOp]: { readonly code: number; 
 /**
  * Decodes `ncclGetVersion`'s integer: `X*10000+Y*100+Z` from 2.9 on, `X*1000+Y*100+Z` before
  * (the header's `NCCL_VERSION` macro).
+ * @throws InvalidArgumentError unless `code` is an integer in 0..2^31−1 (an `int`, as NCCL gives it).
  */
 export function decodeNcclVersion(code: number): { major: number; minor: number; patch: number } {
+  requireInt('decodeNcclVersion', 'code', code, 0, 0x7fff_ffff);
   if (code >= 10000) return { major: Math.floor(code / 10000), minor: Math.floor((code % 10000) / 100), patch: code % 100 };
   return { major: Math.floor(code / 1000), minor: Math.floor((code % 1000) / 100), patch: code % 100 };
 }

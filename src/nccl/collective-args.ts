@@ -13,9 +13,9 @@
  * - reduceScatter (`n` = recvcount): reads R·n·s, writes n·s (in place: recv = send + rank·n·s).
  */
 import { InvalidArgumentError } from '../errors/base.js';
-import { requireInt, requireOneOf, requireSize } from '../util/validate.js';
+import { describe, requireBoolean, requireInt, requireName, requireOneOf, requireSize } from '../util/validate.js';
 import { NCCL_DATA_TYPES, NCCL_RED_OPS, decodeNcclVersion } from './codes.js';
-import { ELEMENT_TYPES, REDUCE_OPS, type CollectiveOp, type ElementType, type ReduceOp } from '../model/element-type.js';
+import { COLLECTIVE_OPS, ELEMENT_TYPES, REDUCE_OPS, type CollectiveOp, type ElementType, type ReduceOp } from '../model/element-type.js';
 
 /** The option names each collective accepts. */
 export const COLLECTIVE_OPTIONS: { readonly [K in CollectiveOp]: readonly string[] } = {
@@ -84,13 +84,16 @@ function requireOffset(op: string, name: string, value: unknown, elementSize: nu
  * means in place: allReduce/broadcast/reduce use the other buffer's range; allGather without
  * `send` reads this rank's slot of `recv`, reduceScatter without `recv` writes this rank's slot
  * of `send`.
- * @throws InvalidArgumentError (message starting with `op`) for a count that is not an integer
- *   ≥ 0, an unknown type or operation, a type or operation this NCCL lacks, a root out of range,
+ * @throws InvalidArgumentError (message starting with `op`; with `checkCollective` when `op` is
+ *   not a non-empty string) for an `input` whose own fields are wrong (`input.kind` not a
+ *   collective, `input.rank` outside 0..size−1, a `byteLength` neither null nor a byte count, …),
+ *   a count that is not an integer ≥ 0, an unknown type or operation, a type or operation this NCCL lacks, a root out of range,
  *   an offset that is negative, fractional or not a multiple of the element size, a buffer
  *   smaller than its range, or ranges of one buffer that overlap without being NCCL's in-place form.
  */
 export function checkCollective(op: string, input: CollectiveInput): CheckedCollective {
-  const { kind, rank, size, version } = input;
+  requireName('checkCollective', 'op', op);
+  const { kind, rank, size, version, send, recv, sameBuffer } = checkInput(op, input);
   const type = requireOneOf(op, 'type', input.type, ELEMENT_TYPES);
   const t = NCCL_DATA_TYPES[type];
   if (version < t.since) {
@@ -111,7 +114,6 @@ export function checkCollective(op: string, input: CollectiveInput): CheckedColl
 
   const s = t.bytes;
   const n = count * s;
-  const { send, recv } = input;
   if (send.byteLength === null && recv.byteLength === null) {
     throw new InvalidArgumentError(op, 'send', 'give send, recv or both (one alone means in place)');
   }
@@ -162,7 +164,7 @@ export function checkCollective(op: string, input: CollectiveInput): CheckedColl
   fits(op, 'send', sendOffset, sendBytes, sendLength, kind, count, type);
   fits(op, 'recv', recvOffset, recvBytes, recvLength, kind, count, type);
 
-  if (input.sameBuffer && sendBytes > 0 && recvBytes > 0) {
+  if (sameBuffer && sendBytes > 0 && recvBytes > 0) {
     const overlap = sendOffset < recvOffset + recvBytes && recvOffset < sendOffset + sendBytes;
     const inPlace =
       kind === 'allGather'
@@ -185,6 +187,31 @@ export function checkCollective(op: string, input: CollectiveInput): CheckedColl
     }
   }
   return { count, type, datatype: t.code, redOp, root, sendOffset, recvOffset, sendBytes, recvBytes };
+}
+
+/**
+ * The fields of `input` that describe the call rather than the user's arguments (which collective,
+ * this rank of how many, the NCCL version, the buffers' sizes), checked: a wrong one would make
+ * every rule below answer for another call (an unknown kind checked no range at all). Each field
+ * is read once.
+ */
+function checkInput(op: string, input: unknown): { kind: CollectiveOp; rank: number; size: number; version: number; send: BufferSide; recv: BufferSide; sameBuffer: boolean } {
+  if (typeof input !== 'object' || input === null) throw new InvalidArgumentError(op, 'input', `input must be an object, got ${describe(input)}`);
+  const i = input as Record<string, unknown>;
+  const kind = requireOneOf(op, 'input.kind', i.kind, COLLECTIVE_OPS);
+  const size = requireInt(op, 'input.size', i.size, 1, 1 << 30);
+  const rank = requireInt(op, 'input.rank', i.rank, 0, size - 1);
+  const version = requireInt(op, 'input.version', i.version, 0, 0x7fff_ffff);
+  const sameBuffer = requireBoolean(op, 'input.sameBuffer', i.sameBuffer);
+  return { kind, rank, size, version, send: bufferSide(op, 'input.send', i.send), recv: bufferSide(op, 'input.recv', i.recv), sameBuffer };
+}
+
+/** One `BufferSide`, checked: an object whose `byteLength` is null (no buffer) or a byte count. */
+function bufferSide(op: string, name: string, value: unknown): BufferSide {
+  if (typeof value !== 'object' || value === null) throw new InvalidArgumentError(op, name, `${name} must be an object { byteLength, offset }, got ${describe(value)}`);
+  const side = value as Record<string, unknown>;
+  const byteLength = side.byteLength === null ? null : requireSize(op, `${name}.byteLength`, side.byteLength);
+  return { byteLength, offset: side.offset };
 }
 
 function fits(

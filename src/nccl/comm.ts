@@ -1,4 +1,5 @@
-import { InvalidArgumentError, privateConstructorError } from '../errors/base.js';
+import { DisposedError, InvalidArgumentError, privateConstructorError } from '../errors/base.js';
+import { renamed } from '../model/call-name.js';
 import { describe, requireInt, requireOptions, assertInstance } from '../util/validate.js';
 import { INTERNAL, CAPTURE, LIFETIME } from '../cuda/core/internal.js';
 import { makeCurrent } from '../cuda/core/context.js';
@@ -96,6 +97,9 @@ export interface InitRankOptions {
 interface CommState {
   abort: boolean;
 }
+
+/** `NcclComm.#prepare` for the clique, whose calls run in the group it opens (set in `NcclComm`'s static block). */
+let prepareCollective: (comm: NcclComm, op: string, kind: CollectiveOp, stream: Stream, options: unknown) => () => void;
 
 /** @internal A Device, or the Device of an ordinal (which must exist). */
 export function requireDevice(op: string, d: unknown): Device {
@@ -311,6 +315,14 @@ export class NcclComm {
    * @throws InvalidArgumentError (nothing enqueued) for any refused argument; DisposedError; NcclError from NCCL.
    */
   #collective(op: string, kind: CollectiveOp, stream: Stream, options: unknown): void {
+    this.#prepare(op, kind, stream, options, ncclGroupDepth() > 0)();
+  }
+
+  /**
+   * Every check of `#collective`, and nothing enqueued: returns the call that enqueues it. `grouped`
+   * says whether it will be enqueued inside a group (a clique opens one for all its ranks).
+   */
+  #prepare(op: string, kind: CollectiveOp, stream: Stream, options: unknown, grouped: boolean): () => void {
     this[LIFETIME].assertAlive(op);
     assertInstance(op, 'stream', stream, brands.Stream);
     const h = stream.handleFor(op);
@@ -339,7 +351,7 @@ export class NcclComm {
       recv: { byteLength: recv?.byteLength ?? null, offset: o.recvOffset },
       sameBuffer: send === null || recv === null || send === recv,
     });
-    if (this.localRanks > 1 && ncclGroupDepth() === 0) {
+    if (this.localRanks > 1 && !grouped) {
       throw new InvalidArgumentError(
         op,
         'group',
@@ -356,25 +368,31 @@ export class NcclComm {
     const recvBuf = recv ?? send!;
     const sendPtr = sendBuf.ptrFor(op) + BigInt(c.sendOffset);
     const recvPtr = recvBuf.ptrFor(op) + BigInt(c.recvOffset);
-    makeCurrent(op, this.device.context);
-    nr.collective(op, {
-      kind,
-      send: sendPtr,
-      recv: recvPtr,
-      count: c.count,
-      datatype: c.datatype,
-      op: c.redOp,
-      root: c.root,
-      comm: this.#handle,
-      stream: h,
-    });
-    if (ncclGroupDepth() === 0) restoreContext(op, this.device.context);
-    if (sink !== null) {
-      // The graph replays this collective later: it keeps the buffers and the communicator alive.
-      sink.retain(sendBuf[LIFETIME]);
-      sink.retain(recvBuf[LIFETIME]);
-      sink.retain(this[LIFETIME]);
-    }
+    return () => {
+      makeCurrent(op, this.device.context);
+      nr.collective(op, {
+        kind,
+        send: sendPtr,
+        recv: recvPtr,
+        count: c.count,
+        datatype: c.datatype,
+        op: c.redOp,
+        root: c.root,
+        comm: this.#handle,
+        stream: h,
+      });
+      if (ncclGroupDepth() === 0) restoreContext(op, this.device.context);
+      if (sink !== null) {
+        // The graph replays this collective later: it keeps the buffers and the communicator alive.
+        sink.retain(sendBuf[LIFETIME]);
+        sink.retain(recvBuf[LIFETIME]);
+        sink.retain(this[LIFETIME]);
+      }
+    };
+  }
+
+  static {
+    prepareCollective = (comm, op, kind, stream, options) => comm.#prepare(op, kind, stream, options, true);
   }
 
   #buffer(op: string, name: 'send' | 'recv', b: unknown): DeviceBuffer | null {
@@ -461,42 +479,54 @@ export class NcclClique {
     return this.comms[requireInt('NcclClique.comm', 'rank', rank, 0, this.comms.length - 1)]!;
   }
 
-  /** `allReduce` on every rank, in one group. */
+  /**
+   * `allReduce` on every rank, in one group. All or nothing: every rank's call is checked before
+   * the group opens, so a refused rank enqueues no rank's (the others would wait for it forever).
+   * @throws as `NcclComm.allReduce`, naming this call and the rank (`NcclClique.allReduce: rank 1: …`).
+   */
   allReduce(streams: readonly Stream[], options: PerRank<AllReduceOptions>): void {
-    this.#each('NcclClique.allReduce', streams, options, (c, s, o) => c.allReduce(s, o));
+    this.#each('NcclClique.allReduce', 'allReduce', streams, options);
   }
 
-  /** `broadcast` on every rank, in one group. */
+  /** `broadcast` on every rank, in one group; all or nothing, as `allReduce`. */
   broadcast(streams: readonly Stream[], options: PerRank<BroadcastOptions>): void {
-    this.#each('NcclClique.broadcast', streams, options, (c, s, o) => c.broadcast(s, o));
+    this.#each('NcclClique.broadcast', 'broadcast', streams, options);
   }
 
-  /** `reduce` on every rank, in one group. */
+  /** `reduce` on every rank, in one group; all or nothing, as `allReduce`. */
   reduce(streams: readonly Stream[], options: PerRank<ReduceOptions>): void {
-    this.#each('NcclClique.reduce', streams, options, (c, s, o) => c.reduce(s, o));
+    this.#each('NcclClique.reduce', 'reduce', streams, options);
   }
 
-  /** `allGather` on every rank, in one group. */
+  /** `allGather` on every rank, in one group; all or nothing, as `allReduce`. */
   allGather(streams: readonly Stream[], options: PerRank<AllGatherOptions>): void {
-    this.#each('NcclClique.allGather', streams, options, (c, s, o) => c.allGather(s, o));
+    this.#each('NcclClique.allGather', 'allGather', streams, options);
   }
 
-  /** `reduceScatter` on every rank, in one group. */
+  /** `reduceScatter` on every rank, in one group; all or nothing, as `allReduce`. */
   reduceScatter(streams: readonly Stream[], options: PerRank<ReduceScatterOptions>): void {
-    this.#each('NcclClique.reduceScatter', streams, options, (c, s, o) => c.reduceScatter(s, o));
+    this.#each('NcclClique.reduceScatter', 'reduceScatter', streams, options);
   }
 
-  #each<T>(op: string, streams: readonly Stream[], options: PerRank<T>, call: (c: NcclComm, s: Stream, o: T) => void): void {
+  #each(op: string, kind: CollectiveOp, streams: readonly Stream[], options: unknown): void {
     if (!Array.isArray(streams) || streams.length !== this.comms.length) {
       throw new InvalidArgumentError(op, 'streams', `streams must be an array of ${this.comms.length} Streams (one per rank), got ${describe(streams)}`);
     }
     if (typeof options !== 'function') {
       throw new InvalidArgumentError(op, 'options', `options must be a function (rank, comm) => options, got ${describe(options)}`);
     }
-    // Every rank's options are built (and can throw) before the group opens.
-    const per = this.comms.map((c) => options(c.rank, c));
+    // Every rank's options are built (and can throw) and every rank's call checked before the
+    // group opens: a rank refused inside it would leave the others' collectives enqueued alone.
+    const per = this.comms.map((c) => (options as PerRank<unknown>)(c.rank, c));
+    const calls = this.comms.map((c) => {
+      try {
+        return prepareCollective(c, op, kind, streams[c.rank]!, per[c.rank]);
+      } catch (e) {
+        throw atRank(e, op, c.rank);
+      }
+    });
     groupEach(() => {
-      for (const c of this.comms) call(c, streams[c.rank]!, per[c.rank]!);
+      for (const call of calls) call();
     });
   }
 
@@ -513,4 +543,13 @@ export class NcclClique {
   toString(): string {
     return `NcclClique(${this.comms.length} ranks: devices ${this.comms.map((c) => c.device.ordinal).join(', ')})`;
   }
+}
+
+/** A refusal of rank `rank`'s call in the clique call `op`, reworded to say so (`NcclClique.allReduce: rank 1: …`). */
+function atRank(e: unknown, op: string, rank: number): unknown {
+  if (e instanceof DisposedError && e.message.startsWith(`${op}: `)) {
+    const what = e.message.slice(op.length + 2).replace(/ has been disposed$/, '');
+    return new DisposedError(op, `rank ${rank}: ${what}`);
+  }
+  return renamed(e, op, `rank ${rank}`);
 }

@@ -4,6 +4,8 @@
  * with one `NcclError` (`NCCL_NOT_LOADED`) that lists every path tried.
  */
 import type { Environment } from '../util/environment.js';
+import { InvalidArgumentError } from '../errors/base.js';
+import { describe, requireName } from '../util/validate.js';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pythonSitePackages, type LibraryCandidate } from '../driver/loader.js';
@@ -47,8 +49,18 @@ function fileOrFolder(value: string): string {
  * `nvidia/nccl/lib` folder of pip's `nvidia-nccl-cu*` wheel in every Python site-packages found
  * (including `/opt/torch/.venv`, `$VIRTUAL_ENV`, `$CONDA_PREFIX`), then the system folders.
  * Candidates in folders are listed whether or not the file exists, so a failure shows every place.
+ * @throws InvalidArgumentError for an `env` that is not an object, a variable it reads that is
+ *   neither a string nor unset, or a `path` that is not a non-empty string.
  */
 export function ncclCandidates(env: Environment = process.env, path?: string): LibraryCandidate[] {
+  const OP = 'ncclCandidates';
+  if (typeof env !== 'object' || env === null) throw new InvalidArgumentError(OP, 'env', `env must be an object of environment variables (as process.env), got ${describe(env)}`);
+  if (path !== undefined) requireName(OP, 'path', path);
+  // The variables read here and by the Python search: strings or unset, as in process.env.
+  for (const key of ['NCCL_LIBRARY', 'CONDA_PREFIX', 'VIRTUAL_ENV']) {
+    const v: unknown = env[key];
+    if (v !== undefined && typeof v !== 'string') throw new InvalidArgumentError(OP, 'env', `env.${key} must be a string or unset, got ${describe(v)}`);
+  }
   const out: LibraryCandidate[] = [];
   if (path !== undefined) out.push({ path: fileOrFolder(path), source: 'loadNccl({ path })' });
   const fromEnv = env['NCCL_LIBRARY'];

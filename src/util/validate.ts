@@ -144,6 +144,23 @@ export function isU32(value: unknown): value is number {
   return typeof value === 'number' && value >>> 0 === value;
 }
 
+/** True for a native `async function` or `async function*` (detectable before calling it). */
+export function isAsyncFunction(fn: unknown): boolean {
+  if (typeof fn !== 'function') return false;
+  const tag = (fn as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag];
+  return tag === 'AsyncFunction' || tag === 'AsyncGeneratorFunction';
+}
+
+/** True for a Promise or any object or function with a callable `then`. Never throws. */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+  try {
+    return typeof (value as { then?: unknown }).then === 'function';
+  } catch {
+    return false;
+  }
+}
+
 /**
  * True for a string with no lone surrogate: one that UTF-8 can encode as it is, where encoding a
  * lone surrogate would put U+FFFD in its place. `String.prototype.isWellFormed` (ES2024, in every

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ExecGraph, GraphBuilder, GraphError, InvalidArgumentError, NodeId, type BufferRef } from '../../src/index.js';
+import { refused } from '../support/refused.js';
 
 test('the pipeline: upload → two kernels in parallel → join kernel → download, edges from the buffers alone', () => {
   const b = new GraphBuilder();
@@ -104,6 +105,64 @@ test('refusals name the operation and the field, and change nothing', () => {
   const { graph } = b.build();
   assert.equal(graph.nodeCount(), 0, 'refused calls added nothing');
   assert.throws(() => b.empty(), (e: unknown) => e instanceof GraphError && e.code === 'BUILDER_BUILT');
+});
+
+test('a hole in reads, writes or args is refused naming its index, and the refused call adds no node', () => {
+  const b = new GraphBuilder();
+  const x = b.buffer('x', 64);
+  const y = b.buffer('y', 64);
+  // `map` and `forEach` skip holes: the node went in first and a raw TypeError followed, or the binding held undefined.
+  refused(() => b.kernel('k', { grid: 1, block: 1, reads: [x, , y] as never }), InvalidArgumentError, 'GraphBuilder.kernel', /reads\[1\] must be a buffer declared on this builder, got undefined/);
+  refused(() => b.kernel('k', { grid: 1, block: 1, writes: [, x] as never }), InvalidArgumentError, 'GraphBuilder.kernel', /writes\[0\] must be a buffer/);
+  refused(() => b.kernel('k', { grid: 1, block: 1, args: [x, , b.i32(1)] as never }), InvalidArgumentError, 'GraphBuilder.kernel', /args\[1\] must be a buffer declared on this builder, got undefined/);
+  refused(() => b.host('h', undefined, { writes: [x, ,] as never }), InvalidArgumentError, 'GraphBuilder.host', /writes\[1\] must be a buffer/);
+  const child = new GraphBuilder();
+  child.empty();
+  refused(() => b.childGraph(child.build(), { reads: [, x] as never }), InvalidArgumentError, 'GraphBuilder.childGraph', /reads\[0\] must be a buffer/);
+  // An offset past the end is refused as such, not as a negative default size.
+  refused(() => b.memcpy({ src: x, dst: y, srcOffset: 100 }), InvalidArgumentError, 'GraphBuilder.memcpy', /srcOffset 100 is past the end of buffer 'x' \(64 bytes\)/);
+  refused(() => b.memcpy({ src: x, dst: y, dstOffset: 65 }), InvalidArgumentError, 'GraphBuilder.memcpy', /dstOffset 65 is past the end of buffer 'y'/);
+  refused(() => b.memset(x, 0, { offset: 100 }), InvalidArgumentError, 'GraphBuilder.memset', /offset 100 is past the end of buffer 'x'/);
+  assert.equal(b.memcpy({ src: x, dst: y, srcOffset: 64 }), 0, 'an offset at the end copies nothing, and is allowed');
+  const k = b.kernel('k', { grid: 1, block: 1, args: [x, b.i32(1)] });
+  const built = b.build();
+  assert.equal(built.graph.nodeCount(), 2, 'only the accepted calls added nodes');
+  const binding = built.bindings.get(k) as { kind: string; args: unknown[] };
+  assert.equal(binding.args.length, 2);
+  assert.equal(binding.args[0], x);
+  // What build() returns is taken by its brand, so its fields cannot be replaced afterwards.
+  assert.ok(Object.isFrozen(built) && Object.isFrozen(built.buffers));
+  assert.throws(() => {
+    (built as { bindings: unknown }).bindings = 5;
+  }, TypeError);
+  assert.equal(new GraphBuilder().childGraph(built), 0);
+});
+
+test('a node listing many buffers is added in time linear in them (a child graph over thousands of weights)', () => {
+  const time = (k: number): number => {
+    let best = Infinity;
+    for (let r = 0; r < 3; r++) {
+      const b = new GraphBuilder();
+      const bufs = Array.from({ length: k }, (_, i) => b.buffer(`w${i}`, 4));
+      const t0 = performance.now();
+      b.host('update', undefined, { reads: bufs, writes: bufs });
+      best = Math.min(best, performance.now() - t0);
+      assert.equal(b.build().graph.nodeCount(), 1);
+    }
+    return best;
+  };
+  time(1000);
+  const small = time(4000);
+  const large = time(32_000);
+  // Linear: about 8×. Looking each read up in the writes list is quadratic: 64× (seconds).
+  assert.ok(large < 24 * Math.max(small, 2), `4,000 buffers in ${small.toFixed(1)} ms, 32,000 in ${large.toFixed(1)} ms`);
+  // The edges are the same as before: a reader that also writes waits for the last writer, not for itself.
+  const b = new GraphBuilder();
+  const bufs = Array.from({ length: 20 }, (_, i) => b.buffer(`x${i}`, 4));
+  const first = b.host('first', undefined, { writes: bufs });
+  const both = b.host('both', undefined, { reads: bufs, writes: bufs });
+  const last = b.host('last', undefined, { reads: bufs });
+  assert.deepEqual(b.build().graph.edges(), [[first, both], [both, last]]);
 });
 
 test('property: the inferred edges order every conflicting pair exactly as the program order does', () => {

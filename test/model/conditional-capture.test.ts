@@ -153,9 +153,19 @@ test('all or nothing: a throwing or refused body adds nothing, frees its handle 
   refused(() => cap.recordSwitch(S0, h, [kernels(1), (c, s) => void c.recordExternalEvent(s, CaptureEvent(1))]), InvalidArgumentError, 'StreamCapture.recordSwitch', /cases\[1\] holds a 'eventRecord' node/);
   refused(() => cap.recordWhile(S0, h, (c, s) => void c.recordKernel(s, 'k', 0, 1, 0)), InvalidArgumentError, 'StreamCapture.recordKernel', /numBlocks must be/);
   assert.equal(cap.nodeCount(), before, 'nothing was added');
-  refused(() => cap.recordWhile(S0, leaked as never, kernels(1)), InvalidArgumentError, 'StreamCapture.recordWhile', /handle must be a handle made by this capture/);
+  // The refusal says why a handle this capture made is no longer valid (it said the capture had not made it).
+  refused(() => cap.recordWhile(S0, leaked as never, kernels(1)), InvalidArgumentError, 'StreamCapture.recordWhile', /handle was made while a conditional recording of this capture ran, and that recording failed: the handles made during it were given back with it \(id 1 may have been issued again\)/);
   // The handle is free again, the next handle id is the one the failed body took, and the frontier is as it was.
-  assert.equal(cap.conditionalHandle().id, 1);
+  const again = cap.conditionalHandle();
+  assert.equal(again.id, 1);
+  // One taken from the outer capture inside the failed body is given back too, and says so.
+  let outer: unknown = null;
+  assert.throws(() => cap.recordWhile(S0, h, () => {
+    outer = cap.conditionalHandle();
+    throw mine;
+  }), (e: unknown) => e === mine);
+  refused(() => cap.recordIf(S0, outer as never, kernels(1)), InvalidArgumentError, 'StreamCapture.recordIf', /handle was made while a conditional recording of this capture ran, and that recording failed/);
+  refused(() => cap.recordIf(S0, { ...again }, kernels(1)), InvalidArgumentError, 'StreamCapture.recordIf', /handle must be a handle made by this capture/);
   const loop = cap.recordWhile(S0, h, kernels(1));
   const g = cap.endCapture(S0);
   assert.deepEqual(g.predecessors(loop), [head, 1], 'the parked wait is still there for the node that was added');

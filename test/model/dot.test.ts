@@ -122,6 +122,13 @@ test('toDot of an empty graph is a valid empty digraph; bad options are refused'
   assert.throws(() => g.toDot({ title: 5 } as never), (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith('ComputeGraph.toDot: title'));
   assert.throws(() => g.toDot({ colour: 'x' } as never), (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith('ComputeGraph.toDot: unknown option'));
   assert.throws(() => g.toDot({ highlight: 3 } as never), (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith('ComputeGraph.toDot: highlight'));
+  // A hole is refused by its index, as any other id that is not a node (it used to be skipped).
+  for (const [op, call] of [
+    ['ComputeGraph.toDot', () => g.toDot({ highlight: [0, , 2] as never })],
+    ['ComputeGraph.toDotChunks', () => g.toDotChunks({ highlight: [, 1] as never })],
+  ] as const) {
+    assert.throws(call, (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith(`${op}: highlight[`) && /must be an integer in 0\.\.4294967295, got undefined$/.test(e.message), op);
+  }
 });
 
 test('toDot ranks the whole graph at once (edges between stream clusters point down) and no stream wears the highlight colour', () => {

@@ -6,7 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { ComputeGraph, InvalidArgumentError, ModelGraphCache, type StreamCapture, type StreamId } from '../../src/index.js';
+import { ComputeGraph, GraphError, InvalidArgumentError, ModelGraphCache, type StreamCapture, type StreamId } from '../../src/index.js';
+import { refused } from '../support/refused.js';
 
 /** A cache recording one kernel per key (grid = the key, or its first element), and the keys recorded. */
 function cacheOf(options: Record<string, unknown> = {}) {
@@ -72,6 +73,71 @@ test('bad input is refused; a recording that throws, or leaves a stream unjoined
   });
   assert.throws(() => unjoined.graph(1));
   assert.deepEqual([throwing.stats.graphs, unjoined.stats.graphs], [0, 0]);
+});
+
+test('refused recordings name the cache call and count nothing: an async record, a promise, the key it records, its own end, unjoined work', async () => {
+  refused(() => new ModelGraphCache({ record: async () => {} }), InvalidArgumentError, 'ModelGraphCache', /record is an async function: a recording must be synchronous/);
+  const rejections: unknown[] = [];
+  const onRejection = (e: unknown): void => void rejections.push(e);
+  process.on('unhandledRejection', onRejection);
+  try {
+    // A record that returns a promise went on recording into the capture the cache had ended: the
+    // graph was cached half-recorded, and the rest threw as an unhandled rejection.
+    const later = new ModelGraphCache({
+      record: (cap, s) => {
+        cap.recordKernel(s, 'before', 1, 32, 0);
+        return (async () => {
+          await null;
+          cap.recordKernel(s, 'after', 1, 32, 0);
+        })() as unknown as void;
+      },
+    });
+    refused(() => later.graph(1), InvalidArgumentError, 'ModelGraphCache.graph', /record returned a promise for key 1/);
+    refused(() => later.prepare([2]), InvalidArgumentError, 'ModelGraphCache.prepare', /record returned a promise for key 2/);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(rejections, []);
+    assert.deepEqual(later.stats, { hits: 0, misses: 0, recordings: 0, evictions: 0, eager: 0, graphs: 0 });
+  } finally {
+    process.off('unhandledRejection', onRejection);
+  }
+  // Asking for the key being recorded recursed until the stack overflowed; another key is fine.
+  const nested: ModelGraphCache<number> = new ModelGraphCache<number>({
+    record: (cap, s, key) => {
+      if (key > 1) cap.recordChildGraph(s, nested.graph(key === 3 ? 3 : key - 1).graph);
+      else cap.recordKernel(s, 'leaf', 1, 32, 0);
+    },
+  });
+  refused(() => nested.graph(3), GraphError, 'ModelGraphCache.graph', /key 3 is being recorded: its record function asked the cache for the key it is recording/);
+  assert.equal(nested.graph(2).graph.nodeCount(), 1);
+  assert.deepEqual(nested.entries().map(([k]) => k), [1, 2]);
+  const selfEnded = new ModelGraphCache({ record: (cap, s) => void cap.endCapture(s) });
+  refused(() => selfEnded.graph('x'), GraphError, 'ModelGraphCache.graph', /record ended its own capture of key "x"; the cache ends it when record returns/);
+  const unjoined = new ModelGraphCache({
+    record: (cap, s) => {
+      const side = 1 as StreamId;
+      cap.recordEvent(s, 0 as never);
+      cap.waitEvent(side, 0 as never);
+      cap.recordKernel(side, 'stray', 1, 32, 0);
+    },
+  });
+  refused(() => unjoined.graph([4, 'f16']), GraphError, 'ModelGraphCache.graph', /^ModelGraphCache\.graph: key \[4, "f16"\]: stream 1 has work not joined back into stream 0/);
+  assert.deepEqual([selfEnded.stats.misses, unjoined.stats.misses, unjoined.stats.recordings], [0, 0, 0], 'a failed recording is no miss');
+});
+
+test('keys, prepare lists and buckets with holes are refused by index; a tuple key is the caller\'s no more', () => {
+  const { cache, recorded } = cacheOf();
+  // `every`, `map` and `forEach` skip holes: [1, , 2] ran as [1, null, 2], and prepare recorded the keys before the hole.
+  refused(() => cache.graph([1, , 2] as never), InvalidArgumentError, 'ModelGraphCache.graph', /key must be a finite number, a string, or an array of 1 to 8 of them/);
+  refused(() => cache.prepare([1, , 2] as never), InvalidArgumentError, 'ModelGraphCache.prepare', /keys\[1\] must be a finite number/);
+  assert.deepEqual([recorded, cache.stats.recordings], [[], 0]);
+  refused(() => new ModelGraphCache({ record: () => {}, buckets: [1, , 3] as never }), InvalidArgumentError, 'ModelGraphCache', /buckets\[1\] must be an integer in 1\.\./);
+  const key = ['prefill', 8];
+  const entry = cache.graph(key);
+  key[0] = 'decode';
+  assert.deepEqual(cache.entries().map(([k]) => k), [['prefill', 8]], 'the cache keeps the key its graph was recorded for');
+  assert.deepEqual(entry.key, ['prefill', 8]);
+  assert.equal(cache.graph(['prefill', 8]).hit, true);
+  assert.deepEqual(recorded, [['prefill', 8]]);
 });
 
 test('eviction keeps the most recently used graphs, as a reference LRU does', () => {

@@ -353,3 +353,69 @@ test('random hand-built graphs: addEdge refuses exactly the cycles; reachability
     { numRuns: 200 },
   );
 });
+
+// ── clones, child graphs and conditional nodes ──────────────────────────────────────────────
+
+test('random graphs holding child graphs and conditional nodes, cloned or read back: queries agree with the reference; a clone changes alone', () => {
+  const child = new ComputeGraph();
+  child.addNode({ kind: 'kernel', functionName: 'c', grid: 1, block: 32 });
+  const body = new ComputeGraph();
+  body.addNode({ kind: 'kernel', functionName: 'b', grid: 1, block: 32 });
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 20 }),
+      fc.array(fc.tuple(fc.nat(19), fc.nat(19)), { maxLength: 50 }),
+      fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 20, maxLength: 20 }),
+      fc.constantFrom('as built', 'clone', 'json', 'binary'),
+      (n, pairs, costs, how) => {
+        const built = new ComputeGraph();
+        let handle = 0;
+        for (let i = 0; i < n; i++) {
+          const cost = costs[i]!;
+          if (i % 5 === 1) built.addNode({ kind: 'childGraph', graph: child, cost });
+          else if (i % 5 === 3) built.addNode({ kind: 'conditional', type: 'while', bodies: [body], handle: { id: handle++ }, cost });
+          else built.addNode({ kind: 'empty', cost, stream: (i % 3) as StreamId });
+        }
+        const preds: Set<number>[] = Array.from({ length: n }, () => new Set());
+        for (const [a, b] of pairs) {
+          const u = a % n;
+          const v = b % n;
+          const cyclic = u === v || closure(preds)[v]!.has(u);
+          if (cyclic) assert.throws(() => built.addEdge(NodeId(u), NodeId(v)), (e: unknown) => e instanceof GraphError && e.kind === 'CycleDetected');
+          else {
+            built.addEdge(NodeId(u), NodeId(v));
+            preds[v]!.add(u);
+          }
+        }
+        const g =
+          how === 'clone' ? built.clone() : how === 'json' ? ComputeGraph.fromJSON(JSON.stringify(built)) : how === 'binary' ? ComputeGraph.fromBinary(built.toBinary()) : built;
+        const reach = closure(preds);
+        for (let a = 0; a < n; a++) for (let b = 0; b < n; b++) assert.equal(g.isReachable(NodeId(a), NodeId(b)), reach[a]!.has(b), `isReachable(${a}, ${b})`);
+        assert.deepEqual(g.topologicalOrder(), referenceOrder(preds));
+        // Longest paths by cost, forward and backward, the obvious way.
+        const cost = costs.slice(0, n);
+        const into: number[] = [];
+        const asap = (v: number): number => (into[v] ??= Math.max(0, ...[...preds[v]!].map((p) => asap(p) + cost[p]!)));
+        const succ = Array.from({ length: n }, (_, v) => [...Array(n).keys()].filter((x) => preds[x]!.has(v)));
+        const out: number[] = [];
+        const tail = (v: number): number => (out[v] ??= cost[v]! + Math.max(0, ...succ[v]!.map(tail)));
+        const length = Math.max(...cost.map((c, v) => asap(v) + c));
+        assert.equal(g.criticalPath().cost, length);
+        const t = g.timing();
+        t.nodes.forEach((x, v) => assert.deepEqual([x.asap, x.alap], [asap(v), length - tail(v)], `timing of node ${v}`));
+        assert.deepEqual(g.levels().flat().sort((a, b) => a - b), [...Array(n).keys()]);
+        // A change to a copy does not reach the graph it came from, nor the other way round.
+        if (g !== built) {
+          const before = JSON.stringify(built);
+          g.addNode({ kind: 'empty' });
+          if (n > 1 && !reach[0]!.has(n - 1)) g.addEdge(NodeId(n - 1), NodeId(0));
+          assert.equal(JSON.stringify(built), before);
+          built.addNode({ kind: 'empty', name: 'later' });
+          assert.equal(g.nodeCount(), n + 1);
+          assert.equal(g.node(NodeId(n)).name, 'empty');
+        }
+      },
+    ),
+    { numRuns: 150 },
+  );
+});

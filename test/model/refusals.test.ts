@@ -129,6 +129,17 @@ test('MultiDeviceCapture and MultiDeviceGraph refusals name their own calls, not
   cap.recordKernel(0, 'k', 1, 32, 0);
   const step = cap.endCapture();
   refused(() => cap.nodeCount(), GraphError, 'MultiDeviceCapture.nodeCount', /ended/);
+  // Its own words after the end, not the inner StreamCapture's ("start a new StreamCapture").
+  for (const [op, call] of [
+    ['MultiDeviceCapture.nodeCount', () => cap.nodeCount()],
+    ['MultiDeviceCapture.recordKernel', () => cap.recordKernel(0, 'k', 1, 32, 0)],
+    ['MultiDeviceCapture.recordMemcpy', () => cap.recordMemcpy(0, 'c', 'HostToDevice', 8)],
+    ['MultiDeviceCapture.recordMemset', () => cap.recordMemset(1, 'm', 8, 0)],
+    ['MultiDeviceCapture.recordHostCallback', () => cap.recordHostCallback(1, 'h')],
+  ] as const) {
+    const e = refused(call, GraphError, op, /: this capture has ended \(endCapture returned its graph\)$/);
+    assert.equal((e as GraphError).code, 'CAPTURE_SESSION_ENDED');
+  }
   refused(() => cap.endCapture(), GraphError, 'MultiDeviceCapture.endCapture', /ended/);
   refused(() => step.rankOf(NodeId(5)), GraphError, 'MultiDeviceGraph.rankOf', /node 5 not found/);
   refused(() => step.collectiveOf(NodeId(5)), GraphError, 'MultiDeviceGraph.collectiveOf', /node 5 not found/);

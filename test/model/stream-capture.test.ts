@@ -235,6 +235,37 @@ test('waiting twice on one event, or on the stream’s own head, adds no duplica
   ]);
 });
 
+test('a join of many streams takes time linear in the waits, under both semantics, and still drops repeated waits', () => {
+  // One stream waits on the event of each of k streams, each twice, then records the join.
+  const join = (semantics: 'per-stream' | 'cuda', k: number): number => {
+    const cap = new StreamCapture({ semantics });
+    cap.beginCapture(S0);
+    cap.recordKernel(S0, 'root', 1, 32, 0);
+    cap.recordEvent(S0, E0);
+    for (let s = 1; s <= k; s++) {
+      if (semantics === 'per-stream') cap.beginCapture(StreamId(s));
+      cap.waitEvent(StreamId(s), E0);
+      cap.recordKernel(StreamId(s), 'leaf', 1, 32, 0);
+      cap.recordEvent(StreamId(s), CaptureEvent(s));
+    }
+    const t0 = performance.now();
+    for (let r = 0; r < 2; r++) for (let s = 1; s <= k; s++) cap.waitEvent(S0, CaptureEvent(s));
+    const ms = performance.now() - t0;
+    const j = cap.recordKernel(S0, 'join', 1, 32, 0);
+    const g = cap.endCapture(S0);
+    assert.equal(g.predecessors(j).length, k + 1, 'one edge from each leaf and the root');
+    assert.equal(g.edgeCount(), 2 * k + 1);
+    return ms;
+  };
+  for (const semantics of ['per-stream', 'cuda'] as const) {
+    join(semantics, 2000);
+    const small = Math.min(join(semantics, 5000), join(semantics, 5000));
+    const large = Math.min(join(semantics, 40_000), join(semantics, 40_000));
+    // Linear: about 8×. Searching the parked list for each wait is quadratic: 64× (seconds).
+    assert.ok(large < 24 * Math.max(small, 2), `${semantics}: 5,000 streams in ${small.toFixed(1)} ms, 40,000 in ${large.toFixed(1)} ms`);
+  }
+});
+
 test('a three-way join: one op waits for three streams', () => {
   const cap = capturing(S0, S1, S2, StreamId(3));
   const heads: NodeId[] = [];

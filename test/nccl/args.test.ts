@@ -79,6 +79,14 @@ test('version codes decode both of NCCL_VERSION\'s encodings', () => {
       assert.deepEqual(decodeNcclVersion(ncclVersionCode(2, minor, patch)), { major: 2, minor, patch });
     }),
   );
+  // Not a version code: NaN decoded to nulls, -1 to -1.-1.-1, a string of digits to a version.
+  for (const code of [NaN, -1, 1.5, Infinity, 2 ** 31, '22703', null]) {
+    assert.throws(
+      () => decodeNcclVersion(code as never),
+      (e: unknown) => e instanceof InvalidArgumentError && /^decodeNcclVersion: code must be an integer in 0\.\.2147483647, got /.test(e.message),
+      String(code),
+    );
+  }
 });
 
 test('NcclError: a CudagraphError whose message starts with the operation', () => {
@@ -156,6 +164,33 @@ test('counts, types, operations and roots are checked; the message starts with t
   assert.deepEqual(ok, { count: 512, type: 'f16', datatype: 6, redOp: 2, root: 0, sendOffset: 0, recvOffset: 0, sendBytes: 1024, recvBytes: 1024 });
   // Reductions are ignored where the collective has none (allGather takes no op).
   assert.equal(checkCollective(OP, base({ kind: 'allGather', op: 'bogus', recv: { byteLength: 2048, offset: undefined } })).redOp, 0);
+});
+
+test('the fields of the input that describe the call are checked too: kind, rank of size, version, buffer sizes, sameBuffer', () => {
+  const refused: Array<[unknown, RegExp]> = [
+    // An unknown kind checked no range at all and returned no byte counts.
+    [base({ kind: 'allToAll' as never }), /input\.kind must be one of 'allReduce', 'broadcast', 'reduce', 'allGather', 'reduceScatter', got "allToAll"/],
+    [base({ rank: 2 }), /input\.rank must be an integer in 0\.\.1, got 2/],
+    [base({ rank: -1 }), /input\.rank must be an integer in 0\.\.1/],
+    [base({ size: 0 }), /input\.size must be an integer in 1\.\./],
+    [base({ size: 1.5 }), /input\.size must be an integer/],
+    [base({ version: NaN }), /input\.version must be an integer/],
+    [base({ sameBuffer: 'no' as never }), /input\.sameBuffer must be a boolean, got "no"/],
+    // A size that is no byte count passed every range check (NaN compares false).
+    [base({ send: { byteLength: NaN, offset: undefined } }), /input\.send\.byteLength must be an integer in 0\.\.9007199254740991, got NaN/],
+    [base({ recv: { byteLength: -1, offset: undefined } }), /input\.recv\.byteLength must be an integer/],
+    [base({ send: undefined as never }), /input\.send must be an object \{ byteLength, offset \}, got undefined/],
+    [undefined, /input must be an object, got undefined/],
+  ];
+  for (const [input, message] of refused) {
+    assert.throws(
+      () => checkCollective(OP, input as CollectiveInput),
+      (e: unknown) => e instanceof InvalidArgumentError && e.message.startsWith(`${OP}: `) && message.test(e.message),
+      String(message),
+    );
+  }
+  assert.throws(() => checkCollective(undefined as never, base({})), (e: unknown) => e instanceof InvalidArgumentError && /^checkCollective: op must be a non-empty string, got undefined$/.test(e.message));
+  assert.equal(checkCollective(OP, base({ send: { byteLength: null, offset: undefined } })).sendBytes, 1024, 'a null byteLength is an omitted buffer');
 });
 
 test('buffers must hold what the collective reads and writes, per kind and rank', () => {

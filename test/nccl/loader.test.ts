@@ -38,6 +38,22 @@ test('candidates: the loadNccl path, then $NCCL_LIBRARY, then the loader search,
   assert.equal(ncclCandidates({})[0]!.path, 'libnccl.so.2');
 });
 
+test('ncclCandidates refuses an env that is not one, a variable it reads that is not a string, and a bad path', () => {
+  // Each threw a raw TypeError from inside the search (reading a property of null, `endsWith` of a number).
+  const cases: [unknown, unknown, RegExp][] = [
+    [null, undefined, /^ncclCandidates: env must be an object of environment variables \(as process\.env\), got null$/],
+    [{}, 7, /^ncclCandidates: path must be a non-empty string, got 7$/],
+    [{}, '', /^ncclCandidates: path must be a non-empty string/],
+    [{ NCCL_LIBRARY: 5 }, undefined, /^ncclCandidates: env\.NCCL_LIBRARY must be a string or unset, got 5$/],
+    [{ VIRTUAL_ENV: {} }, undefined, /^ncclCandidates: env\.VIRTUAL_ENV must be a string or unset/],
+    [{ CONDA_PREFIX: ['/opt'] }, undefined, /^ncclCandidates: env\.CONDA_PREFIX must be a string or unset/],
+  ];
+  for (const [env, path, message] of cases) {
+    assert.throws(() => ncclCandidates(env as never, path as never), (e: unknown) => e instanceof InvalidArgumentError && message.test(e.message), message.source);
+  }
+  assert.equal(ncclCandidates({ NCCL_LIBRARY: '', OTHER: 5 } as never)[0]!.path, 'libnccl.so.2', 'an empty or unread variable is no candidate and no refusal');
+});
+
 test('a folder given as $NCCL_LIBRARY or path means libnccl.so.2 in it; a wheel in $VIRTUAL_ENV is found', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cg-nccl-'));
   try {

@@ -69,6 +69,32 @@ test('a data-parallel step: every rank\'s update waits for every rank\'s gradien
   assert.match(dot, /dashed/);
 });
 
+test('the step\'s graph is read-only, so the ranks it reports stay those of the recorded nodes; a clone is editable', () => {
+  const { step } = dataParallelStep(2);
+  const before = JSON.stringify(step.graph);
+  assert.equal(step.graph.readOnly, true);
+  // A node added to the step belonged to no rank: rankOf answered −stream, rankSummary threw a raw TypeError.
+  for (const change of [
+    () => step.graph.addNode({ kind: 'empty' }),
+    () => step.graph.addNode({ kind: 'kernel', functionName: 'k', grid: 1, block: 32, stream: StreamId(7) }),
+    () => step.graph.addEdge(0 as NodeId, 1 as NodeId),
+    () => step.graph.addEdges([[0 as NodeId, 2 as NodeId]]),
+  ]) {
+    assert.throws(change, (e: unknown) => e instanceof GraphError && e.code === 'GRAPH_READ_ONLY' && /this graph is a MultiDeviceGraph's step and cannot change; clone\(\) it to edit a copy$/.test(e.message));
+  }
+  assert.equal(JSON.stringify(step.graph), before);
+  assert.deepEqual(step.rankSummary().map((r) => r.nodes), [5, 5]);
+  const copy = step.graph.clone();
+  assert.equal(copy.readOnly, false);
+  copy.addNode({ kind: 'empty' });
+  assert.equal(copy.nodeCount(), 11);
+  // An empty step's graph is read-only too.
+  const cap = new MultiDeviceCapture(1);
+  cap.beginCapture();
+  const inner = cap.endCapture();
+  assert.throws(() => inner.graph.addNode({ kind: 'empty' }), /MultiDeviceGraph's step/);
+});
+
 test('one rank: a collective joins nothing and adds no cross edge', () => {
   const { step } = dataParallelStep(1);
   assert.equal(step.crossRankEdges().length, 0);
@@ -121,6 +147,16 @@ test('collective specs are checked before anything is recorded', () => {
 
 test('labels name the NCCL call and its arguments', () => {
   assert.equal(collectiveLabel({ op: 'reduceScatter', type: 'f16', count: 3, redOp: 'max' }), 'ncclReduceScatter(max, f16 × 3)');
+  // A spec recordCollective would refuse is refused here too (it was labelled `undefined(undefined × undefined)`).
+  for (const [spec, message] of [
+    [{}, /^collectiveLabel: op must be one of 'allReduce'/],
+    [undefined, /^collectiveLabel: spec must be \{ op, type, count, … \}/],
+    [{ op: 'allReduce', type: 'f32', count: 1 }, /^collectiveLabel: redOp must be one of/],
+    [{ op: 'broadcast', type: 'f32', count: 1, root: 4096 }, /^collectiveLabel: root must be an integer in 0\.\.4095, got 4096$/],
+    [{ op: 'allGather', type: 'f32', count: 1.5 }, /^collectiveLabel: count must be an integer/],
+  ] as const) {
+    assert.throws(() => collectiveLabel(spec as never), (e: unknown) => e instanceof InvalidArgumentError && message.test(e.message), message.source);
+  }
   assert.equal(collectiveLabel({ op: 'reduce', type: 'i32', count: 1, redOp: 'min', root: 1 }), 'ncclReduce(min, root 1, i32 × 1)');
   assert.equal(collectiveLabel({ op: 'allGather', type: 'u64', count: 0 }), 'ncclAllGather(u64 × 0)');
 });

@@ -5,7 +5,7 @@
  * `beginWithPool`) keep the seeds' positional signatures and share the rest of the implementation.
  */
 import { InvalidArgumentError } from '../../errors/base.js';
-import { describe, requireInstance, requireOptions } from '../../util/validate.js';
+import { describe, isAsyncFunction, requireInstance, requireOptions } from '../../util/validate.js';
 import type { Stream } from '../device/stream.js';
 import type { CapturePool } from '../pool/capture-pool.js';
 import { checkInstantiateFlags, type InstantiateFlags } from '../graph/instantiate-flags.js';
@@ -46,12 +46,7 @@ export const ASYNC_CAPTURE_RULE =
   'capture; and the capture would end before the code after the await runs. Do the awaiting (loading data, ' +
   'reading inputs) before the capture, capture a synchronous function, and await the graph launches afterwards';
 
-/** True for a native `async function` or `async function*` (detectable before calling it). */
-export function isAsyncFunction(fn: unknown): boolean {
-  if (typeof fn !== 'function') return false;
-  const tag = (fn as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag];
-  return tag === 'AsyncFunction' || tag === 'AsyncGeneratorFunction';
-}
+export { isAsyncFunction };
 
 /** @throws InvalidArgumentError unless `fn` is a synchronous function. */
 export function checkCaptureBody(op: string, fn: unknown): CaptureBody {

@@ -1,6 +1,6 @@
 import { SuppressedCleanupError, privateConstructorError } from '../../errors/base.js';
 import { CudaError } from '../../errors/cuda-error.js';
-import { requireInstance, requireOptions, assertInstance } from '../../util/validate.js';
+import { requireInstance, requireOptions, assertInstance, isThenable } from '../../util/validate.js';
 import { CaptureStatus } from '../../model/capture-status.js';
 import { graph as gr } from '../../driver/result/index.js';
 import { INTERNAL } from '../core/internal.js';
@@ -24,15 +24,7 @@ export type GuardState = 'capturing' | 'finished' | 'failed' | 'abandoned';
 
 const STATUS = [CaptureStatus.None, CaptureStatus.Active, CaptureStatus.Invalidated] as const;
 
-/** True for a Promise or any object or function with a callable `then`. Never throws. */
-export function isThenable(value: unknown): value is PromiseLike<unknown> {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
-  try {
-    return typeof (value as { then?: unknown }).then === 'function';
-  } catch {
-    return false;
-  }
-}
+export { isThenable };
 
 /** Marks a refused Promise as handled: its eventual rejection must not become an unhandled rejection. */
 function silence(thenable: PromiseLike<unknown>): void {
