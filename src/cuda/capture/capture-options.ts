@@ -46,7 +46,6 @@ export const ASYNC_CAPTURE_RULE =
   'capture; and the capture would end before the code after the await runs. Do the awaiting (loading data, ' +
   'reading inputs) before the capture, capture a synchronous function, and await the graph launches afterwards';
 
-export { isAsyncFunction };
 
 /** @throws InvalidArgumentError unless `fn` is a synchronous function. */
 export function checkCaptureBody(op: string, fn: unknown): CaptureBody {

@@ -10,14 +10,13 @@
  * the graph and says which body failed (its error is the `cause`).
  */
 import { InvalidArgumentError } from '../../errors/base.js';
-import { describe } from '../../util/validate.js';
+import { describe, isThenable } from '../../util/validate.js';
 import { captureSplice as cs } from '../../driver/result/index.js';
 import type { Stream } from '../device/stream.js';
 import { registerConditionalCapture, type ConditionalCaptureCall } from '../device/stream.js';
 import { addConditional, makeHandle, switchBodies, type ConditionalHandle, type ConditionalKind, type ConditionalNode } from '../graph/conditional.js';
 import type { Graph } from '../graph/graph.js';
 import { captureRecordOf } from './stream-graph-capture.js';
-import { isThenable } from './guard.js';
 
 /** A body: the work to record, on the stream it is given. */
 export type ConditionalBody = (stream: Stream) => void;

@@ -12,15 +12,14 @@
  * into the graph before it launches. docs/graph-cache.md.
  */
 import { DisposedError, InvalidArgumentError } from '../../errors/base.js';
-import { describe, requireInt, requireInstance, requireOneOf, requireOptions } from '../../util/validate.js';
+import { describe, isAsyncFunction, isThenable, requireInt, requireInstance, requireOneOf, requireOptions } from '../../util/validate.js';
 import { brands } from '../core/brands.js';
 import { INTERNAL } from '../core/internal.js';
 import type { Stream } from '../device/stream.js';
 import { CapturePool } from '../pool/capture-pool.js';
 import type { CapturedGraph } from './captured-graph.js';
-import { isThenable } from './guard.js';
 import { makeGraphedFor } from './make-graphed.js';
-import { ASYNC_CAPTURE_RULE, isAsyncFunction, type NotAPromise } from './capture-options.js';
+import { ASYNC_CAPTURE_RULE, type NotAPromise } from './capture-options.js';
 import { enqueueCopies, planCopies, type CacheInput, type CacheOutput } from './cache-io.js';
 import { ScalarTable, type CacheScalars } from './cache-scalars.js';
 import { CacheEntries, checkBuckets, resolveCacheKey, resolveCacheKeys, type CacheKey, type CacheOverflow } from '../../model/cache-keys.js';

@@ -24,7 +24,6 @@ export type GuardState = 'capturing' | 'finished' | 'failed' | 'abandoned';
 
 const STATUS = [CaptureStatus.None, CaptureStatus.Active, CaptureStatus.Invalidated] as const;
 
-export { isThenable };
 
 /** Marks a refused Promise as handled: its eventual rejection must not become an unhandled rejection. */
 function silence(thenable: PromiseLike<unknown>): void {

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '../../errors/base.js';
-import { requireInt, assertInstance } from '../../util/validate.js';
+import { requireInt, assertInstance, isThenable } from '../../util/validate.js';
 import type { Stream } from '../device/stream.js';
-import { GraphCaptureGuard, isThenable } from './guard.js';
+import { GraphCaptureGuard } from './guard.js';
 import { ASYNC_CAPTURE_RULE, checkCaptureBody, checkCaptureOptions, type CaptureBody, type NotAPromise, type CaptureOptions } from './capture-options.js';
 import { CaptureStateError } from './guard-errors.js';
 import type { CapturedGraph } from './captured-graph.js';

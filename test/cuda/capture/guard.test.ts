@@ -22,8 +22,7 @@ import {
   SuppressedCleanupError,
   Device,
 } from '../../../src/index.js';
-import { isThenable } from '../../../src/cuda/capture/guard.js';
-import { isAsyncFunction } from '../../../src/cuda/capture/capture-options.js';
+import { isAsyncFunction, isThenable } from '../../../src/util/validate.js';
 import { checkScalar } from '../../../src/cuda/capture/device-scalar.js';
 import { Lifetime, keepCleanupError } from '../../../src/cuda/core/lifetime.js';
 import { observeDriverSymbols, type DriverSymbol } from '../../../src/driver/sys.js';
