@@ -11,14 +11,17 @@ import { fileURLToPath } from 'node:url';
 
 const gcc = spawnSync('gcc', ['--version']).status === 0;
 
-/** Builds the hazard stand-in driver (test/support/stand-in/hazard-driver.c); null without gcc. */
+/**
+ * Builds the hazard stand-in driver (test/support/stand-in/hazard-driver.c); null without gcc.
+ * Linked with `-z nodelete`: its GPU thread may still run its code when koffi closes the library.
+ */
 export function buildHazardDriver(): string | null {
   if (!gcc) return null;
   const dir = mkdtempSync(join(tmpdir(), 'cg-hazard-'));
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   const so = join(dir, 'libcuda-hazard.so');
   const source = fileURLToPath(new URL('../../../../test/support/stand-in/hazard-driver.c', import.meta.url));
-  const cc = spawnSync('gcc', ['-O1', '-fPIC', '-shared', '-pthread', '-o', so, source], { encoding: 'utf8' });
+  const cc = spawnSync('gcc', ['-O1', '-fPIC', '-shared', '-pthread', '-Wl,-z,nodelete', '-o', so, source], { encoding: 'utf8' });
   assert.equal(cc.status, 0, cc.stderr);
   return so;
 }

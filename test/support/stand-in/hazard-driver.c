@@ -17,7 +17,11 @@
  * Counters (exported, read by tests through koffi): waits (calls that waited for the GPU), allocs,
  * frees, loads, unloads, registers, unregisters, launches, host_calls_run.
  *
- *   gcc -O1 -fPIC -shared -pthread -o libcuda-hazard.so hazard-driver.c
+ * Built with -z nodelete: koffi closes a library when its last handle is finalized (at the latest
+ * when the Node environment is torn down), and the GPU thread may still be running this library's
+ * code then, so it must stay mapped until the process ends.
+ *
+ *   gcc -O1 -fPIC -shared -pthread -Wl,-z,nodelete -o libcuda-hazard.so hazard-driver.c
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -135,7 +139,8 @@ static void *gpu(void *arg) {
   return NULL;
 }
 
-/* At exit (or unload), stop the GPU thread before this library's code goes away. */
+/* At exit, stop the GPU thread (bounded: it may be blocked in a host function the JS thread no
+ * longer runs; the library stays mapped, so a thread still in it does no harm). */
 __attribute__((destructor)) static void stop(void) {
   pthread_mutex_lock(&mu);
   if (!started) {
