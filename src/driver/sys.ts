@@ -293,11 +293,12 @@ export function driverLibraryPath(): string | null {
 
 /**
  * Whether the driver library loads here (loads it on first call). Never throws.
+ * @param op The public call that asks, which starts the error's message (default `probeDriver`).
  * @returns `{ ok: true, path }` or `{ ok: false, error }` (the CudaError that calls would throw).
  */
-export function probeDriver(): { ok: true; path: string } | { ok: false; error: CudaError } {
+export function probeDriver(op = 'probeDriver'): { ok: true; path: string } | { ok: false; error: CudaError } {
   try {
-    return { ok: true, path: driver('probeDriver').path };
+    return { ok: true, path: driver(op).path };
   } catch (e) {
     return { ok: false, error: e as CudaError };
   }

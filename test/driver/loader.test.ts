@@ -257,3 +257,21 @@ test('CUDA_DRIVER_PATH, NVRTC_PATH and LD_LIBRARY_PATH naming FIFOs: the public 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('driverAvailable(): the error it carries names driverAvailable, the call that was made', () => {
+  // A loader that loads nothing: the failure is the same on a machine with a driver.
+  resetLibrariesForTesting(() => {
+    throw new Error('cannot open');
+  });
+  try {
+    const r = driverAvailable();
+    assert.equal(r.ok, false);
+    if (r.ok) return;
+    assert.equal(r.error.operation, 'driverAvailable');
+    assert.match(r.error.message, /^driverAvailable: CUDA_ERROR_NOT_INITIALIZED \(3\): /);
+    // The calls after it still name themselves.
+    assert.throws(() => Device.count(), (e: unknown) => e instanceof CudaError && /^Device\.count: /.test(e.message));
+  } finally {
+    resetLibrariesForTesting(null);
+  }
+});
