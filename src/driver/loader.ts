@@ -233,11 +233,14 @@ function pathProblem(path: string): string | null {
  * For a bare name (`libcuda.so.1`), the file the dynamic loader would open first from
  * `LD_LIBRARY_PATH`, when that is not a regular file: the same hang as a bad explicit path.
  * (The ld.so cache and the system folders list only files that ldconfig or root put there.)
+ * The list is read as ld.so reads it: entries split at colons and semicolons, an empty entry
+ * (a leading, trailing or doubled separator) meaning the current folder.
  */
 function searchPathProblem(name: string, env: Environment): string | null {
-  for (const dir of (env['LD_LIBRARY_PATH'] ?? '').split(':')) {
-    if (dir === '') continue;
-    const path = join(dir, name);
+  const list = env['LD_LIBRARY_PATH'];
+  if (list === undefined || list === '') return null;
+  for (const dir of list.split(/[:;]/)) {
+    const path = join(dir === '' ? '.' : dir, name);
     let exists = true;
     try {
       lstatSync(path);

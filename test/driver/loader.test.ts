@@ -275,3 +275,30 @@ test('driverAvailable(): the error it carries names driverAvailable, the call th
     resetLibrariesForTesting(null);
   }
 });
+
+test('LD_LIBRARY_PATH read as the dynamic loader reads it (an empty entry is the current folder; semicolons separate too): a FIFO there fails at once', () => {
+  // `export LD_LIBRARY_PATH=/opt/x/lib:$LD_LIBRARY_PATH` with the variable unset leaves a trailing
+  // colon, which the dynamic loader searches as the current folder.
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  try {
+    execFileSync('mkfifo', [join(dir, 'libcuda.so.1')]);
+    const index = new URL('../../src/index.js', import.meta.url).href;
+    const script = `
+      const { driverAvailable } = await import(${JSON.stringify(index)});
+      const r = driverAvailable();
+      console.log(r.ok ? 'loaded' : r.error.message);`;
+    for (const ld of ['/nowhere:', ':/nowhere', '/nowhere::/nowhere2', '/nowhere;']) {
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: dir,
+        env: { ...process.env, CUDA_DRIVER_PATH: '', LD_LIBRARY_PATH: ld },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      assert.equal(r.error, undefined, `LD_LIBRARY_PATH=${ld}: the child ran (${r.error?.message}): the FIFO reached dlopen and blocked`);
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /libcuda\.so\.1 \(from LD_LIBRARY_PATH\), which is a FIFO \(named pipe\)/, `LD_LIBRARY_PATH=${ld}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
