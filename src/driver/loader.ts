@@ -5,7 +5,7 @@
  */
 import type { Environment } from '../util/environment.js';
 import { existsSync, lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { koffi, type KoffiLibrary } from './koffi.js';
 
 /** One place the loader tried, and why it failed. */
@@ -51,15 +51,22 @@ export const DRIVER_FOLDERS_LINUX: readonly string[] = [
   '/usr/local/cuda/compat',
 ];
 
-/** A user-given path: a file, or a folder that should hold `fileName`. */
+/**
+ * A user-given path: a file, or a folder that should hold `fileName`. A bare file name that names
+ * a file in the current folder means that file: the dynamic loader would search for it elsewhere
+ * (a bare name that is no file here stays the loader's to find).
+ */
 function explicitPath(value: string, fileName: string): string {
   let isFolder = value.endsWith('/');
+  let exists = false;
   try {
     isFolder ||= statSync(value).isDirectory();
+    exists = true;
   } catch {
     // A path that does not exist is reported by the attempt itself.
   }
-  return isFolder ? join(value, fileName) : value;
+  if (isFolder) return join(value, fileName);
+  return exists && !/[/\\]/.test(value) ? resolve(value) : value;
 }
 
 /**

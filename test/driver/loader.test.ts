@@ -11,6 +11,8 @@ import { driverCandidates, nvrtcCandidates, loadFirst, DRIVER_FOLDERS_LINUX } fr
 import { resetLibrariesForTesting, driverSymbol } from '../../src/driver/sys.js';
 
 const probe = driverAvailable();
+const cc = process.env['CC'] ?? 'gcc';
+const noCc = spawnSync(cc, ['--version']).status !== 0 && `${cc} is absent`;
 const noDriver = probe.ok ? 'a CUDA driver loads on this machine; the no-driver path cannot be observed here' : false;
 
 test('driver candidates: $CUDA_DRIVER_PATH first, then the loader search, then the driver folders; never the stub', () => {
@@ -299,6 +301,28 @@ test('LD_LIBRARY_PATH read as the dynamic loader reads it (an empty entry is the
       assert.match(r.stdout, /libcuda\.so\.1 \(from LD_LIBRARY_PATH\), which is a FIFO \(named pipe\)/, `LD_LIBRARY_PATH=${ld}`);
     }
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a $CUDA_DRIVER_PATH or $NVRTC_PATH that is a bare file name in the current folder means that file', { skip: noCc }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  const cwd = process.cwd();
+  try {
+    writeFileSync(join(dir, 'lib.c'), 'int cuInit(unsigned f) { (void)f; return 0; }\nint nvrtcVersion(int *a, int *b) { *a = 13; *b = 0; return 0; }\n');
+    const built = spawnSync(cc, ['-shared', '-fPIC', '-o', join(dir, 'libhere.so'), join(dir, 'lib.c')], { encoding: 'utf8' });
+    assert.equal(built.status, 0, built.stderr);
+    process.chdir(dir);
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
+    for (const candidates of [driverCandidates({ CUDA_DRIVER_PATH: 'libhere.so' }, 'linux'), nvrtcCandidates({ NVRTC_PATH: 'libhere.so' }, 'linux')]) {
+      const out = loadFirst(candidates.slice(0, 1), (p) => koffi.load(p));
+      assert.equal(out.ok, true, JSON.stringify(out.attempts));
+      if (out.ok) assert.equal(out.loaded.path, join(dir, 'libhere.so'));
+    }
+    // A bare name that is no file here is still the dynamic loader's to find.
+    assert.equal(driverCandidates({ CUDA_DRIVER_PATH: 'libcuda.so.1' }, 'linux')[0]!.path, 'libcuda.so.1');
+  } finally {
+    process.chdir(cwd);
     rmSync(dir, { recursive: true, force: true });
   }
 });
