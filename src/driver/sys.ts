@@ -246,6 +246,8 @@ export class LibrarySlot {
     if (this.attempts !== null) throw this.fail(op, this.attempts);
     let outcome;
     try {
+      // Without koffi no library can load: say that once, not once per candidate.
+      if (loadOverride === null) koffi();
       outcome = loadFirst(this.candidates(), loadOverride ?? undefined);
     } catch (e) {
       // koffi itself failed to load: there is no FFI, hence no library.

@@ -326,3 +326,33 @@ test('a $CUDA_DRIVER_PATH or $NVRTC_PATH that is a bare file name in the current
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('without koffi: the driver and NVRTC errors say that the FFI module did not load, once, not once per library tried', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  try {
+    // Makes require('koffi') fail in the child, as it does where koffi's native module is missing.
+    const hook = join(dir, 'no-koffi.cjs');
+    writeFileSync(hook, `const M = require('module'); const load = M._load;
+M._load = function (request, ...rest) { if (request === 'koffi') throw new Error('koffi.node is missing'); return load.call(this, request, ...rest); };`);
+    const index = new URL('../../src/index.js', import.meta.url).href;
+    const script = `
+      const { Device, nvrtcVersion } = await import(${JSON.stringify(index)});
+      const out = [];
+      for (const call of [() => Device.count(), () => nvrtcVersion()]) {
+        try { call(); out.push('loaded'); } catch (e) { out.push({ message: e.message, cause: String(e.cause) }); }
+      }
+      console.log(JSON.stringify(out));`;
+    const r = spawnSync(process.execPath, ['--require', hook, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const [driver, nvrtc] = JSON.parse(r.stdout) as { message: string; cause: string }[];
+    for (const [what, e] of [['driver', driver!], ['NVRTC', nvrtc!]] as const) {
+      const tried = e.message.split('\n').filter((l) => l.startsWith('  - ') && e.message.indexOf(l) < e.message.indexOf('\nCheck:'));
+      assert.deepEqual(tried, ['  - koffi (the FFI module): the koffi FFI module could not be loaded (koffi.node is missing)'], `${what}: ${e.message}`);
+      assert.match(e.cause, /koffi\.node is missing/, what);
+    }
+    assert.match(driver!.message, /^Device\.count: CUDA_ERROR_NOT_INITIALIZED \(3\): /);
+    assert.match(nvrtc!.message, /^nvrtcVersion: NVRTC_NOT_LOADED: /);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
