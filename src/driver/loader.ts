@@ -265,12 +265,16 @@ function searchPathProblem(name: string, env: Environment): string | null {
  * Tries each candidate in order with `load` (koffi by default) and returns the first that loads,
  * with every failed attempt. A path is looked at before it is loaded: one that is missing, a FIFO,
  * a folder, a socket or a device is an attempt with that reason, and never reaches `load` (see
- * `notALibraryFile`); so is a bare name that `LD_LIBRARY_PATH` resolves to such a file. Never throws.
+ * `notALibraryFile`); so is a bare name that `LD_LIBRARY_PATH` resolves to such a file. A library
+ * that loads but that `accept` refuses (it returns the reason) is unloaded, and is an attempt with
+ * that reason: another library of the same name (`libcudart` for the driver) must not end the
+ * search. Never throws.
  */
 export function loadFirst(
   candidates: readonly LibraryCandidate[],
   load: (path: string) => KoffiLibrary = (p) => koffi().load(p),
   env: Environment = process.env,
+  accept: (lib: KoffiLibrary) => string | null = () => null,
 ): LoadOutcome {
   const attempts: LoadAttempt[] = [];
   for (const c of candidates) {
@@ -280,11 +284,26 @@ export function loadFirst(
       attempts.push({ path: c.path, source: c.source, error: problem });
       continue;
     }
+    let lib: KoffiLibrary;
     try {
-      return { ok: true, loaded: { lib: load(c.path), path: c.path }, attempts };
+      lib = load(c.path);
     } catch (e) {
       attempts.push({ path: c.path, source: c.source, error: e instanceof Error ? e.message : String(e) });
+      continue;
     }
+    let refused: string | null;
+    try {
+      refused = accept(lib);
+    } catch (e) {
+      refused = e instanceof Error ? e.message : String(e);
+    }
+    if (refused === null) return { ok: true, loaded: { lib, path: c.path }, attempts };
+    try {
+      lib.unload();
+    } catch {
+      // Kept mapped: harmless, nothing of it is used.
+    }
+    attempts.push({ path: c.path, source: c.source, error: refused });
   }
   return { ok: false, attempts };
 }

@@ -122,11 +122,16 @@ test('$CUDA_DRIVER_PATH that does not load is reported first, then the search go
   }
 });
 
-test('a symbol missing from the loaded library fails that call alone with CudaError 801 naming the symbol', () => {
-  // libc stands in for an old driver that lacks the symbols: the lazy binding must load it,
-  // then refuse each missing symbol on its own call.
+test('a symbol missing from the loaded library fails that call alone with CudaError 801 naming the symbol', { skip: noCc }, () => {
+  // A driver of CUDA 11.4 that lacks the symbols: the lazy binding must load it, then refuse each
+  // missing symbol on its own call.
   const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
-  resetLibrariesForTesting(() => koffi.load('libc.so.6'));
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  writeFileSync(join(dir, 'old.c'), 'int cuInit(unsigned f) { (void)f; return 0; }\nint cuDriverGetVersion(int *v) { *v = 11040; return 0; }\n');
+  const so = join(dir, 'libcuda-old.so');
+  const built = spawnSync(cc, ['-shared', '-fPIC', '-o', so, join(dir, 'old.c')], { encoding: 'utf8' });
+  assert.equal(built.status, 0, built.stderr);
+  resetLibrariesForTesting(() => koffi.load(so));
   try {
     for (const sym of ['cuGraphGetEdges_v2', 'cuStreamBeginCapture_v2'] as const) {
       assert.throws(
@@ -139,11 +144,12 @@ test('a symbol missing from the loaded library fails that call alone with CudaEr
           e.driverCall === sym &&
           e.details['symbol'] === sym &&
           e.message.startsWith('Graph.readBack: CUDA_ERROR_NOT_SUPPORTED (801)') &&
-          e.message.includes(`The symbol ${sym} is missing`),
+          new RegExp(`The symbol ${sym} is missing from \\S+ \\(driver reports CUDA 11\\.4\\): this driver predates the call`).test(e.message),
       );
     }
   } finally {
     resetLibrariesForTesting(null);
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
@@ -353,6 +359,43 @@ M._load = function (request, ...rest) { if (request === 'koffi') throw new Error
     assert.match(driver!.message, /^Device\.count: CUDA_ERROR_NOT_INITIALIZED \(3\): /);
     assert.match(nvrtc!.message, /^nvrtcVersion: NVRTC_NOT_LOADED: /);
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a library without cuInit (or nvrtcVersion) is not taken for the driver (or NVRTC): it is an attempt with that reason, and the search goes on', { skip: noCc }, () => {
+  // The runtime library is the usual mistake: it loads, and has none of the driver's entry points.
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  const saved = { driver: process.env['CUDA_DRIVER_PATH'], nvrtc: process.env['NVRTC_PATH'] };
+  try {
+    writeFileSync(join(dir, 'rt.c'), 'int cudaGetDeviceCount(int *n) { *n = 0; return 0; }\n');
+    const so = join(dir, 'libcudart.so.13');
+    const built = spawnSync(cc, ['-shared', '-fPIC', '-o', so, join(dir, 'rt.c')], { encoding: 'utf8' });
+    assert.equal(built.status, 0, built.stderr);
+    process.env['CUDA_DRIVER_PATH'] = so;
+    process.env['NVRTC_PATH'] = so;
+    resetLibrariesForTesting(null);
+    const r = driverAvailable();
+    if (r.ok) assert.notEqual(r.path, so, 'a real driver found after it');
+    else assert.ok(r.error.message.includes(`  - ${so} ($CUDA_DRIVER_PATH): loads, but exports no cuInit: not the CUDA driver library\n`), r.error.message);
+    assert.throws(
+      () => Device.count(),
+      (e: unknown) => e instanceof CudaError && e.code === 3 && !e.message.includes('predates'),
+    );
+    let nvrtc: string;
+    try {
+      nvrtcVersion();
+      nvrtc = 'loaded';
+    } catch (e) {
+      nvrtc = (e as Error).message;
+    }
+    if (nvrtc !== 'loaded') assert.ok(nvrtc.includes(`  - ${so} ($NVRTC_PATH): loads, but exports no nvrtcVersion: not NVRTC\n`), nvrtc);
+  } finally {
+    for (const [key, value] of [['CUDA_DRIVER_PATH', saved.driver], ['NVRTC_PATH', saved.nvrtc]] as const) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+    resetLibrariesForTesting(null);
     rmSync(dir, { recursive: true, force: true });
   }
 });
