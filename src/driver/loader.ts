@@ -4,7 +4,7 @@
  * with one error that lists every place that was tried and what to check (sharp's loader does this).
  */
 import type { Environment } from '../util/environment.js';
-import { existsSync, lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readdirSync, readSync, statSync, type Stats } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { koffi, type KoffiLibrary } from './koffi.js';
 
@@ -261,6 +261,32 @@ function searchPathProblem(name: string, env: Environment): string | null {
   return null;
 }
 
+/** ELF `e_machine` values, by the `process.arch` that runs them. */
+const ELF_MACHINES: Readonly<Record<number, string>> = { 3: 'ia32', 40: 'arm', 62: 'x64', 183: 'arm64', 21: 'ppc64', 22: 's390x', 243: 'riscv64' };
+
+/**
+ * When `path` is an ELF file for another architecture than this process's, says so: glibc reports
+ * such a file as `cannot open shared object file: No such file or directory`. Null otherwise.
+ */
+function otherArchitecture(path: string): string | null {
+  let header: Buffer;
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      header = Buffer.alloc(20);
+      if (readSync(fd, header, 0, 20, 0) < 20) return null;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+  if (header.readUInt32BE(0) !== 0x7f454c46) return null;
+  const machine = header[5] === 2 ? header.readUInt16BE(18) : header.readUInt16LE(18);
+  const arch = ELF_MACHINES[machine] ?? `ELF machine ${machine}`;
+  return arch === process.arch ? null : `a library for ${arch}, not for this process's ${process.arch}`;
+}
+
 /**
  * Tries each candidate in order with `load` (koffi by default) and returns the first that loads,
  * with every failed attempt. A path is looked at before it is loaded: one that is missing, a FIFO,
@@ -288,7 +314,9 @@ export function loadFirst(
     try {
       lib = load(c.path);
     } catch (e) {
-      attempts.push({ path: c.path, source: c.source, error: e instanceof Error ? e.message : String(e) });
+      const message = e instanceof Error ? e.message : String(e);
+      const arch = isPath ? otherArchitecture(c.path) : null;
+      attempts.push({ path: c.path, source: c.source, error: arch === null ? message : `${message} (${arch})` });
       continue;
     }
     let refused: string | null;

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -396,6 +396,27 @@ test('a library without cuInit (or nvrtcVersion) is not taken for the driver (or
       else process.env[key] = value;
     }
     resetLibrariesForTesting(null);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a library built for another architecture is reported as such, not as a missing file', { skip: noCc || (process.arch !== 'x64' && process.arch !== 'arm64' && 'not x64 or arm64') }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  try {
+    writeFileSync(join(dir, 'lib.c'), 'int cuInit(unsigned f) { (void)f; return 0; }\n');
+    const so = join(dir, 'libcuda.so.1');
+    const built = spawnSync(cc, ['-shared', '-fPIC', '-o', so, join(dir, 'lib.c')], { encoding: 'utf8' });
+    assert.equal(built.status, 0, built.stderr);
+    // e_machine (offset 18): the other of x86-64 (62) and AArch64 (183).
+    const other = process.arch === 'x64' ? { machine: 183, arch: 'arm64' } : { machine: 62, arch: 'x64' };
+    const bytes = readFileSync(so);
+    bytes.writeUInt16LE(other.machine, 18);
+    writeFileSync(so, bytes);
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
+    const out = loadFirst([{ path: so, source: 'test' }], (p) => koffi.load(p));
+    assert.equal(out.ok, false);
+    assert.match(out.attempts[0]!.error, new RegExp(`a library for ${other.arch}, not for this process's ${process.arch}`), out.attempts[0]!.error);
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
