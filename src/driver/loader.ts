@@ -4,8 +4,8 @@
  * with one error that lists every place that was tried and what to check (sharp's loader does this).
  */
 import type { Environment } from '../util/environment.js';
-import { existsSync, lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, existsSync, lstatSync, openSync, readdirSync, readSync, statSync, type Stats } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { koffi, type KoffiLibrary } from './koffi.js';
 
 /** One place the loader tried, and why it failed. */
@@ -51,15 +51,22 @@ export const DRIVER_FOLDERS_LINUX: readonly string[] = [
   '/usr/local/cuda/compat',
 ];
 
-/** A user-given path: a file, or a folder that should hold `fileName`. */
+/**
+ * A user-given path: a file, or a folder that should hold `fileName`. A bare file name that names
+ * a file in the current folder means that file: the dynamic loader would search for it elsewhere
+ * (a bare name that is no file here stays the loader's to find).
+ */
 function explicitPath(value: string, fileName: string): string {
   let isFolder = value.endsWith('/');
+  let exists = false;
   try {
     isFolder ||= statSync(value).isDirectory();
+    exists = true;
   } catch {
     // A path that does not exist is reported by the attempt itself.
   }
-  return isFolder ? join(value, fileName) : value;
+  if (isFolder) return join(value, fileName);
+  return exists && !/[/\\]/.test(value) ? resolve(value) : value;
 }
 
 /**
@@ -233,11 +240,14 @@ function pathProblem(path: string): string | null {
  * For a bare name (`libcuda.so.1`), the file the dynamic loader would open first from
  * `LD_LIBRARY_PATH`, when that is not a regular file: the same hang as a bad explicit path.
  * (The ld.so cache and the system folders list only files that ldconfig or root put there.)
+ * The list is read as ld.so reads it: entries split at colons and semicolons, an empty entry
+ * (a leading, trailing or doubled separator) meaning the current folder.
  */
 function searchPathProblem(name: string, env: Environment): string | null {
-  for (const dir of (env['LD_LIBRARY_PATH'] ?? '').split(':')) {
-    if (dir === '') continue;
-    const path = join(dir, name);
+  const list = env['LD_LIBRARY_PATH'];
+  if (list === undefined || list === '') return null;
+  for (const dir of list.split(/[:;]/)) {
+    const path = join(dir === '' ? '.' : dir, name);
     let exists = true;
     try {
       lstatSync(path);
@@ -251,16 +261,46 @@ function searchPathProblem(name: string, env: Environment): string | null {
   return null;
 }
 
+/** ELF `e_machine` values, by the `process.arch` that runs them. */
+const ELF_MACHINES: Readonly<Record<number, string>> = { 3: 'ia32', 40: 'arm', 62: 'x64', 183: 'arm64', 21: 'ppc64', 22: 's390x', 243: 'riscv64' };
+
+/**
+ * When `path` is an ELF file for another architecture than this process's, says so: glibc reports
+ * such a file as `cannot open shared object file: No such file or directory`. Null otherwise.
+ */
+function otherArchitecture(path: string): string | null {
+  let header: Buffer;
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      header = Buffer.alloc(20);
+      if (readSync(fd, header, 0, 20, 0) < 20) return null;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+  if (header.readUInt32BE(0) !== 0x7f454c46) return null;
+  const machine = header[5] === 2 ? header.readUInt16BE(18) : header.readUInt16LE(18);
+  const arch = ELF_MACHINES[machine] ?? `ELF machine ${machine}`;
+  return arch === process.arch ? null : `a library for ${arch}, not for this process's ${process.arch}`;
+}
+
 /**
  * Tries each candidate in order with `load` (koffi by default) and returns the first that loads,
  * with every failed attempt. A path is looked at before it is loaded: one that is missing, a FIFO,
  * a folder, a socket or a device is an attempt with that reason, and never reaches `load` (see
- * `notALibraryFile`); so is a bare name that `LD_LIBRARY_PATH` resolves to such a file. Never throws.
+ * `notALibraryFile`); so is a bare name that `LD_LIBRARY_PATH` resolves to such a file. A library
+ * that loads but that `accept` refuses (it returns the reason) is unloaded, and is an attempt with
+ * that reason: another library of the same name (`libcudart` for the driver) must not end the
+ * search. Never throws.
  */
 export function loadFirst(
   candidates: readonly LibraryCandidate[],
   load: (path: string) => KoffiLibrary = (p) => koffi().load(p),
   env: Environment = process.env,
+  accept: (lib: KoffiLibrary) => string | null = () => null,
 ): LoadOutcome {
   const attempts: LoadAttempt[] = [];
   for (const c of candidates) {
@@ -270,11 +310,28 @@ export function loadFirst(
       attempts.push({ path: c.path, source: c.source, error: problem });
       continue;
     }
+    let lib: KoffiLibrary;
     try {
-      return { ok: true, loaded: { lib: load(c.path), path: c.path }, attempts };
+      lib = load(c.path);
     } catch (e) {
-      attempts.push({ path: c.path, source: c.source, error: e instanceof Error ? e.message : String(e) });
+      const message = e instanceof Error ? e.message : String(e);
+      const arch = isPath ? otherArchitecture(c.path) : null;
+      attempts.push({ path: c.path, source: c.source, error: arch === null ? message : `${message} (${arch})` });
+      continue;
     }
+    let refused: string | null;
+    try {
+      refused = accept(lib);
+    } catch (e) {
+      refused = e instanceof Error ? e.message : String(e);
+    }
+    if (refused === null) return { ok: true, loaded: { lib, path: c.path }, attempts };
+    try {
+      lib.unload();
+    } catch {
+      // Kept mapped: harmless, nothing of it is used.
+    }
+    attempts.push({ path: c.path, source: c.source, error: refused });
   }
   return { ok: false, attempts };
 }

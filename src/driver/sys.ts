@@ -228,25 +228,46 @@ export class LazyLibrary {
 }
 
 /**
- * One library loaded on first use: the first candidate that loads wins; a failure is remembered
- * (the attempts), so later calls fail fast with the same list. Also used by the NCCL binding. @internal
+ * One library loaded on first use: the first candidate that loads (and, given `identity`, exports
+ * that symbol) wins; a failure is remembered (the attempts), so later calls fail fast with the same
+ * list. Also used by the NCCL binding. @internal
  */
 export class LibrarySlot {
   lib: LazyLibrary | null = null;
   attempts: readonly LoadAttempt[] | null = null;
 
+  /**
+   * @param identity A symbol every version of the library exports, and what the library is called:
+   *   a candidate without it is another library (`cuInit` for the driver), not an old version.
+   */
   constructor(
     private readonly candidates: () => readonly LibraryCandidate[],
     private readonly prototypes: Readonly<Record<string, string>>,
     private readonly fail: (op: string, attempts: readonly LoadAttempt[], cause?: unknown) => Error,
+    private readonly identity?: { readonly symbol: string; readonly library: string },
   ) {}
+
+  /** Why `lib` is not this slot's library, or null when it is (or nothing identifies it). */
+  #refuse(lib: KoffiLibrary): string | null {
+    const id = this.identity;
+    const proto = id === undefined ? undefined : this.prototypes[id.symbol];
+    if (id === undefined || proto === undefined) return null;
+    try {
+      lib.func(proto);
+      return null;
+    } catch {
+      return `loads, but exports no ${id.symbol}: not ${id.library}`;
+    }
+  }
 
   get(op: string): LazyLibrary {
     if (this.lib !== null) return this.lib;
     if (this.attempts !== null) throw this.fail(op, this.attempts);
     let outcome;
     try {
-      outcome = loadFirst(this.candidates(), loadOverride ?? undefined);
+      // Without koffi no library can load: say that once, not once per candidate.
+      if (loadOverride === null) koffi();
+      outcome = loadFirst(this.candidates(), loadOverride ?? undefined, process.env, (lib) => this.#refuse(lib));
     } catch (e) {
       // koffi itself failed to load: there is no FFI, hence no library.
       this.attempts = [{ path: 'koffi', source: 'the FFI module', error: e instanceof Error ? e.message : String(e) }];
@@ -279,7 +300,7 @@ function loaderError(op: string, attempts: readonly LoadAttempt[], cause?: unkno
   });
 }
 
-const driverSlot = new LibrarySlot(() => driverCandidates(), DRIVER_PROTOTYPES, loaderError);
+const driverSlot = new LibrarySlot(() => driverCandidates(), DRIVER_PROTOTYPES, loaderError, { symbol: 'cuInit', library: 'the CUDA driver library' });
 
 /** The loaded driver library, loading it on first use. @throws CudaError 3 listing every attempt. */
 function driver(op: string): LazyLibrary {
@@ -293,11 +314,12 @@ export function driverLibraryPath(): string | null {
 
 /**
  * Whether the driver library loads here (loads it on first call). Never throws.
+ * @param op The public call that asks, which starts the error's message (default `probeDriver`).
  * @returns `{ ok: true, path }` or `{ ok: false, error }` (the CudaError that calls would throw).
  */
-export function probeDriver(): { ok: true; path: string } | { ok: false; error: CudaError } {
+export function probeDriver(op = 'probeDriver'): { ok: true; path: string } | { ok: false; error: CudaError } {
   try {
-    return { ok: true, path: driver('probeDriver').path };
+    return { ok: true, path: driver(op).path };
   } catch (e) {
     return { ok: false, error: e as CudaError };
   }
@@ -394,7 +416,7 @@ function nvrtcLoaderError(op: string, attempts: readonly LoadAttempt[], cause?: 
   );
 }
 
-const nvrtcSlot = new LibrarySlot(() => nvrtcCandidates(), NVRTC_PROTOTYPES, nvrtcLoaderError);
+const nvrtcSlot = new LibrarySlot(() => nvrtcCandidates(), NVRTC_PROTOTYPES, nvrtcLoaderError, { symbol: 'nvrtcVersion', library: 'NVRTC' });
 
 /** Where NVRTC was loaded from, or null. */
 export function nvrtcLibraryPath(): string | null {

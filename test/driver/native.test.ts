@@ -237,6 +237,7 @@ uint64_t rec[16];
 /* every launch in order: f, stream, params (the first 64 launches) */
 uint64_t launch_log[3 * 64];
 int next_rc;
+int cuInit(unsigned flags) { (void)flags; return 0; }
 /* the launch numbered fail_at (1-based; 0: none) answers fail_rc instead of next_rc */
 int fail_at, fail_rc;
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -437,11 +438,16 @@ test('with the addon, a library that gives no symbol addresses still launches, t
   }, noAddresses);
 });
 
-test('with the addon, a driver that lacks the symbol fails the launch (and a launch sequence) with the same 801 as koffi', { skip: noPrebuilt }, () => {
+test('with the addon, a driver that lacks the symbol fails the launch (and a launch sequence) with the same 801 as koffi', { skip: noCc || noPrebuilt }, () => {
   const saved = nativeAddon();
+  // An old driver without cuLaunchKernel and cuGraphLaunch (nor the node calls).
+  const dir = mkdtempSync(join(tmpdir(), 'cg-old-driver-'));
+  writeFileSync(join(dir, 'old.c'), 'int cuInit(unsigned f) { (void)f; return 0; }\n');
+  const so = join(dir, 'libcuda-old.so');
+  const built = spawnSync(cc, ['-O1', '-fPIC', '-shared', '-o', so, join(dir, 'old.c')], { encoding: 'utf8' });
+  assert.equal(built.status, 0, built.stderr);
   for (const [name, hot] of bindings()) {
-    // libc stands in for an old driver without cuLaunchKernel and cuGraphLaunch.
-    resetLibrariesForTesting(() => koffi.load('libc.so.6'));
+    resetLibrariesForTesting(() => koffi.load(so));
     try {
       setNativeAddonForTesting(hot);
       const call = ln.prepareLaunch(1n, [1, 1, 1], [32, 1, 1], 0, 0n);
@@ -460,6 +466,7 @@ test('with the addon, a driver that lacks the symbol fails the launch (and a lau
       setNativeAddonForTesting(saved);
     }
   }
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test('the addon\'s launchSequence: NOT_BOUND and BAD_ID before any launch, then every launch in order, stopping at the first failure', { skip: noCc || noPrebuilt }, () => {

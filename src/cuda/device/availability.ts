@@ -11,5 +11,5 @@ import type { CudaError } from '../../errors/cuda-error.js';
  * if (!d.ok) console.warn(d.error.message);
  */
 export function driverAvailable(): { ok: true; path: string } | { ok: false; error: CudaError } {
-  return init.probe();
+  return init.probe('driverAvailable');
 }

@@ -18,10 +18,10 @@ export function driverVersion(op: string): number {
 
 /**
  * Whether a driver library loads (loads it on first call; never throws): `{ ok: false, error }`
- * carries the error every driver call would throw.
+ * carries the error every driver call would throw, its message starting with `op`.
  */
-export function probe(): { ok: true; path: string } | { ok: false; error: CudaError } {
-  return probeDriver();
+export function probe(op: string): { ok: true; path: string } | { ok: false; error: CudaError } {
+  return probeDriver(op);
 }
 
 /** True once the driver library is loaded. */
