@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import { ComputeGraph, FileFormatError, GraphError } from '../index.js';
 import type { Output } from './output.js';
 import { ProgressBar } from './progress.js';
-import { UsageError, fileErrorReason } from './usage-error.js';
+import { UsageError, fileErrorReason, inputFileSize } from './usage-error.js';
 
 /** How long work runs before the CLI draws a progress bar for it (on a terminal only). */
 export const PROGRESS_DELAY_MS = 1000;
@@ -28,17 +28,11 @@ function isBinaryFile(path: string): boolean {
  * known by its first bytes, or else the JSON that `graph.toJSON()`, `writeJSON`, `cudagraph demo`
  * write. Either is read as it arrives (`readBinary`, `readJSON`): the file is never held whole as
  * text, and a load of over a second draws a progress bar on a terminal's stderr.
- * @throws UsageError when the file cannot be read, is not JSON, or is not a valid graph file.
+ * @throws UsageError when the file cannot be read (or is not a regular file), is not JSON, or is not
+ *   a valid graph file.
  */
 export async function readGraphFile(path: string, io?: Output): Promise<ComputeGraph> {
-  let size: number;
-  try {
-    const st = statSync(path);
-    if (st.isDirectory()) throw Object.assign(new Error(`${path} is a folder`), { code: 'EISDIR' });
-    size = st.size;
-  } catch (e) {
-    throw new UsageError(`cannot read ${path}: ${fileErrorReason(e)}`, { cause: e });
-  }
+  const size = inputFileSize(path);
   const bar = io === undefined ? null : new ProgressBar(io, size, 30, PROGRESS_DELAY_MS);
   const options = bar === null ? {} : { onProgress: (bytes: number) => bar.update(bytes, `reading ${path}`) };
   try {

@@ -1,3 +1,5 @@
+import { statSync } from 'node:fs';
+
 /**
  * A mistake by the person at the command line (a bad path, a malformed graph file, a bad option
  * value) or a missing prerequisite they can fix (no GPU for `bench`): printed as one line on
@@ -26,4 +28,25 @@ export function fileErrorReason(e: unknown): string {
     default:
       return code ?? (e instanceof Error ? e.message : String(e));
   }
+}
+
+/** Why a file the CLI reads is not read: it is not a regular file (a device, a pipe or a socket). */
+const NOT_REGULAR = 'it is not a regular file (a device, a pipe or a socket)';
+
+/**
+ * The size of the file at `path`, which a command is about to read. Only a regular file is read:
+ * a folder cannot be, and a device, pipe or socket may never end (`/dev/zero`) or hold the open
+ * until a writer comes (a FIFO), leaving the command waiting forever.
+ * @throws UsageError `cannot read <what><path>: <why>` when it is not one or cannot be found.
+ */
+export function inputFileSize(path: string, what = ''): number {
+  let why: string;
+  try {
+    const st = statSync(path);
+    if (st.isFile()) return st.size;
+    why = st.isDirectory() ? fileErrorReason(Object.assign(new Error('a folder'), { code: 'EISDIR' })) : NOT_REGULAR;
+  } catch (e) {
+    throw new UsageError(`cannot read ${what}${path}: ${fileErrorReason(e)}`, { cause: e });
+  }
+  throw new UsageError(`cannot read ${what}${path}: ${why}`);
 }
