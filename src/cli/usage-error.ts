@@ -21,7 +21,16 @@ export function fileErrorReason(e: unknown): string {
     case 'EISDIR':
       return 'it is a folder';
     case 'ENOTDIR':
+    case 'EEXIST': // mkdir of a folder where a file is
       return 'a part of the path is not a folder';
+    case 'ENOSPC':
+      return 'no space left on the device';
+    case 'EFBIG':
+      return 'the file is larger than this process may write (ulimit -f)';
+    case 'EROFS':
+      return 'the file system is read-only';
+    case 'ENAMETOOLONG':
+      return 'the name is too long';
     case 'EACCES':
     case 'EPERM':
       return 'permission denied';

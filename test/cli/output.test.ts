@@ -1,14 +1,15 @@
 /**
  * Where the CLI writes: a reader that stops early (`cudagraph inspect --json g.json | head -1`)
- * ends the output quietly, without an uncaught EPIPE and its stack.
+ * ends the output quietly, without an uncaught EPIPE and its stack; a write that fails says why in
+ * words.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ComputeGraph, StreamId } from '../../src/index.js';
-import { root, tempDir } from './helpers.js';
+import { assertUserError, cudagraph, graph50, inTempDir, root, tempDir } from './helpers.js';
 
 /** Runs the command with its stdout into a pipe closed after the first chunk; resolves with its status, signal, stderr and that chunk. */
 function closedEarly(args: string[]): Promise<{ status: number | null; signal: string | null; stderr: string; first: string }> {
@@ -49,4 +50,21 @@ test('stdout closed early (| head -1): no EPIPE error or stack trace, the comman
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a folder that cannot be made, a full device: one line saying why, not an error code', () => {
+  inTempDir((dir) => {
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'x');
+    assertUserError(cudagraph(['demo', '--mode', 'cpu', '-o', file]), /^cudagraph: cannot write .*a-file\/demo\.json: a part of the path is not a folder\n$/, 'demo -o a file');
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    assertUserError(cudagraph(['render', g, '-o', join(file, 'g.svg')]), /^cudagraph: cannot write .*: a part of the path is not a folder\n$/, 'render -o a-file/g.svg');
+    assertUserError(cudagraph(['convert', g, '-o', join(file, 'g.cgraph')]), /^cudagraph: cannot write .*: a part of the path is not a folder\n$/, 'convert -o a-file/g.cgraph');
+    if (existsSync('/dev/full')) {
+      symlinkSync('/dev/full', join(dir, 'full.svg'));
+      assertUserError(cudagraph(['render', g, '-o', join(dir, 'full.svg')]), /^cudagraph: cannot write .*full\.svg: no space left on the device\n$/, 'render -o a link to /dev/full');
+      assert.ok(lstatSync(join(dir, 'full.svg')).isSymbolicLink(), 'the link is left as it was');
+    }
+  });
 });
