@@ -46,9 +46,9 @@ export const WORKLOAD_LINE = `MLP forward + loss (batch ${MLP.batch}, ${MLP.widt
 export async function writeGraphFiles(graph: ComputeGraph, dir: string, base: string, title: string): Promise<{ json: string; dot: string; svg: string }> {
   const files = { json: join(dir, `${base}.json`), dot: join(dir, `${base}.dot`), svg: join(dir, `${base}.svg`) };
   const dot = toDot(graph, { title });
-  writeOutputFile(files.json, JSON.stringify(graph, null, 1) + '\n');
-  writeOutputFile(files.dot, dot);
-  writeOutputFile(files.svg, await dotToSvg(dot));
+  await writeOutputFile(files.json, JSON.stringify(graph, null, 1) + '\n');
+  await writeOutputFile(files.dot, dot);
+  await writeOutputFile(files.svg, await dotToSvg(dot));
   return files;
 }
 

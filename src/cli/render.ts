@@ -5,9 +5,7 @@
 import { basename } from 'node:path';
 import { nameText } from '../model/bounded-text.js';
 import { loadFont } from './fonts.js';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { PROGRESS_DELAY_MS, readGraphFile, refuseOverwritingInput, writeOutputFile } from './graph-file.js';
+import { PROGRESS_DELAY_MS, readGraphFile, refuseOverwritingInput, writeOutput, writeOutputFile } from './graph-file.js';
 import type { Output } from './output.js';
 import { dotToSvg, drawGraph, formatOf, highlightOf, svgToPng } from './picture.js';
 import { LAYOUT_MAX_NODES, layoutRefusal } from './layout-limits.js';
@@ -15,7 +13,6 @@ import { summaryToDot } from './summary-picture.js';
 import { summarizeGraph } from '../model/summary-graph.js';
 import type { LoadedFont } from './fonts.js';
 import { ProgressBar } from './progress.js';
-import { fileErrorReason } from './usage-error.js';
 import { terminalText } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 import type { ComputeGraph } from '../index.js';
@@ -89,10 +86,10 @@ export async function render(file: string, options: RenderOptions, io: Output): 
     ...(scale === undefined ? {} : { scale }),
   });
   if (picture.format === 'png') {
-    writeOutputFile(options.output, picture.bytes);
+    await writeOutputFile(options.output, picture.bytes);
     io.out(`wrote ${terminalText(options.output)} (PNG, ${picture.width}×${picture.height} px, ${what}; font ${terminalText(picture.font)})\n`);
   } else {
-    writeOutputFile(options.output, picture.text);
+    await writeOutputFile(options.output, picture.text);
     io.out(`wrote ${terminalText(options.output)} (${picture.format.toUpperCase()}, ${what})\n`);
   }
 }
@@ -130,16 +127,16 @@ async function renderSummary(
         : 'leave out --summary for every node';
   const why = beyondLimit ? ` (${count(graph.nodeCount())} nodes are beyond what is laid out here)` : '';
   if (format === 'dot') {
-    writeOutputFile(options.output, dot);
+    await writeOutputFile(options.output, dot);
     io.out(`wrote ${terminalText(options.output)} (DOT, ${what})\n`);
   } else {
     const svg = await dotToSvg(dot);
     if (format === 'svg') {
-      writeOutputFile(options.output, svg);
+      await writeOutputFile(options.output, svg);
       io.out(`wrote ${terminalText(options.output)} (SVG, ${what})\n`);
     } else {
       const png = await svgToPng(svg, { ...(font === undefined ? {} : { font }), ...(scale === undefined ? {} : { scale }) });
-      writeOutputFile(options.output, png.bytes);
+      await writeOutputFile(options.output, png.bytes);
       io.out(`wrote ${terminalText(options.output)} (PNG, ${png.width}×${png.height} px, ${what}; font ${terminalText(png.font)})\n`);
     }
   }
@@ -150,16 +147,13 @@ async function renderSummary(
 /**
  * Writes the DOT text to `path` as it is made (`graph.writeDot`): DOT has no size limit, and the
  * text of a few million nodes is longer than a string can be. A write of over a second draws a
- * progress bar on a terminal's stderr.
+ * progress bar on a terminal's stderr. Whole or not at all (`writeOutput`).
  * @throws UsageError when the file cannot be written.
  */
 async function writeDotFile(graph: ComputeGraph, path: string, options: { title?: string; highlight: number[] }, io: Output): Promise<void> {
   const bar = new ProgressBar(io, graph.nodeCount() + graph.edgeCount(), 30, PROGRESS_DELAY_MS);
   try {
-    mkdirSync(dirname(path), { recursive: true });
-    await graph.writeDot(path, { ...options, onProgress: (done) => bar.update(done, `writing ${path}`) });
-  } catch (e) {
-    throw new UsageError(`cannot write ${path}: ${fileErrorReason(e)}`, { cause: e });
+    await writeOutput(path, (to) => graph.writeDot(to, { ...options, onProgress: (done) => bar.update(done, `writing ${path}`) }));
   } finally {
     bar.done();
   }

@@ -1,12 +1,13 @@
 /**
  * Where the CLI writes: a reader that stops early (`cudagraph inspect --json g.json | head -1`)
- * ends the output quietly, without an uncaught EPIPE and its stack; a write that fails says why in
+ * ends the output quietly, without an uncaught EPIPE and its stack; an output file is written whole
+ * or not at all (a failed write leaves the old file as it was), and a write that fails says why in
  * words.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, lstatSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ComputeGraph, StreamId } from '../../src/index.js';
 import { assertUserError, cudagraph, graph50, inTempDir, root, tempDir } from './helpers.js';
@@ -52,6 +53,37 @@ test('stdout closed early (| head -1): no EPIPE error or stack trace, the comman
   }
 });
 
+/** The names in `dir`, sorted. */
+function names(dir: string): string[] {
+  return readdirSync(dir).sort();
+}
+
+const hasSh = process.platform !== 'win32';
+
+test('a write cut short (a file-size limit) leaves the old output as it was and no other file, and says why in one line', { skip: hasSh ? false : 'no sh here' }, () => {
+  inTempDir((dir) => {
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    const cases: [string, string[]][] = [
+      ['old.dot', ['render', g, '-o', join(dir, 'old.dot')]],
+      ['old.svg', ['render', g, '-o', join(dir, 'old.svg')]],
+      ['old.mmd', ['render', g, '-o', join(dir, 'old.mmd')]],
+      ['old-summary.dot', ['render', g, '-o', join(dir, 'old-summary.dot'), '--summary']],
+      ['old.json', ['convert', g, '-o', join(dir, 'old.json')]],
+    ];
+    for (const [name] of cases) writeFileSync(join(dir, name), 'the old file\n');
+    const before = names(dir);
+    for (const [name, args] of cases) {
+      // 4 blocks of 512 bytes: each output is larger, so its write fails part-way (EFBIG; Node ignores SIGXFSZ).
+      const quoted = [process.execPath, join(root, 'bin', 'cudagraph.js'), ...args].map((a) => `'${a}'`).join(' ');
+      const r = spawnSync('sh', ['-c', `ulimit -f 4 && exec ${quoted}`], { encoding: 'utf8' });
+      assertUserError({ status: r.status, stdout: r.stdout, stderr: r.stderr }, /^cudagraph: cannot write .*: the file is larger than this process may write \(ulimit -f\)\n$/, name);
+      assert.equal(readFileSync(join(dir, name), 'utf8'), 'the old file\n', `${name} unchanged`);
+      assert.deepEqual(names(dir), before, `${name}: no file left behind`);
+    }
+  });
+});
+
 test('a folder that cannot be made, a full device: one line saying why, not an error code', () => {
   inTempDir((dir) => {
     const file = join(dir, 'a-file');
@@ -67,4 +99,53 @@ test('a folder that cannot be made, a full device: one line saying why, not an e
       assert.ok(lstatSync(join(dir, 'full.svg')).isSymbolicLink(), 'the link is left as it was');
     }
   });
+});
+
+test('an existing output is replaced whole, through a symbolic link, keeping its permissions', { skip: process.platform === 'win32' ? 'no modes here' : false }, () => {
+  inTempDir((dir) => {
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    const real = join(dir, 'real.dot');
+    writeFileSync(real, 'the old file\n');
+    chmodSync(real, 0o640);
+    symlinkSync(real, join(dir, 'link.dot'));
+    const r = cudagraph(['render', g, '-o', join(dir, 'link.dot')]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(lstatSync(join(dir, 'link.dot')).isSymbolicLink(), 'still a link');
+    assert.match(readFileSync(real, 'utf8'), /^digraph/);
+    assert.equal(statSync(real).mode & 0o777, 0o640);
+    assert.deepEqual(names(dir), ['g.json', 'link.dot', 'real.dot']);
+  });
+});
+
+test('Ctrl-C while a large DOT file is written leaves the old file as it was and no other file', { skip: process.platform === 'win32' ? 'no signals here' : false }, async () => {
+  const dir = tempDir();
+  try {
+    const g = new ComputeGraph();
+    // 200,000 nodes: 18 MB of DOT, written over most of a second.
+    for (let i = 0; i < 200_000; i++) g.addNode({ kind: 'empty', name: `op ${i}`, stream: StreamId(i % 4) });
+    const file = join(dir, 'g.json');
+    writeFileSync(file, JSON.stringify(g));
+    const out = join(dir, 'g.dot');
+    writeFileSync(out, 'the old file\n');
+    const before = names(dir);
+    const child = spawn(process.execPath, [join(root, 'bin', 'cudagraph.js'), 'render', file, '-o', out], { cwd: root, stdio: 'ignore' });
+    let interrupted = false;
+    // As soon as the write has begun (a new file beside the output, or the output itself changed): Ctrl-C.
+    const poll = setInterval(() => {
+      if (interrupted) return;
+      if (names(dir).length > before.length || statSync(out).size !== 'the old file\n'.length) {
+        interrupted = true;
+        child.kill('SIGINT');
+      }
+    }, 2);
+    const ended = await new Promise<{ status: number | null; signal: string | null }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal })));
+    clearInterval(poll);
+    assert.ok(interrupted, 'the write was interrupted while it ran');
+    assert.equal(ended.signal, 'SIGINT', `ended by the signal (status ${ended.status})`);
+    assert.equal(readFileSync(out, 'utf8'), 'the old file\n', 'the old file is unchanged');
+    assert.deepEqual(names(dir), before, 'no file left behind');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
