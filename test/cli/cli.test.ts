@@ -3,9 +3,10 @@ import assert from 'node:assert/strict';
 import { run } from '../../src/cli/main.js';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { cudagraph } from './helpers.js';
+import { join } from 'node:path';
+import { cudagraph, root } from './helpers.js';
 
-const COMMANDS = ['demo', 'doctor', 'bench', 'render', 'inspect', 'serve'];
+const COMMANDS = ['demo', 'doctor', 'bench', 'render', 'inspect', 'convert', 'serve'];
 
 test('--help works for the program and for every command, on stdout, status 0', () => {
   const top = cudagraph(['--help']);
@@ -61,4 +62,15 @@ test('--version prints the package version; a command\'s usage error points at t
   assert.match(render.stderr, /^cudagraph: required option '-o, --output <file>' not specified\n\(run cudagraph render --help for usage\)\n$/);
   const inspect = cudagraph(['inspect', '--nope']);
   assert.match(inspect.stderr, /\(run cudagraph inspect --help for usage\)/);
+});
+
+test("docs/cli.md's table of commands lists every command of --help, and says how many there are", () => {
+  const doc = readFileSync(join(root, 'docs', 'cli.md'), 'utf8');
+  const top = cudagraph(['--help']).stdout;
+  const listed = [...top.matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1]!).filter((c) => c !== 'help');
+  assert.deepEqual([...listed].sort(), [...COMMANDS].sort(), 'the commands of --help');
+  const rows = [...doc.matchAll(/^\| `([a-z]+)[ `]/gm)].map((m) => m[1]!);
+  for (const c of listed) assert.ok(rows.includes(c), `docs/cli.md's table lists ${c}`);
+  const words = ['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
+  assert.match(doc, new RegExp(`\\b${words[listed.length]}\\b commands:`, 'i'), 'the count of commands');
 });
