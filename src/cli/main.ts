@@ -24,9 +24,15 @@ import { processOutput, type Output } from './output.js';
 import { render } from './render.js';
 import { SERVE_DEFAULTS, serve, type ServeArgs } from './serve.js';
 import { terminalLines, terminalText } from './terminal-text.js';
-import { UsageError } from './usage-error.js';
+import { OptionError, UsageError } from './usage-error.js';
 
-function program(io: Output, exit: { code: number }): Command {
+/** What a run of the program found out: its exit status, and the command whose action ran. */
+interface RunState {
+  code: number;
+  command?: string;
+}
+
+function program(io: Output, exit: RunState): Command {
   const cli = new Command('cudagraph')
     .description('CUDA graphs for Node.js: record GPU work once, replay it with one launch.')
     .exitOverride()
@@ -66,7 +72,7 @@ function program(io: Output, exit: { code: number }): Command {
         // The float64 CPU reference takes about a minute at 2048 (4 M unknowns, ~4,000 iterations).
         const n = intOption('--n', o.n, 2, 2048);
         const tol = Number(o.tol);
-        if (!(tol > 0 && tol < 1)) throw new UsageError(`--tol must be a number in (0, 1), got '${o.tol}'`);
+        if (!(tol > 0 && tol < 1)) throw new OptionError(`--tol must be a number in (0, 1), got '${o.tol}'`);
         exit.code = await demoSolver({ out: o.out, json: o.json, mode: o.mode, n, tol, rounds }, io);
         return;
       }
@@ -161,6 +167,10 @@ function program(io: Output, exit: { code: number }): Command {
       exit.code = await serve(o, io);
     });
 
+  // The command whose action runs: its option errors point at its help.
+  cli.hook('preAction', (_cli, action) => {
+    exit.command = action.name();
+  });
   for (const c of cli.commands) c.allowExcessArguments(false);
   // Each command's usage errors point at that command's help.
   for (const c of cli.commands) c.showHelpAfterError(`(run cudagraph ${c.name()} --help for usage)`);
@@ -183,7 +193,7 @@ function packageVersion(): string {
  * and stderr).
  */
 export async function run(argv: string[], io: Output = processOutput): Promise<number> {
-  const exit = { code: 0 };
+  const exit: RunState = { code: 0 };
   try {
     if (argv.length === 0) {
       io.err(program(io, exit).helpInformation());
@@ -195,8 +205,9 @@ export async function run(argv: string[], io: Output = processOutput): Promise<n
     // Commander has already printed its message (or the help, or the version).
     if (e instanceof CommanderError) return e.exitCode;
     if (e instanceof UsageError) {
-      // One line, whatever paths or names the message quotes.
-      io.err(`cudagraph: ${terminalText(e.message)}\n`);
+      // One line, whatever paths or names the message quotes; an option's, with commander's pointer at the help.
+      const help = e instanceof OptionError && exit.command !== undefined ? `(run cudagraph ${exit.command} --help for usage)\n` : '';
+      io.err(`cudagraph: ${terminalText(e.message)}\n${help}`);
       return 1;
     }
     if (e instanceof CudagraphError) {

@@ -14,7 +14,7 @@ import { summarizeGraph } from '../model/summary-graph.js';
 import type { LoadedFont } from './fonts.js';
 import { ProgressBar } from './progress.js';
 import { terminalText } from './terminal-text.js';
-import { UsageError } from './usage-error.js';
+import { OptionError, UsageError } from './usage-error.js';
 import type { ComputeGraph } from '../index.js';
 
 /** Options of `cudagraph render`. */
@@ -32,11 +32,11 @@ export interface RenderOptions {
   readonly full?: boolean;
 }
 
-/** Parses `--scale`: a number in 0.1..10. @throws UsageError otherwise. */
+/** Parses `--scale`: a number in 0.1..10. @throws OptionError otherwise. */
 export function parseScale(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isFinite(n) || n < 0.1 || n > 10) throw new UsageError(`--scale must be a number from 0.1 to 10, got '${nameText(value)}'`);
+  if (!Number.isFinite(n) || n < 0.1 || n > 10) throw new OptionError(`--scale must be a number from 0.1 to 10, got '${nameText(value)}'`);
   return n;
 }
 
@@ -54,8 +54,8 @@ export async function render(file: string, options: RenderOptions, io: Output): 
   refuseOverwritingInput(file, options.output);
   // The font is checked before the layout, which can take a while: a bad --font fails at once.
   const font = format === 'png' || options.font !== undefined ? loadFont(options.font) : undefined;
-  if (options.summary === true && options.full === true) throw new UsageError('--summary and --full cannot be given together');
-  if (options.summary === true && format === 'mmd') throw new UsageError('--summary draws .svg, .png or .dot, not Mermaid');
+  if (options.summary === true && options.full === true) throw new OptionError('--summary and --full cannot be given together');
+  if (options.summary === true && format === 'mmd') throw new OptionError('--summary draws .svg, .png or .dot, not Mermaid');
   const graph = await readGraphFile(file, io);
   if (format === 'svg' || format === 'png') {
     const refusal = graph.nodeCount() === 0 ? null : layoutRefusal(graph, format);

@@ -12,6 +12,18 @@ export class UsageError extends Error {
   }
 }
 
+/**
+ * A bad option value or combination of options (`--rounds 0`, `--summary` with `--full`): a
+ * `UsageError` printed, as commander's own option errors are, with a pointer at the help of the
+ * command it was given to.
+ */
+export class OptionError extends UsageError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'OptionError';
+  }
+}
+
 /** The reason of a failed file operation, for messages: `ENOENT` becomes `no such file`. */
 export function fileErrorReason(e: unknown): string {
   const code = (e as NodeJS.ErrnoException | null)?.code;

@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { run } from '../../src/cli/main.js';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { cudagraph, root } from './helpers.js';
+import { cudagraph, graph50, inTempDir, root } from './helpers.js';
 
 const COMMANDS = ['demo', 'doctor', 'bench', 'render', 'inspect', 'convert', 'serve'];
 
@@ -73,4 +73,26 @@ test("docs/cli.md's table of commands lists every command of --help, and says ho
   for (const c of listed) assert.ok(rows.includes(c), `docs/cli.md's table lists ${c}`);
   const words = ['no', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
   assert.match(doc, new RegExp(`\\b${words[listed.length]}\\b commands:`, 'i'), 'the count of commands');
+});
+
+test("a bad option value points at its command's help, as commander's own option errors do", () => {
+  inTempDir((dir) => {
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    const cases: [string[], RegExp][] = [
+      [['demo', '--rounds', '0', '-o', dir], /^cudagraph: --rounds must be an integer from 1 to 1000, got '0'\n\(run cudagraph demo --help for usage\)\n$/],
+      [['demo', 'solver', '--tol', '2', '-o', dir], /^cudagraph: --tol must be a number in \(0, 1\), got '2'\n\(run cudagraph demo --help for usage\)\n$/],
+      [['bench', '--sizes', 'ten'], /^cudagraph: --sizes must be an integer from 1 to 100000, got 'ten'\n\(run cudagraph bench --help for usage\)\n$/],
+      [['render', g, '-o', join(dir, 'g.png'), '--scale', 'big'], /^cudagraph: --scale must be a number from 0\.1 to 10, got 'big'\n\(run cudagraph render --help for usage\)\n$/],
+      [['render', g, '-o', join(dir, 'g.svg'), '--summary', '--full'], /^cudagraph: --summary and --full cannot be given together\n\(run cudagraph render --help for usage\)\n$/],
+    ];
+    for (const [args, message] of cases) {
+      const r = cudagraph(args);
+      assert.equal(r.status, 1, args.join(' '));
+      assert.equal(r.stdout, '', args.join(' '));
+      assert.match(r.stderr, message, args.join(' '));
+    }
+    // A file the command cannot read is not a usage error: no pointer at the help.
+    assert.match(cudagraph(['inspect', join(dir, 'missing.json')]).stderr, /^cudagraph: cannot read .*: no such file or folder\n$/);
+  });
 });
