@@ -19,7 +19,7 @@ import { ENGINE_KINDS, MODEL_CONFIGS } from './engine-factory.js';
 import { inspect } from './inspect.js';
 import { convert } from './convert.js';
 import { LAYOUT_MAX_NODES } from './layout-limits.js';
-import { intOption } from './options.js';
+import { intOption, numberOption } from './options.js';
 import { processOutput, type Output } from './output.js';
 import { render } from './render.js';
 import { SERVE_DEFAULTS, serve, type ServeArgs } from './serve.js';
@@ -71,8 +71,7 @@ function program(io: Output, exit: RunState): Command {
       if (job === 'solver') {
         // The float64 CPU reference takes about a minute at 2048 (4 M unknowns, ~4,000 iterations).
         const n = intOption('--n', o.n, 2, 2048);
-        const tol = Number(o.tol);
-        if (!(tol > 0 && tol < 1)) throw new OptionError(`--tol must be a number in (0, 1), got '${o.tol}'`);
+        const tol = numberOption('--tol', o.tol, (x) => x > 0 && x < 1, 'in (0, 1)');
         exit.code = await demoSolver({ out: o.out, json: o.json, mode: o.mode, n, tol, rounds }, io);
         return;
       }

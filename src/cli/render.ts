@@ -3,7 +3,6 @@
  * and colour per stream, a shape per kind, the critical path thick and red.
  */
 import { basename } from 'node:path';
-import { nameText } from '../model/bounded-text.js';
 import { loadFont } from './fonts.js';
 import { PROGRESS_DELAY_MS, readGraphFile, refuseOverwritingInput, writeOutput, writeOutputFile } from './graph-file.js';
 import type { Output } from './output.js';
@@ -15,6 +14,7 @@ import type { LoadedFont } from './fonts.js';
 import { ProgressBar } from './progress.js';
 import { terminalText } from './terminal-text.js';
 import { OptionError, UsageError } from './usage-error.js';
+import { numberOption } from './options.js';
 import type { ComputeGraph } from '../index.js';
 
 /** Options of `cudagraph render`. */
@@ -35,9 +35,7 @@ export interface RenderOptions {
 /** Parses `--scale`: a number in 0.1..10. @throws OptionError otherwise. */
 export function parseScale(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0.1 || n > 10) throw new OptionError(`--scale must be a number from 0.1 to 10, got '${nameText(value)}'`);
-  return n;
+  return numberOption('--scale', value, (n) => n >= 0.1 && n <= 10, 'from 0.1 to 10');
 }
 
 /**

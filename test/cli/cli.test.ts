@@ -4,7 +4,7 @@ import { run } from '../../src/cli/main.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { cudagraph, graph50, inTempDir, root } from './helpers.js';
+import { assertUserError, cudagraph, graph50, inTempDir, root } from './helpers.js';
 
 const COMMANDS = ['demo', 'doctor', 'bench', 'render', 'inspect', 'convert', 'serve'];
 
@@ -94,5 +94,19 @@ test("a bad option value points at its command's help, as commander's own option
     }
     // A file the command cannot read is not a usage error: no pointer at the help.
     assert.match(cudagraph(['inspect', join(dir, 'missing.json')]).stderr, /^cudagraph: cannot read .*: no such file or folder\n$/);
+  });
+});
+
+test('numbers are decimal: --scale and --tol refuse hexadecimal, binary and octal forms', () => {
+  inTempDir((dir) => {
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    for (const scale of ['0x1', '0b1', '0o1', 'Infinity', '1_0', '1.5.0']) {
+      assertUserError(cudagraph(['render', g, '-o', join(dir, 'g.png'), '--scale', scale]), new RegExp(`--scale must be a number from 0\\.1 to 10, got '${scale}'`), `--scale ${scale}`);
+    }
+    for (const tol of ['0x0', '0b0', '.5e']) {
+      assertUserError(cudagraph(['demo', 'solver', '--mode', 'cpu', '--n', '4', '--tol', tol, '-o', dir]), new RegExp(`--tol must be a number in \\(0, 1\\), got '${tol}'`), `--tol ${tol}`);
+    }
+    assert.equal(cudagraph(['render', g, '-o', join(dir, 'g.svg'), '--scale', '2.5e-1']).status, 0, 'an exponent is a decimal number');
   });
 });
