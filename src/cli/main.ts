@@ -66,7 +66,12 @@ function program(io: Output, exit: RunState): Command {
     .option('--n <n>', 'solver: the grid side (n × n unknowns)', '256')
     .option('--tol <x>', 'solver: stop when ‖r‖/‖b‖ < tol', '1e-8')
     .option('--json', 'print the report as JSON', false)
-    .action(async (job: 'mlp' | 'solver', o: { out: string; mode: DemoMode; rounds: string; iterations: string; n: string; tol: string; json: boolean }) => {
+    .action(async (job: 'mlp' | 'solver', o: { out: string; mode: DemoMode; rounds: string; iterations: string; n: string; tol: string; json: boolean }, command: Command) => {
+      // An option of the other job is refused: ignored, `demo --n 1024` would run the MLP as if it had not been given.
+      const others = job === 'solver' ? { iterations: 'mlp' } : { n: 'solver', tol: 'solver' };
+      for (const [key, owner] of Object.entries(others)) {
+        if (command.getOptionValueSource(key) === 'cli') throw new OptionError(`--${key} is an option of demo ${owner}, not of demo ${job}`);
+      }
       const rounds = intOption('--rounds', o.rounds, 1, 1000);
       if (job === 'solver') {
         // The float64 CPU reference takes about a minute at 2048 (4 M unknowns, ~4,000 iterations).

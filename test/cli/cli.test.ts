@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { run } from '../../src/cli/main.js';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { assertUserError, cudagraph, graph50, inTempDir, root } from './helpers.js';
@@ -108,5 +108,17 @@ test('numbers are decimal: --scale and --tol refuse hexadecimal, binary and octa
       assertUserError(cudagraph(['demo', 'solver', '--mode', 'cpu', '--n', '4', '--tol', tol, '-o', dir]), new RegExp(`--tol must be a number in \\(0, 1\\), got '${tol}'`), `--tol ${tol}`);
     }
     assert.equal(cudagraph(['render', g, '-o', join(dir, 'g.svg'), '--scale', '2.5e-1']).status, 0, 'an exponent is a decimal number');
+  });
+});
+
+test("demo refuses the other job's options instead of ignoring them", () => {
+  inTempDir((dir) => {
+    const cases: [string[], RegExp][] = [
+      [['demo', '--mode', 'cpu', '--n', '64', '-o', dir], /^cudagraph: --n is an option of demo solver, not of demo mlp\n\(run cudagraph demo --help for usage\)\n$/],
+      [['demo', 'mlp', '--mode', 'cpu', '--tol', '1e-6', '-o', dir], /^cudagraph: --tol is an option of demo solver, not of demo mlp\n/],
+      [['demo', 'solver', '--mode', 'cpu', '--iterations', '50', '-o', dir], /^cudagraph: --iterations is an option of demo mlp, not of demo solver\n/],
+    ];
+    for (const [args, message] of cases) assertUserError(cudagraph(args), message, args.join(' '));
+    assert.deepEqual(readdirSync(dir), [], 'nothing written');
   });
 });
