@@ -117,8 +117,8 @@ function program(io: Output, exit: RunState): Command {
     .option('--font <file>', 'PNG: a .ttf/.otf font for the text (default: a sans-serif font found on the system, or $CUDAGRAPH_FONT)')
     .option('--scale <n>', 'PNG: pixels per point (default 1.5)')
     .option('--summary', 'draw one node per group of ops (stream segment, or stream and level band) instead of every node; SVG, PNG and DOT', false)
-    .option('--full', `SVG, PNG: lay out every node, refusing a graph beyond ${LAYOUT_MAX_NODES.toLocaleString('en-US')} nodes (default: draw a summary of such a graph)`, false)
-    .action((file: string, o: { output: string; title?: string; criticalPath: boolean; font?: string; scale?: string; summary: boolean; full: boolean }) => render(file, o, io));
+    .option('--full', `SVG, PNG: lay out every node, refusing a graph beyond ${LAYOUT_MAX_NODES.toLocaleString('en-US')} nodes (default: draw a summary of such a graph)`)
+    .action((file: string, o: { output: string; title?: string; criticalPath: boolean; font?: string; scale?: string; summary: boolean; full?: boolean }) => render(file, o, io));
 
   cli
     .command('inspect')

@@ -122,3 +122,12 @@ test("demo refuses the other job's options instead of ignoring them", () => {
     assert.deepEqual(readdirSync(dir), [], 'nothing written');
   });
 });
+
+test('every option in --help states its default at most once', () => {
+  for (const c of COMMANDS) {
+    const help = cudagraph([c, '--help']).stdout;
+    // An option's description runs from its flags to the next option's.
+    const options = help.slice(help.indexOf('Options:')).split(/\n(?= {2}-)/);
+    for (const o of options) assert.ok((o.match(/\(default/g) ?? []).length <= 1, `${c}: ${o.replace(/\s+/g, ' ')}`);
+  }
+});
