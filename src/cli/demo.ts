@@ -13,6 +13,7 @@ import { cudaVersionText, describeDevice, probeGpu } from './gpu-probe.js';
 import type { Output } from './output.js';
 import { dotToSvg, toDot } from './picture.js';
 import { formatSummary, summarize } from './summary.js';
+import { terminalText } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 import { MLP, MLP_PROGRAM, nodeSteps } from './workload.js';
 import { referenceForward, workloadData } from './workload-data.js';
@@ -100,7 +101,7 @@ export async function demo(options: DemoOptions, io: Output): Promise<number> {
           `loss ${c.loss.toFixed(4)} (reference ${c.referenceLoss.toFixed(4)}), accuracy ${(c.accuracy * 100).toFixed(1)} % (random weights; reference ${(c.referenceAccuracy * 100).toFixed(1)} %), ` +
           `predictions agree on ${c.predictionsAgreeing}/${c.rows} rows`,
         ...formatSummary(summary),
-        `picture:        ${files.svg}  (also ${files.dot}, and ${files.json}: \`cudagraph render ${files.json} -o demo.png\`)`,
+        `picture:        ${terminalText(files.svg)}  (also ${terminalText(files.dot)}, and ${terminalText(files.json)}: \`cudagraph render ${terminalText(files.json)} -o demo.png\`)`,
       ].join('\n') + '\n',
     );
   }
@@ -138,7 +139,7 @@ async function cpuDemo(options: DemoOptions, dir: string, reason: string, io: Ou
       ...formatSummary(summary),
       'levels (what can run at once):',
       ...levels,
-      `picture:        ${files.svg}  (also ${files.dot}, and ${files.json}: \`cudagraph render ${files.json} -o demo.png\`)`,
+      `picture:        ${terminalText(files.svg)}  (also ${terminalText(files.dot)}, and ${terminalText(files.json)}: \`cudagraph render ${terminalText(files.json)} -o demo.png\`)`,
     ].join('\n') + '\n',
   );
   return 0;
