@@ -88,7 +88,7 @@ export async function demoSolver(options: SolverDemoOptions, io: Output): Promis
       const loop = graph.nodes().find((x) => x.kind === 'conditional');
       io.out(
         [
-          `cudagraph demo solver: CPU model mode: ${reason}; the solver was run on the CPU and its GPU program recorded with StreamCapture.`,
+          `cudagraph demo solver: CPU model mode: ${terminalText(reason)}; the solver was run on the CPU and its GPU program recorded with StreamCapture.`,
           `problem:   ${what}`,
           `CPU solve: ${cpu.iterations} iterations, ‖r‖/‖b‖ = ${cpu.relativeResidual.toExponential(2)}, ${cpuMs.toFixed(0)} ms (float64)`,
           `program:   ${graph.nodeCount()} nodes: ${graph.nodes().map((x) => x.name).join(' → ')}`,

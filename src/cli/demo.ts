@@ -133,7 +133,7 @@ async function cpuDemo(options: DemoOptions, dir: string, reason: string, io: Ou
   const levels = graph.levels().map((ids, l) => `  ${String(l).padStart(2)}  ${ids.map((id) => names[id]).join(' | ')}`);
   io.out(
     [
-      `cudagraph demo: CPU model mode: ${reason}; the same workload was recorded with StreamCapture instead of captured on a GPU.`,
+      `cudagraph demo: CPU model mode: ${terminalText(reason)}; the same workload was recorded with StreamCapture instead of captured on a GPU.`,
       `workload:       ${WORKLOAD_LINE}`,
       `the maths:      float64 on the CPU: loss ${ref.loss.toFixed(4)}, accuracy ${(ref.accuracy * 100).toFixed(1)} % (random weights)`,
       ...formatSummary(summary),
