@@ -5,6 +5,7 @@
 import { extname } from 'node:path';
 import { readGraphFile, sameFile, writeGraphFile } from './graph-file.js';
 import type { Output } from './output.js';
+import { terminalText } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 
 /** Options of `cudagraph convert`. */
@@ -19,5 +20,5 @@ export async function convert(file: string, options: ConvertOptions, io: Output)
   if (sameFile(file, options.output)) throw new UsageError(`-o ${options.output} is the input file ${file}: the graph is read as it is written; choose another output file`);
   const graph = await readGraphFile(file, io);
   const bytes = await writeGraphFile(options.output, graph);
-  io.out(`wrote ${options.output} (${ext === '.cgraph' ? 'binary' : 'JSON'}, ${graph.nodeCount()} nodes, ${graph.edgeCount()} edges, ${bytes} ${ext === '.cgraph' ? 'bytes' : 'characters'})\n`);
+  io.out(`wrote ${terminalText(options.output)} (${ext === '.cgraph' ? 'binary' : 'JSON'}, ${graph.nodeCount()} nodes, ${graph.edgeCount()} edges, ${bytes} ${ext === '.cgraph' ? 'bytes' : 'characters'})\n`);
 }

@@ -16,6 +16,7 @@ import { GpuSolver, SOLVER_VARIANTS, SolverKernels, type SolverVariant } from '.
 import { solveOnCpu } from './solver-reference.js';
 import { median, runVariants } from './solver-run.js';
 import { UsageError } from './usage-error.js';
+import { terminalText } from './terminal-text.js';
 import { writeGraphFiles, type DemoMode } from './demo.js';
 
 /** Options of `cudagraph demo solver`. */
@@ -87,14 +88,14 @@ export async function demoSolver(options: SolverDemoOptions, io: Output): Promis
       const loop = graph.nodes().find((x) => x.kind === 'conditional');
       io.out(
         [
-          `cudagraph demo solver: CPU model mode: ${reason}; the solver was run on the CPU and its GPU program recorded with StreamCapture.`,
+          `cudagraph demo solver: CPU model mode: ${terminalText(reason)}; the solver was run on the CPU and its GPU program recorded with StreamCapture.`,
           `problem:   ${what}`,
           `CPU solve: ${cpu.iterations} iterations, ‖r‖/‖b‖ = ${cpu.relativeResidual.toExponential(2)}, ${cpuMs.toFixed(0)} ms (float64)`,
           `program:   ${graph.nodeCount()} nodes: ${graph.nodes().map((x) => x.name).join(' → ')}`,
           loop !== undefined && loop.kind === 'conditional'
             ? `loop body: ${loop.bodies[0]!.nodes().map((x) => x.name).join(' → ')} (a WHILE node: the GPU runs it until cg_step clears the condition)`
             : 'loop body: (not found)',
-          `picture:   ${files.svg}  (also ${files.dot} and ${files.json})`,
+          `picture:   ${terminalText(files.svg)}  (also ${terminalText(files.dot)} and ${terminalText(files.json)})`,
         ].join('\n') + '\n',
       );
     }
@@ -136,7 +137,7 @@ export async function demoSolver(options: SolverDemoOptions, io: Output): Promis
           line('host', 'host loop:  '),
           `speedup:   ${report.speedup.host.toFixed(2)}× over the host-driven loop, ${report.speedup['graph-per-iteration'].toFixed(2)}× over a graph per iteration (medians of ${rounds} rounds, the three alternating)`,
           `results:   ${ok ? 'every GPU solve agrees with the CPU' : 'a GPU solve DISAGREES with the CPU'} (iterations ±1, solution within ${bound.toExponential(0)} relative)`,
-          `picture:   ${files.svg}  (also ${files.dot} and ${files.json})`,
+          `picture:   ${terminalText(files.svg)}  (also ${terminalText(files.dot)} and ${terminalText(files.json)})`,
         ].join('\n') + '\n',
       );
     }

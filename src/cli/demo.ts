@@ -13,6 +13,7 @@ import { cudaVersionText, describeDevice, probeGpu } from './gpu-probe.js';
 import type { Output } from './output.js';
 import { dotToSvg, toDot } from './picture.js';
 import { formatSummary, summarize } from './summary.js';
+import { terminalText } from './terminal-text.js';
 import { UsageError } from './usage-error.js';
 import { MLP, MLP_PROGRAM, nodeSteps } from './workload.js';
 import { referenceForward, workloadData } from './workload-data.js';
@@ -46,9 +47,9 @@ export const WORKLOAD_LINE = `MLP forward + loss (batch ${MLP.batch}, ${MLP.widt
 export async function writeGraphFiles(graph: ComputeGraph, dir: string, base: string, title: string): Promise<{ json: string; dot: string; svg: string }> {
   const files = { json: join(dir, `${base}.json`), dot: join(dir, `${base}.dot`), svg: join(dir, `${base}.svg`) };
   const dot = toDot(graph, { title });
-  writeOutputFile(files.json, JSON.stringify(graph, null, 1) + '\n');
-  writeOutputFile(files.dot, dot);
-  writeOutputFile(files.svg, await dotToSvg(dot));
+  await writeOutputFile(files.json, JSON.stringify(graph, null, 1) + '\n');
+  await writeOutputFile(files.dot, dot);
+  await writeOutputFile(files.svg, await dotToSvg(dot));
   return files;
 }
 
@@ -100,7 +101,7 @@ export async function demo(options: DemoOptions, io: Output): Promise<number> {
           `loss ${c.loss.toFixed(4)} (reference ${c.referenceLoss.toFixed(4)}), accuracy ${(c.accuracy * 100).toFixed(1)} % (random weights; reference ${(c.referenceAccuracy * 100).toFixed(1)} %), ` +
           `predictions agree on ${c.predictionsAgreeing}/${c.rows} rows`,
         ...formatSummary(summary),
-        `picture:        ${files.svg}  (also ${files.dot}, and ${files.json}: \`cudagraph render ${files.json} -o demo.png\`)`,
+        `picture:        ${terminalText(files.svg)}  (also ${terminalText(files.dot)}, and ${terminalText(files.json)}: \`cudagraph render ${terminalText(files.json)} -o demo.png\`)`,
       ].join('\n') + '\n',
     );
   }
@@ -132,13 +133,13 @@ async function cpuDemo(options: DemoOptions, dir: string, reason: string, io: Ou
   const levels = graph.levels().map((ids, l) => `  ${String(l).padStart(2)}  ${ids.map((id) => names[id]).join(' | ')}`);
   io.out(
     [
-      `cudagraph demo: CPU model mode: ${reason}; the same workload was recorded with StreamCapture instead of captured on a GPU.`,
+      `cudagraph demo: CPU model mode: ${terminalText(reason)}; the same workload was recorded with StreamCapture instead of captured on a GPU.`,
       `workload:       ${WORKLOAD_LINE}`,
       `the maths:      float64 on the CPU: loss ${ref.loss.toFixed(4)}, accuracy ${(ref.accuracy * 100).toFixed(1)} % (random weights)`,
       ...formatSummary(summary),
       'levels (what can run at once):',
       ...levels,
-      `picture:        ${files.svg}  (also ${files.dot}, and ${files.json}: \`cudagraph render ${files.json} -o demo.png\`)`,
+      `picture:        ${terminalText(files.svg)}  (also ${terminalText(files.dot)}, and ${terminalText(files.json)}: \`cudagraph render ${terminalText(files.json)} -o demo.png\`)`,
     ].join('\n') + '\n',
   );
   return 0;

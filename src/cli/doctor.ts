@@ -19,6 +19,7 @@ import {
 import { contextReport } from '../cuda/core/context.js';
 import { cudaVersionText, describeDevice, driverProblem, firstLine, gib, loadedLibraryPath, nvrtcProblem } from './gpu-probe.js';
 import type { Output } from './output.js';
+import { terminalText } from './terminal-text.js';
 import { PROBE_PTX } from './probe-kernels.js';
 import { nativeStatus } from '../driver/hot.js';
 
@@ -293,6 +294,7 @@ export function doctor(options: { json: boolean }, io: Output): number {
   }
   lines.push(`  binding:     ${bindingText(binding)}`);
   lines.push(verdict);
-  io.out(lines.join('\n') + '\n');
+  // Paths and names from the environment (CUDA_DRIVER_PATH, NVRTC_PATH) are shown escaped.
+  io.out(lines.map(terminalText).join('\n') + '\n');
   return ok ? 0 : 1;
 }

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fontProblem } from './font-file.js';
-import { UsageError, fileErrorReason } from './usage-error.js';
+import { UsageError, fileErrorReason, inputFileSize } from './usage-error.js';
 
 /** File names tried first, best first (case-insensitive). */
 const PREFERRED = [
@@ -98,6 +98,8 @@ export function loadFont(
     );
   }
   let bytes: Uint8Array;
+  // A FIFO or a device (`--font /dev/zero`) would hold the read forever: refused first.
+  inputFileSize(path, 'the font ');
   try {
     bytes = new Uint8Array(readFileSync(path));
   } catch (e) {

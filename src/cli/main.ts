@@ -19,14 +19,20 @@ import { ENGINE_KINDS, MODEL_CONFIGS } from './engine-factory.js';
 import { inspect } from './inspect.js';
 import { convert } from './convert.js';
 import { LAYOUT_MAX_NODES } from './layout-limits.js';
-import { intOption } from './options.js';
+import { intOption, numberOption } from './options.js';
 import { processOutput, type Output } from './output.js';
 import { render } from './render.js';
 import { SERVE_DEFAULTS, serve, type ServeArgs } from './serve.js';
 import { terminalLines, terminalText } from './terminal-text.js';
-import { UsageError } from './usage-error.js';
+import { OptionError, UsageError } from './usage-error.js';
 
-function program(io: Output, exit: { code: number }): Command {
+/** What a run of the program found out: its exit status, and the command whose action ran. */
+interface RunState {
+  code: number;
+  command?: string;
+}
+
+function program(io: Output, exit: RunState): Command {
   const cli = new Command('cudagraph')
     .description('CUDA graphs for Node.js: record GPU work once, replay it with one launch.')
     .exitOverride()
@@ -60,13 +66,17 @@ function program(io: Output, exit: { code: number }): Command {
     .option('--n <n>', 'solver: the grid side (n × n unknowns)', '256')
     .option('--tol <x>', 'solver: stop when ‖r‖/‖b‖ < tol', '1e-8')
     .option('--json', 'print the report as JSON', false)
-    .action(async (job: 'mlp' | 'solver', o: { out: string; mode: DemoMode; rounds: string; iterations: string; n: string; tol: string; json: boolean }) => {
+    .action(async (job: 'mlp' | 'solver', o: { out: string; mode: DemoMode; rounds: string; iterations: string; n: string; tol: string; json: boolean }, command: Command) => {
+      // An option of the other job is refused: ignored, `demo --n 1024` would run the MLP as if it had not been given.
+      const others = job === 'solver' ? { iterations: 'mlp' } : { n: 'solver', tol: 'solver' };
+      for (const [key, owner] of Object.entries(others)) {
+        if (command.getOptionValueSource(key) === 'cli') throw new OptionError(`--${key} is an option of demo ${owner}, not of demo ${job}`);
+      }
       const rounds = intOption('--rounds', o.rounds, 1, 1000);
       if (job === 'solver') {
         // The float64 CPU reference takes about a minute at 2048 (4 M unknowns, ~4,000 iterations).
         const n = intOption('--n', o.n, 2, 2048);
-        const tol = Number(o.tol);
-        if (!(tol > 0 && tol < 1)) throw new UsageError(`--tol must be a number in (0, 1), got '${o.tol}'`);
+        const tol = numberOption('--tol', o.tol, (x) => x > 0 && x < 1, 'in (0, 1)');
         exit.code = await demoSolver({ out: o.out, json: o.json, mode: o.mode, n, tol, rounds }, io);
         return;
       }
@@ -107,8 +117,8 @@ function program(io: Output, exit: { code: number }): Command {
     .option('--font <file>', 'PNG: a .ttf/.otf font for the text (default: a sans-serif font found on the system, or $CUDAGRAPH_FONT)')
     .option('--scale <n>', 'PNG: pixels per point (default 1.5)')
     .option('--summary', 'draw one node per group of ops (stream segment, or stream and level band) instead of every node; SVG, PNG and DOT', false)
-    .option('--full', `SVG, PNG: lay out every node, refusing a graph beyond ${LAYOUT_MAX_NODES.toLocaleString('en-US')} nodes (default: draw a summary of such a graph)`, false)
-    .action((file: string, o: { output: string; title?: string; criticalPath: boolean; font?: string; scale?: string; summary: boolean; full: boolean }) => render(file, o, io));
+    .option('--full', `SVG, PNG: lay out every node, refusing a graph beyond ${LAYOUT_MAX_NODES.toLocaleString('en-US')} nodes (default: draw a summary of such a graph)`)
+    .action((file: string, o: { output: string; title?: string; criticalPath: boolean; font?: string; scale?: string; summary: boolean; full?: boolean }) => render(file, o, io));
 
   cli
     .command('inspect')
@@ -161,6 +171,10 @@ function program(io: Output, exit: { code: number }): Command {
       exit.code = await serve(o, io);
     });
 
+  // The command whose action runs: its option errors point at its help.
+  cli.hook('preAction', (_cli, action) => {
+    exit.command = action.name();
+  });
   for (const c of cli.commands) c.allowExcessArguments(false);
   // Each command's usage errors point at that command's help.
   for (const c of cli.commands) c.showHelpAfterError(`(run cudagraph ${c.name()} --help for usage)`);
@@ -183,7 +197,7 @@ function packageVersion(): string {
  * and stderr).
  */
 export async function run(argv: string[], io: Output = processOutput): Promise<number> {
-  const exit = { code: 0 };
+  const exit: RunState = { code: 0 };
   try {
     if (argv.length === 0) {
       io.err(program(io, exit).helpInformation());
@@ -195,8 +209,9 @@ export async function run(argv: string[], io: Output = processOutput): Promise<n
     // Commander has already printed its message (or the help, or the version).
     if (e instanceof CommanderError) return e.exitCode;
     if (e instanceof UsageError) {
-      // One line, whatever paths or names the message quotes.
-      io.err(`cudagraph: ${terminalText(e.message)}\n`);
+      // One line, whatever paths or names the message quotes; an option's, with commander's pointer at the help.
+      const help = e instanceof OptionError && exit.command !== undefined ? `(run cudagraph ${exit.command} --help for usage)\n` : '';
+      io.err(`cudagraph: ${terminalText(e.message)}\n${help}`);
       return 1;
     }
     if (e instanceof CudagraphError) {

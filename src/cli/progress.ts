@@ -3,6 +3,7 @@
  * where it would be noise), and erased when done.
  */
 import type { Output } from './output.js';
+import { terminalText } from './terminal-text.js';
 
 /** A progress bar over `total` units. */
 export class ProgressBar {
@@ -35,13 +36,13 @@ export class ProgressBar {
     this.update(this.#done + units, label);
   }
 
-  /** Sets the units done so far to `done` and redraws with `label`. */
+  /** Sets the units done so far to `done` and redraws with `label` (a path in it is shown escaped, as `terminalText` does). */
   update(done: number, label: string): void {
     this.#done = Math.min(this.#total, done);
     if (!this.visible || Date.now() - this.#start < this.#delayMs) return;
     const filled = Math.round((this.#done / this.#total) * this.#width);
     const pct = Math.round((this.#done / this.#total) * 100);
-    this.#io.err(`\r\x1b[K[${'#'.repeat(filled)}${'-'.repeat(this.#width - filled)}] ${String(pct).padStart(3)}% ${label}`);
+    this.#io.err(`\r\x1b[K[${'#'.repeat(filled)}${'-'.repeat(this.#width - filled)}] ${String(pct).padStart(3)}% ${terminalText(label)}`);
     this.#drawn = true;
   }
 

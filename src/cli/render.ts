@@ -3,11 +3,8 @@
  * and colour per stream, a shape per kind, the critical path thick and red.
  */
 import { basename } from 'node:path';
-import { nameText } from '../model/bounded-text.js';
 import { loadFont } from './fonts.js';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { PROGRESS_DELAY_MS, readGraphFile, refuseOverwritingInput, writeOutputFile } from './graph-file.js';
+import { PROGRESS_DELAY_MS, readGraphFile, refuseOverwritingInput, writeOutput, writeOutputFile } from './graph-file.js';
 import type { Output } from './output.js';
 import { dotToSvg, drawGraph, formatOf, highlightOf, svgToPng } from './picture.js';
 import { LAYOUT_MAX_NODES, layoutRefusal } from './layout-limits.js';
@@ -15,9 +12,9 @@ import { summaryToDot } from './summary-picture.js';
 import { summarizeGraph } from '../model/summary-graph.js';
 import type { LoadedFont } from './fonts.js';
 import { ProgressBar } from './progress.js';
-import { fileErrorReason } from './usage-error.js';
 import { terminalText } from './terminal-text.js';
-import { UsageError } from './usage-error.js';
+import { OptionError, UsageError } from './usage-error.js';
+import { numberOption } from './options.js';
 import type { ComputeGraph } from '../index.js';
 
 /** Options of `cudagraph render`. */
@@ -35,12 +32,10 @@ export interface RenderOptions {
   readonly full?: boolean;
 }
 
-/** Parses `--scale`: a number in 0.1..10. @throws UsageError otherwise. */
+/** Parses `--scale`: a number in 0.1..10. @throws OptionError otherwise. */
 export function parseScale(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0.1 || n > 10) throw new UsageError(`--scale must be a number from 0.1 to 10, got '${nameText(value)}'`);
-  return n;
+  return numberOption('--scale', value, (n) => n >= 0.1 && n <= 10, 'from 0.1 to 10');
 }
 
 /**
@@ -57,8 +52,8 @@ export async function render(file: string, options: RenderOptions, io: Output): 
   refuseOverwritingInput(file, options.output);
   // The font is checked before the layout, which can take a while: a bad --font fails at once.
   const font = format === 'png' || options.font !== undefined ? loadFont(options.font) : undefined;
-  if (options.summary === true && options.full === true) throw new UsageError('--summary and --full cannot be given together');
-  if (options.summary === true && format === 'mmd') throw new UsageError('--summary draws .svg, .png or .dot, not Mermaid');
+  if (options.summary === true && options.full === true) throw new OptionError('--summary and --full cannot be given together');
+  if (options.summary === true && format === 'mmd') throw new OptionError('--summary draws .svg, .png or .dot, not Mermaid');
   const graph = await readGraphFile(file, io);
   if (format === 'svg' || format === 'png') {
     const refusal = graph.nodeCount() === 0 ? null : layoutRefusal(graph, format);
@@ -89,10 +84,10 @@ export async function render(file: string, options: RenderOptions, io: Output): 
     ...(scale === undefined ? {} : { scale }),
   });
   if (picture.format === 'png') {
-    writeOutputFile(options.output, picture.bytes);
+    await writeOutputFile(options.output, picture.bytes);
     io.out(`wrote ${terminalText(options.output)} (PNG, ${picture.width}×${picture.height} px, ${what}; font ${terminalText(picture.font)})\n`);
   } else {
-    writeOutputFile(options.output, picture.text);
+    await writeOutputFile(options.output, picture.text);
     io.out(`wrote ${terminalText(options.output)} (${picture.format.toUpperCase()}, ${what})\n`);
   }
 }
@@ -130,16 +125,16 @@ async function renderSummary(
         : 'leave out --summary for every node';
   const why = beyondLimit ? ` (${count(graph.nodeCount())} nodes are beyond what is laid out here)` : '';
   if (format === 'dot') {
-    writeOutputFile(options.output, dot);
+    await writeOutputFile(options.output, dot);
     io.out(`wrote ${terminalText(options.output)} (DOT, ${what})\n`);
   } else {
     const svg = await dotToSvg(dot);
     if (format === 'svg') {
-      writeOutputFile(options.output, svg);
+      await writeOutputFile(options.output, svg);
       io.out(`wrote ${terminalText(options.output)} (SVG, ${what})\n`);
     } else {
       const png = await svgToPng(svg, { ...(font === undefined ? {} : { font }), ...(scale === undefined ? {} : { scale }) });
-      writeOutputFile(options.output, png.bytes);
+      await writeOutputFile(options.output, png.bytes);
       io.out(`wrote ${terminalText(options.output)} (PNG, ${png.width}×${png.height} px, ${what}; font ${terminalText(png.font)})\n`);
     }
   }
@@ -150,16 +145,13 @@ async function renderSummary(
 /**
  * Writes the DOT text to `path` as it is made (`graph.writeDot`): DOT has no size limit, and the
  * text of a few million nodes is longer than a string can be. A write of over a second draws a
- * progress bar on a terminal's stderr.
+ * progress bar on a terminal's stderr. Whole or not at all (`writeOutput`).
  * @throws UsageError when the file cannot be written.
  */
 async function writeDotFile(graph: ComputeGraph, path: string, options: { title?: string; highlight: number[] }, io: Output): Promise<void> {
   const bar = new ProgressBar(io, graph.nodeCount() + graph.edgeCount(), 30, PROGRESS_DELAY_MS);
   try {
-    mkdirSync(dirname(path), { recursive: true });
-    await graph.writeDot(path, { ...options, onProgress: (done) => bar.update(done, `writing ${path}`) });
-  } catch (e) {
-    throw new UsageError(`cannot write ${path}: ${fileErrorReason(e)}`, { cause: e });
+    await writeOutput(path, (to) => graph.writeDot(to, { ...options, onProgress: (done) => bar.update(done, `writing ${path}`) }));
   } finally {
     bar.done();
   }

@@ -53,3 +53,14 @@ test('convert and inspect refuse a damaged binary file, an unknown extension and
     assertUserError(cudagraph(['convert', json, '-o', json]), /is the input file/, 'the input as output');
   });
 });
+
+test('convert shows an output name with control characters escaped', { skip: process.platform === 'win32' ? 'such names are not allowed here' : false }, () => {
+  inTempDir((dir) => {
+    const json = join(dir, 'g.json');
+    writeFileSync(json, JSON.stringify(graph50()));
+    const r = cudagraph(['convert', json, '-o', join(dir, 'g\x1b[31m\nforged.cgraph')]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.doesNotMatch(r.stdout, /\x1b|\nforged/);
+    assert.match(r.stdout, /^wrote .*g\\u001b\[31m\\u000aforged\.cgraph \(binary, 50 nodes/);
+  });
+});

@@ -8,7 +8,7 @@ import { MLP_PROGRAM } from '../../src/cli/workload.js';
 import { modelGraph, sameDag } from '../../src/cli/workload-model.js';
 import { referenceForward, workloadData } from '../../src/cli/workload-data.js';
 import { solveOnCpu } from '../../src/cli/solver-reference.js';
-import { assertUserError, cudagraph, svgCounts, tempDir, upwardEdges } from './helpers.js';
+import { assertUserError, cudagraph, inTempDir, svgCounts, tempDir, upwardEdges } from './helpers.js';
 
 const noDriver = !driverAvailable().ok;
 
@@ -155,4 +155,16 @@ test('demo solver --mode cpu: the float64 CPU solve and the program recorded in 
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
+});
+
+test('demo and demo solver show a folder name with control characters escaped in their report', { skip: process.platform === 'win32' ? 'such names are not allowed here' : false }, () => {
+  inTempDir((dir) => {
+    const out = join(dir, 'out\x1b[31m\nforged');
+    for (const args of [['demo', '--mode', 'cpu', '-o', out], ['demo', 'solver', '--mode', 'cpu', '--n', '8', '-o', out]]) {
+      const r = cudagraph(args);
+      assert.equal(r.status, 0, r.stderr);
+      assert.doesNotMatch(r.stdout, /\x1b|\nforged/, args.slice(0, 2).join(' '));
+      assert.match(r.stdout, /^picture: +.*out\\u001b\[31m\\u000aforged/m, args.slice(0, 2).join(' '));
+    }
+  });
 });

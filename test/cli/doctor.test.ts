@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { driverAvailable } from '../../src/index.js';
-import { cudagraph } from './helpers.js';
+import { cudagraph, inTempDir } from './helpers.js';
 
 const noDriver = !driverAvailable().ok;
 const skip = noDriver ? false : 'a CUDA driver loads here (the GPU tests cover doctor there)';
@@ -55,4 +55,20 @@ test('doctor: extra arguments are a user mistake', () => {
   const r = cudagraph(['doctor', 'now']);
   assert.equal(r.status, 1);
   assert.match(r.stderr, /^cudagraph: too many arguments/);
+});
+
+test('doctor and demo show a CUDA_DRIVER_PATH with control characters escaped', { skip }, () => {
+  const env = { ...process.env, CUDA_DRIVER_PATH: '/no/such\x1b[31m\nforged' };
+  const d = cudagraph(['doctor'], { env });
+  assert.equal(d.status, 1);
+  assert.doesNotMatch(d.stdout, /\x1b|\nforged/);
+  assert.match(d.stdout, /tried \/no\/such\\u001b\[31m\\u000aforged/);
+  inTempDir((dir) => {
+    for (const args of [['demo', '-o', dir], ['demo', 'solver', '--n', '8', '-o', dir]]) {
+      const m = cudagraph(args, { env });
+      assert.equal(m.status, 0, m.stderr);
+      assert.doesNotMatch(m.stdout, /\x1b|\nforged/, args.join(' '));
+      assert.match(m.stdout.split('\n')[0]!, /^cudagraph demo( solver)?: CPU model mode: .*tried \/no\/such\\u001b\[31m\\u000aforged/, args.join(' '));
+    }
+  });
 });

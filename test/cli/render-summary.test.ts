@@ -83,8 +83,8 @@ test('--full keeps the refusal naming the limit; --summary with --full, or with 
       /^cudagraph: 6,000 nodes are too many to lay out as SVG here \(at most 5,000: .*\); write DOT instead .*, or leave out --full to draw a summary\n$/,
       '--full',
     );
-    assertUserError(cudagraph(['render', file, '--full', '--summary', '-o', join(dir, 'big.svg')]), /^cudagraph: --summary and --full cannot be given together\n$/, 'both');
-    assertUserError(cudagraph(['render', file, '--summary', '-o', join(dir, 'big.mmd')]), /^cudagraph: --summary draws \.svg, \.png or \.dot, not Mermaid\n$/, 'mmd');
+    assertUserError(cudagraph(['render', file, '--full', '--summary', '-o', join(dir, 'big.svg')]), /^cudagraph: --summary and --full cannot be given together\n\(run cudagraph render --help for usage\)\n$/, 'both');
+    assertUserError(cudagraph(['render', file, '--summary', '-o', join(dir, 'big.mmd')]), /^cudagraph: --summary draws \.svg, \.png or \.dot, not Mermaid\n\(run cudagraph render --help for usage\)\n$/, 'mmd');
   });
 });
 

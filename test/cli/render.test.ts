@@ -262,11 +262,11 @@ test('--font must be a TrueType or OpenType font: text, WOFF, WOFF2, a cut file 
   });
 });
 
-test('an option value quoted in an error is cut: --scale, --rounds, --sizes of 100,000 characters', () => {
+test('an option value quoted in an error is cut: --scale, --rounds, --sizes, --tol of 100,000 characters', () => {
   const long = '9'.repeat(100_000);
-  for (const args of [['render', 'g.json', '-o', 'x.png', '--scale', long], ['demo', '--rounds', long], ['bench', '--sizes', `1,${long}x`]]) {
+  for (const args of [['render', 'g.json', '-o', 'x.png', '--scale', long], ['demo', '--rounds', long], ['bench', '--sizes', `1,${long}x`], ['demo', 'solver', '--tol', long]]) {
     const r = cudagraph(args);
-    assertUserError(r, /must be .*, got '9+…'\n$/, args[0]!);
+    assertUserError(r, new RegExp(`must be .*, got '9+…'\\n\\(run cudagraph ${args[0]!} --help for usage\\)\\n$`), args[0]!);
     assert.ok(r.stderr.length < 300, `${args[0]}: ${r.stderr.length} characters`);
   }
 });

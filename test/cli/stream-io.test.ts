@@ -80,3 +80,14 @@ test('the progress bar draws only on a terminal, and only once the work has run 
   off.done();
   assert.deepEqual(drawn, [], 'nothing off a terminal');
 });
+
+test("the progress bar's label (a file's path) cannot send control characters to the terminal", () => {
+  const drawn: string[] = [];
+  const bar = new ProgressBar({ out: () => {}, err: (t: string) => void drawn.push(t), errIsTTY: true }, 100, 10, 0);
+  bar.update(50, 'reading evil\x1b]0;owned\x07\nforged line\u202e.json');
+  bar.done();
+  const text = drawn.join('');
+  // The bar's own sequences only: carriage return and erase-line.
+  assert.equal(text.replaceAll('\r\x1b[K', '').match(/[\u0000-\u001f\u007f-\u009f\u202e]/), null, JSON.stringify(text));
+  assert.match(text, /reading evil\\u001b\]0;owned\\u0007\\u000aforged line\\u202e\.json/);
+});

@@ -1,0 +1,151 @@
+/**
+ * Where the CLI writes: a reader that stops early (`cudagraph inspect --json g.json | head -1`)
+ * ends the output quietly, without an uncaught EPIPE and its stack; an output file is written whole
+ * or not at all (a failed write leaves the old file as it was), and a write that fails says why in
+ * words.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ComputeGraph, StreamId } from '../../src/index.js';
+import { assertUserError, cudagraph, graph50, inTempDir, root, tempDir } from './helpers.js';
+
+/** Runs the command with its stdout into a pipe closed after the first chunk; resolves with its status, signal, stderr and that chunk. */
+function closedEarly(args: string[]): Promise<{ status: number | null; signal: string | null; stderr: string; first: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(root, 'bin', 'cudagraph.js'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let first = '';
+    child.stderr.setEncoding('utf8').on('data', (t: string) => void (stderr += t));
+    child.stdout.once('data', (chunk: Buffer) => {
+      first = chunk.toString('utf8');
+      child.stdout.destroy();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('error', reject);
+    child.on('close', (status, signal) => {
+      clearTimeout(timer);
+      resolve({ status, signal, stderr, first });
+    });
+  });
+}
+
+test('stdout closed early (| head -1): no EPIPE error or stack trace, the command ends with its own status', async () => {
+  const dir = tempDir();
+  try {
+    const g = new ComputeGraph();
+    // 100,000 sources: megabytes of --json and of --full text, far past a pipe's buffer.
+    for (let i = 0; i < 100_000; i++) g.addNode({ kind: 'empty', name: `source number ${i}`, stream: StreamId(i % 4) });
+    const file = join(dir, 'g.json');
+    writeFileSync(file, JSON.stringify(g));
+    for (const args of [['inspect', '--json', file], ['inspect', '--full', file]]) {
+      const what = args.slice(0, 2).join(' ');
+      const r = await closedEarly(args);
+      assert.ok(r.first.length > 0, `${what}: some output came`);
+      assert.equal(r.signal, null, `${what}: not killed`);
+      assert.equal(r.stderr, '', `${what}: nothing on stderr`);
+      assert.equal(r.status, 0, `${what}: status`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** The names in `dir`, sorted. */
+function names(dir: string): string[] {
+  return readdirSync(dir).sort();
+}
+
+const hasSh = process.platform !== 'win32';
+
+test('a write cut short (a file-size limit) leaves the old output as it was and no other file, and says why in one line', { skip: hasSh ? false : 'no sh here' }, () => {
+  inTempDir((dir) => {
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    const cases: [string, string[]][] = [
+      ['old.dot', ['render', g, '-o', join(dir, 'old.dot')]],
+      ['old.svg', ['render', g, '-o', join(dir, 'old.svg')]],
+      ['old.mmd', ['render', g, '-o', join(dir, 'old.mmd')]],
+      ['old-summary.dot', ['render', g, '-o', join(dir, 'old-summary.dot'), '--summary']],
+      ['old.json', ['convert', g, '-o', join(dir, 'old.json')]],
+    ];
+    for (const [name] of cases) writeFileSync(join(dir, name), 'the old file\n');
+    const before = names(dir);
+    for (const [name, args] of cases) {
+      // 4 blocks of 512 bytes: each output is larger, so its write fails part-way (EFBIG; Node ignores SIGXFSZ).
+      const quoted = [process.execPath, join(root, 'bin', 'cudagraph.js'), ...args].map((a) => `'${a}'`).join(' ');
+      const r = spawnSync('sh', ['-c', `ulimit -f 4 && exec ${quoted}`], { encoding: 'utf8' });
+      assertUserError({ status: r.status, stdout: r.stdout, stderr: r.stderr }, /^cudagraph: cannot write .*: the file is larger than this process may write \(ulimit -f\)\n$/, name);
+      assert.equal(readFileSync(join(dir, name), 'utf8'), 'the old file\n', `${name} unchanged`);
+      assert.deepEqual(names(dir), before, `${name}: no file left behind`);
+    }
+  });
+});
+
+test('a folder that cannot be made, a full device: one line saying why, not an error code', () => {
+  inTempDir((dir) => {
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'x');
+    assertUserError(cudagraph(['demo', '--mode', 'cpu', '-o', file]), /^cudagraph: cannot write .*a-file\/demo\.json: a part of the path is not a folder\n$/, 'demo -o a file');
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    assertUserError(cudagraph(['render', g, '-o', join(file, 'g.svg')]), /^cudagraph: cannot write .*: a part of the path is not a folder\n$/, 'render -o a-file/g.svg');
+    assertUserError(cudagraph(['convert', g, '-o', join(file, 'g.cgraph')]), /^cudagraph: cannot write .*: a part of the path is not a folder\n$/, 'convert -o a-file/g.cgraph');
+    if (existsSync('/dev/full')) {
+      symlinkSync('/dev/full', join(dir, 'full.svg'));
+      assertUserError(cudagraph(['render', g, '-o', join(dir, 'full.svg')]), /^cudagraph: cannot write .*full\.svg: no space left on the device\n$/, 'render -o a link to /dev/full');
+      assert.ok(lstatSync(join(dir, 'full.svg')).isSymbolicLink(), 'the link is left as it was');
+    }
+  });
+});
+
+test('an existing output is replaced whole, through a symbolic link, keeping its permissions', { skip: process.platform === 'win32' ? 'no modes here' : false }, () => {
+  inTempDir((dir) => {
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    const real = join(dir, 'real.dot');
+    writeFileSync(real, 'the old file\n');
+    chmodSync(real, 0o640);
+    symlinkSync(real, join(dir, 'link.dot'));
+    const r = cudagraph(['render', g, '-o', join(dir, 'link.dot')]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(lstatSync(join(dir, 'link.dot')).isSymbolicLink(), 'still a link');
+    assert.match(readFileSync(real, 'utf8'), /^digraph/);
+    assert.equal(statSync(real).mode & 0o777, 0o640);
+    assert.deepEqual(names(dir), ['g.json', 'link.dot', 'real.dot']);
+  });
+});
+
+test('Ctrl-C while a large DOT file is written leaves the old file as it was and no other file', { skip: process.platform === 'win32' ? 'no signals here' : false }, async () => {
+  const dir = tempDir();
+  try {
+    const g = new ComputeGraph();
+    // 200,000 nodes: 18 MB of DOT, written over most of a second.
+    for (let i = 0; i < 200_000; i++) g.addNode({ kind: 'empty', name: `op ${i}`, stream: StreamId(i % 4) });
+    const file = join(dir, 'g.json');
+    writeFileSync(file, JSON.stringify(g));
+    const out = join(dir, 'g.dot');
+    writeFileSync(out, 'the old file\n');
+    const before = names(dir);
+    const child = spawn(process.execPath, [join(root, 'bin', 'cudagraph.js'), 'render', file, '-o', out], { cwd: root, stdio: 'ignore' });
+    let interrupted = false;
+    // As soon as the write has begun (a new file beside the output, or the output itself changed): Ctrl-C.
+    const poll = setInterval(() => {
+      if (interrupted) return;
+      if (names(dir).length > before.length || statSync(out).size !== 'the old file\n'.length) {
+        interrupted = true;
+        child.kill('SIGINT');
+      }
+    }, 2);
+    const ended = await new Promise<{ status: number | null; signal: string | null }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal })));
+    clearInterval(poll);
+    assert.ok(interrupted, 'the write was interrupted while it ran');
+    assert.equal(ended.signal, 'SIGINT', `ended by the signal (status ${ended.status})`);
+    assert.equal(readFileSync(out, 'utf8'), 'the old file\n', 'the old file is unchanged');
+    assert.deepEqual(names(dir), before, 'no file left behind');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
