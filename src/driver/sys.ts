@@ -185,13 +185,8 @@ export const DRIVER_WAITS: { readonly [K in DriverSymbol]: HostWait } = {
   cuEventRecordWithFlags: 'queue',
 };
 
-/** A koffi function's asynchronous form: runs the call on a worker thread, then calls back. */
-export type AsyncCall = (...args: [...unknown[], (err: unknown, result: number) => void]) => void;
-
-interface KoffiFunction {
-  (...args: unknown[]): unknown;
-  async: AsyncCall;
-}
+/** A function bound by koffi. */
+type KoffiFunction = (...args: unknown[]) => unknown;
 
 /**
  * A lazily bound library: symbols resolved on first use, failures remembered. Also used by the
@@ -386,14 +381,6 @@ export function symbolAddress(op: string, name: DriverSymbol): bigint | null {
   } catch {
     return null;
   }
-}
-
-/** The asynchronous form of a driver function: the call runs on one of koffi's worker threads. */
-export function driverSymbolAsync(op: string, name: DriverSymbol): AsyncCall {
-  const lib = driver(op);
-  const fn = lib.resolve(name);
-  if (typeof fn === 'string') throw missingSymbol(op, lib, name, fn);
-  return fn.async;
 }
 
 /** Whether this driver exports `name` (loads the driver; false when no driver loads). */

@@ -1,7 +1,8 @@
 /**
- * The child processes of wait.test.ts: each scenario ends its process in one way with a wait of
- * the addon's completion thread pending or just ended, and prints `<scenario>: ok` when it got
- * where it should. The parent runs each with a timeout (a hang fails it) and checks the exit.
+ * The child processes of wait.test.ts: each scenario ends its process in one way with a wait
+ * pending or just ended (with the addon's completion thread, or with `CUDAGRAPH_NATIVE=0` polled
+ * from the event loop), and prints `<scenario>: ok` when it got where it should. The parent runs
+ * each with a timeout (a hang fails it) and checks the exit.
  */
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { createRequire } from 'node:module';

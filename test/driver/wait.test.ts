@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { CudaError, Device, DisposedError, GraphCache, InvalidArgumentError, Module, StreamGraphCapture, arg, captureGraph, type Stream } from '../../src/index.js';
 import { nativeAddon, setNativeAddonForTesting } from '../../src/driver/hot.js';
@@ -176,25 +177,81 @@ test('without the addon: the same waits through koffi, the same meaning', { skip
   }
 });
 
+test('without the addon: held waits leave libuv\'s thread pool free (file reads end while eight waits are pending), and all of them end', { skip: lib === null && 'gcc is absent' }, async () => {
+  const before = setNativeAddonForTesting(null);
+  try {
+    const streams = Array.from({ length: 8 }, () => Device.get(0).createStream());
+    const h = hold();
+    const waits = streams.map((s) => s.synchronizeAsync());
+    // Four threads serve the pool by default: a wait that blocked one of them each would hold them all.
+    const reads = Promise.all(Array.from({ length: 8 }, () => readFile(fileURLToPath(import.meta.url))));
+    assert.equal(await settledWithin(reads, 5_000), true, 'the reads ended while the waits were held');
+    assert.equal(waitsPending(), 8);
+    assert.equal(await settledWithin(Promise.race(waits), 20), false, 'held: none resolved');
+    h.release();
+    await Promise.all(waits);
+    assert.equal(waitsPending(), 0);
+    unhold();
+    for (const s of streams) s.dispose();
+  } finally {
+    setNativeAddonForTesting(before ?? undefined);
+  }
+});
+
+test('without the addon: a wait that outlives the young window still ends, and a failure of the work rejects naming cuEventQuery', { skip: lib === null && 'gcc is absent' }, async () => {
+  const before = setNativeAddonForTesting(null);
+  const keep = setKeepAwakeMs(0);
+  try {
+    const s = Device.get(0).createStream();
+    const h = hold();
+    const p = s.synchronizeAsync();
+    let turns = 0;
+    const ticking = setInterval(() => turns++, 1);
+    assert.equal(await settledWithin(p, 30), false, 'held: not resolved');
+    assert.ok(turns >= 1, `the event loop ran meanwhile (${turns} timer turns)`);
+    h.release();
+    await p;
+    clearInterval(ticking);
+    unhold();
+    v('event_query_error')[0] = 700n;
+    try {
+      await assert.rejects(s.synchronizeAsync(), (e: unknown) => e instanceof CudaError && e.code === 700 && /^Stream\.synchronizeAsync/.test(e.message) && /cuEventQuery/.test(e.message));
+    } finally {
+      v('event_query_error')[0] = 0n;
+    }
+    assert.equal(waitsPending(), 0);
+    for (let i = 0; i < 50; i++) await s.synchronizeAsync();
+    s.dispose();
+  } finally {
+    setKeepAwakeMs(keep);
+    setNativeAddonForTesting(before ?? undefined);
+  }
+});
+
 /** Runs `scenario` of wait-child.ts in a child process (with the stand-in) and returns its result. */
-function child(scenario: string) {
+function child(scenario: string, binding: 'addon' | 'koffi') {
   const file = fileURLToPath(new URL('./wait-child.js', import.meta.url));
-  return spawnSync(process.execPath, [file, scenario], { encoding: 'utf8', timeout: 20_000 });
+  const env = { ...process.env, CUDAGRAPH_NATIVE: binding === 'koffi' ? '0' : '1' };
+  return spawnSync(process.execPath, [file, scenario], { encoding: 'utf8', timeout: 20_000, env });
 }
 
-for (const [scenario, what] of [
+const childScenarios = [
   ['exit-when-done', 'a process whose last wait ended exits by itself (the wait no longer holds the loop)'],
   ['exit-while-pending', 'process.exit() with a wait pending ends the process cleanly'],
   ['worker-terminated', 'a worker terminated with a wait pending: the process goes on and exits'],
   ['pending-keeps-alive', 'a pending wait keeps the process alive until it ends'],
-] as const) {
-  test(what, { skip }, () => {
-    const r = child(scenario);
-    assert.equal(r.error, undefined, `${scenario}: ${String(r.error)}`);
-    assert.equal(r.signal, null, `${scenario}: killed by ${r.signal}\n${r.stderr}`);
-    assert.equal(r.status, 0, `${scenario}: exit ${r.status}\n${r.stdout}\n${r.stderr}`);
-    assert.match(r.stdout, new RegExp(`^${scenario}: ok$`, 'm'), r.stdout + r.stderr);
-  });
+] as const;
+
+for (const binding of ['addon', 'koffi'] as const) {
+  for (const [scenario, what] of childScenarios) {
+    test(`${binding}: ${what}`, { skip: binding === 'addon' ? skip : lib === null && 'gcc is absent' }, () => {
+      const r = child(scenario, binding);
+      assert.equal(r.error, undefined, `${scenario}: ${String(r.error)}`);
+      assert.equal(r.signal, null, `${scenario}: killed by ${r.signal}\n${r.stderr}`);
+      assert.equal(r.status, 0, `${scenario}: exit ${r.status}\n${r.stdout}\n${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`^${scenario}: ok$`, 'm'), r.stdout + r.stderr);
+    });
+  }
 }
 
 test('young waits beyond the limit, and young waits that outlive the window, go to the completion thread and still end', { skip }, async () => {

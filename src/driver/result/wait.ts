@@ -15,38 +15,44 @@
  * kernel's wake-up costs about 7 µs on the H200's host, more than the rest of the wait (bench:await
  * measures both). A wait that lasts longer than the window pays it once, against far more.
  *
- * Without the addon (or where it cannot bind the driver's functions), each wait is a blocking
- * `cuEventSynchronize` on one of koffi's worker threads: correct, about 12 µs slower per wait.
+ * Without the addon (or where it cannot bind the driver's functions) a wait is young the same way,
+ * polled through koffi, and an old wait is polled by one timer of the event loop, every
+ * millisecond, for all of them: such a wait ends within about a millisecond of its work. Not a
+ * blocking `cuEventSynchronize` on one of libuv's worker threads, as it once was: four waits held
+ * the four threads, and every file read, DNS lookup or zlib call of the process queued behind them;
+ * and a worker thread blocked in the driver kept `process.exit()` and `worker.terminate()` from
+ * returning until the GPU work ended.
  *
  * A stream wait records an event of this module's pool on the stream and waits for that event, so
  * it means the work submitted before the call, whatever is submitted after it (a plain
  * `cuStreamSynchronize` on another thread would also wait for that later work). Except while a JS
  * host function is in flight: a record is one more operation queued behind it (the host-call gate
  * counts those, host-gate.ts), and the wait is what lets the host function run, so it must never
- * be refused; then the wait polls the stream itself (`cuStreamQuery`, on the completion thread),
- * which enqueues nothing and also covers work submitted after it.
+ * be refused; then the wait polls the stream itself (`cuStreamQuery`, on the completion thread or
+ * the timer), which enqueues nothing and also covers work submitted after it.
  */
-import { driverSymbol } from '../sys.js';
+import { driverSymbol, onLibrariesReset } from '../sys.js';
 import { bindNativeSymbol, nativeAddon, type HotAddon } from '../hot.js';
-import { onLibrariesReset } from '../sys.js';
 import { gate } from '../host-gate.js';
-import { check, cudaError } from './check.js';
-import { eventCreate, eventDestroy, eventQuery } from './event.js';
-import { streamQuery, waitOnWorker } from './stream.js';
+import { cudaError } from './check.js';
+import { eventCreate, eventDestroy } from './event.js';
 
 /** `CU_EVENT_DISABLE_TIMING`: a wait's event needs no timestamps, and records faster without. */
 const DISABLE_TIMING = 2;
 const CUDA_ERROR_NOT_READY = 600;
+const CUDA_ERROR_NOT_INITIALIZED = 3;
 /** The completion thread polls without sleeping for this long after the last wait began or ended. */
 const SPIN_NS = 100_000;
 /** Its longest sleep between polls of a long wait. */
 const MAX_SLEEP_NS = 1_000_000;
 /** Idle wait events kept per context for reuse; more are destroyed when their wait ends. */
 const POOL_LIMIT = 64;
-/** Young waits polled by the event loop at most; more go to the completion thread at once (a turn polls each). */
+/** Young waits polled by the event loop at most; more are old at once (a turn polls each). */
 const YOUNG_LIMIT = 16;
 /** How long a wait stays young, keeping the event loop from sleeping (see the file comment). */
 let keepAwakeMs = 0.25;
+/** How often the timer polls the old waits without the addon (Node's timers count whole milliseconds). */
+const POLL_MS = 1;
 
 interface PendingWait {
   readonly op: string;
@@ -54,6 +60,10 @@ interface PendingWait {
   readonly reject: (e: unknown) => void;
   /** The event waited for (a pool event for a stream wait), or 0n for a stream-query wait. */
   readonly event: bigint;
+  /** The stream of a stream-query wait, else 0n. */
+  readonly stream: bigint;
+  /** The addon that polls this wait, or null: koffi's calls, from the event loop. */
+  readonly hot: HotAddon | null;
   /** Whether `event` is the pool's (returned when the wait ends). */
   readonly pooled: boolean;
   readonly ctx: bigint;
@@ -63,9 +73,12 @@ interface PendingWait {
   readonly born: number;
 }
 
-/** Every wait not ended yet, by id; the young ones also in `young`, the others with the thread. */
+/** Every wait not ended yet, by id; the young ones also in `young`, the old ones with the thread or in `old`. */
 const pending = new Map<number, PendingWait>();
 const young: { id: number; wait: PendingWait }[] = [];
+/** Old waits without the addon, polled by `pollOld`'s timer. */
+const old: { id: number; wait: PendingWait }[] = [];
+let oldTimer: ReturnType<typeof setTimeout> | null = null;
 let nextId = 1;
 /** The addon whose completion thread this module started, or null. */
 let started: HotAddon | null = null;
@@ -127,23 +140,53 @@ function waiter(op: string): HotAddon | null {
 
 let awake = false;
 
-/** Hands wait `id` to the completion thread (its event already recorded). */
-function handOver(hot: HotAddon, id: number, w: PendingWait): void {
-  const rc = hot.waitEvent(id, w.ctx, w.event, 0n);
-  // Only an unbound function answers otherwise, and `waiter` bound them: end the wait rather than lose it.
-  if (rc !== 0) settle(id, rc);
+/** Asks whether wait `w` is done: 0, CUDA_ERROR_NOT_READY, or the failure of its work. Never throws. */
+function query(w: PendingWait): number {
+  if (w.hot !== null) return w.hot.eventQuery(w.event);
+  try {
+    return w.event !== 0n ? driverSymbol(w.op, 'cuEventQuery')(w.event) : driverSymbol(w.op, 'cuStreamQuery')(w.stream);
+  } catch {
+    // The library was forgotten (or lost the symbol) meanwhile: its work cannot be asked about any more.
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
 }
 
-/** One turn of the event loop while waits are young: polls them, hands the old ones over, goes on or lets the loop sleep. */
+/** Makes wait `id` old: handed to the completion thread, or without the addon, to the timer. */
+function ageOut(id: number, w: PendingWait): void {
+  if (w.hot !== null) {
+    const rc = w.event !== 0n ? w.hot.waitEvent(id, w.ctx, w.event, 0n) : w.hot.waitStream(id, w.ctx, w.stream);
+    // Only an unbound function answers otherwise, and `waiter` bound them: end the wait rather than lose it.
+    if (rc !== 0) settle(id, rc);
+    return;
+  }
+  old.push({ id, wait: w });
+  oldTimer ??= setTimeout(pollOld, POLL_MS);
+}
+
+/** The timer of the old waits without the addon: polls each, and comes back while any is left. */
+function pollOld(): void {
+  oldTimer = null;
+  let kept = 0;
+  for (let i = 0; i < old.length; i++) {
+    const o = old[i]!;
+    const rc = pending.has(o.id) ? query(o.wait) : 0;
+    if (rc !== CUDA_ERROR_NOT_READY) settle(o.id, rc);
+    else old[kept++] = o;
+  }
+  old.length = kept;
+  // Referenced, as a worker's blocking wait was: a pending wait keeps the process alive.
+  if (kept > 0) oldTimer = setTimeout(pollOld, POLL_MS);
+}
+
+/** One turn of the event loop while waits are young: polls them, ages the old ones out, goes on or lets the loop sleep. */
 function turn(): void {
-  const hot = started!;
   const now = performance.now();
   let kept = 0;
   for (let i = 0; i < young.length; i++) {
     const y = young[i]!;
-    const rc = pending.has(y.id) ? hot.eventQuery(y.wait.event) : 0;
+    const rc = pending.has(y.id) ? query(y.wait) : 0;
     if (rc !== CUDA_ERROR_NOT_READY) settle(y.id, rc);
-    else if (now - y.wait.born > keepAwakeMs) handOver(hot, y.id, y.wait);
+    else if (now - y.wait.born > keepAwakeMs) ageOut(y.id, y.wait);
     else young[kept++] = y;
   }
   young.length = kept;
@@ -152,6 +195,20 @@ function turn(): void {
     return;
   }
   setImmediate(turn);
+}
+
+/** Starts wait `w`: young (polled by the event loop kept turning) or, beyond the limit or without a window, old. */
+function begin(id: number, w: PendingWait): void {
+  pending.set(id, w);
+  if (keepAwakeMs <= 0 || young.length >= YOUNG_LIMIT) {
+    ageOut(id, w);
+    return;
+  }
+  young.push({ id, wait: w });
+  if (!awake) {
+    awake = true;
+    setImmediate(turn);
+  }
 }
 
 /**
@@ -176,28 +233,13 @@ function freshId(): number {
  */
 function waitFor(op: string, ctx: bigint, event: bigint, stream: bigint, pooled: boolean): Promise<void> {
   const hot = waiter(op);
-  if (hot === null) {
-    if (stream !== 0n) check(driverSymbol(op, 'cuEventRecord')(event, stream), op, 'cuEventRecord');
-    const done = waitOnWorker(op, 'cuEventSynchronize', event, () => eventQuery(op, event));
-    return pooled ? done.finally(() => returnEvent(ctx, event)) : done;
-  }
   if (stream !== 0n) {
-    const rc = hot.eventRecord(event, stream);
+    const rc = hot !== null ? hot.eventRecord(event, stream) : driverSymbol(op, 'cuEventRecord')(event, stream);
     if (rc !== 0) throw cudaError(rc, op, 'cuEventRecord');
   }
   const id = freshId();
   return new Promise<void>((resolve, reject) => {
-    const w: PendingWait = { op, resolve, reject, event, pooled, ctx, call: 'cuEventQuery', born: performance.now() };
-    pending.set(id, w);
-    if (keepAwakeMs <= 0 || young.length >= YOUNG_LIMIT) {
-      handOver(hot, id, w);
-      return;
-    }
-    young.push({ id, wait: w });
-    if (!awake) {
-      awake = true;
-      setImmediate(turn);
-    }
+    begin(id, { op, resolve, reject, event, stream: 0n, hot, pooled, ctx, call: 'cuEventQuery', born: performance.now() });
   });
 }
 
@@ -220,12 +262,12 @@ export function streamWaitAsync(op: string, ctx: bigint, stream: bigint): Promis
 /** A wait for all of `stream`'s work that enqueues nothing (while a JS host call is in flight). */
 function streamQueryWait(op: string, ctx: bigint, stream: bigint): Promise<void> {
   const hot = waiter(op);
-  if (hot === null) return waitOnWorker(op, 'cuStreamSynchronize', stream, () => streamQuery(op, stream));
   const id = freshId();
-  const rc = hot.waitStream(id, ctx, stream);
-  if (rc !== 0) throw cudaError(rc, op, 'cuStreamQuery');
   return new Promise<void>((resolve, reject) => {
-    pending.set(id, { op, resolve, reject, event: 0n, pooled: false, ctx, call: 'cuStreamQuery', born: performance.now() });
+    // Old at once: while a host call is in flight the wait may be long, and the addon polls streams only on its thread.
+    const w: PendingWait = { op, resolve, reject, event: 0n, stream, hot, pooled: false, ctx, call: 'cuStreamQuery', born: performance.now() };
+    pending.set(id, w);
+    ageOut(id, w);
   });
 }
 
@@ -234,7 +276,7 @@ export function eventWaitAsync(op: string, ctx: bigint, event: bigint): Promise<
   return waitFor(op, ctx, event, 0n, false);
 }
 
-/** Waits not ended yet, young or with the completion thread (0 without the addon). @internal */
+/** Waits not ended yet: young, with the completion thread, or polled by the timer. @internal */
 export function waitsPending(): number {
   return pending.size;
 }
