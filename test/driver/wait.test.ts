@@ -177,16 +177,16 @@ test('without the addon: the same waits through koffi, the same meaning', { skip
   }
 });
 
-test('without the addon: held waits leave libuv\'s thread pool free (file reads end while eight waits are pending), and all of them end', { skip: lib === null && 'gcc is absent' }, async () => {
+test('without the addon: held waits leave libuv\'s thread pool free (file reads end while forty waits are pending, young and beyond the young limit), and all of them end', { skip: lib === null && 'gcc is absent' }, async () => {
   const before = setNativeAddonForTesting(null);
   try {
-    const streams = Array.from({ length: 8 }, () => Device.get(0).createStream());
+    const streams = Array.from({ length: 40 }, () => Device.get(0).createStream());
     const h = hold();
     const waits = streams.map((s) => s.synchronizeAsync());
     // Four threads serve the pool by default: a wait that blocked one of them each would hold them all.
     const reads = Promise.all(Array.from({ length: 8 }, () => readFile(fileURLToPath(import.meta.url))));
     assert.equal(await settledWithin(reads, 5_000), true, 'the reads ended while the waits were held');
-    assert.equal(waitsPending(), 8);
+    assert.equal(waitsPending(), 40);
     assert.equal(await settledWithin(Promise.race(waits), 20), false, 'held: none resolved');
     h.release();
     await Promise.all(waits);

@@ -15,13 +15,15 @@
  * kernel's wake-up costs about 7 µs on the H200's host, more than the rest of the wait (bench:await
  * measures both). A wait that lasts longer than the window pays it once, against far more.
  *
- * Without the addon (or where it cannot bind the driver's functions) a wait is young the same way,
- * polled through koffi, and an old wait is polled by one timer of the event loop, every
- * millisecond, for all of them: such a wait ends within about a millisecond of its work. Not a
- * blocking `cuEventSynchronize` on one of libuv's worker threads, as it once was: four waits held
- * the four threads, and every file read, DNS lookup or zlib call of the process queued behind them;
- * and a worker thread blocked in the driver kept `process.exit()` and `worker.terminate()` from
- * returning until the GPU work ended.
+ * Without the addon (or where it cannot bind the driver's functions) there is no thread to hand a
+ * wait to, so a wait stays young longer, `YOUNG_MS_WITHOUT_ADDON`, polled through koffi, and is
+ * then polled by one timer of the event loop every millisecond (Node's timers count whole ones),
+ * for all such waits at once: a wait of that age ends at most about 6 % late, as with the
+ * completion thread. Not a blocking `cuEventSynchronize` on one of libuv's worker threads, as it
+ * once was: four waits held the pool's four threads, and every file read, DNS lookup or zlib call of
+ * the process queued behind them; a worker thread blocked in the driver kept `process.exit()` and
+ * `worker.terminate()` from returning until the GPU work ended; and koffi refuses more than a few
+ * hundred asynchronous calls at once, so a thousand waits threw.
  *
  * A stream wait records an event of this module's pool on the stream and waits for that event, so
  * it means the work submitted before the call, whatever is submitted after it (a plain
@@ -53,6 +55,11 @@ const YOUNG_LIMIT = 16;
 let keepAwakeMs = 0.25;
 /** How often the timer polls the old waits without the addon (Node's timers count whole milliseconds). */
 const POLL_MS = 1;
+/**
+ * How long a wait stays young without the addon (when `keepAwakeMs` > 0): the timer's millisecond
+ * is a sixteenth of that, the completion thread's bound on lateness.
+ */
+const YOUNG_MS_WITHOUT_ADDON = 16;
 
 interface PendingWait {
   readonly op: string;
@@ -71,6 +78,8 @@ interface PendingWait {
   readonly call: 'cuEventQuery' | 'cuStreamQuery';
   /** `performance.now()` when the wait began (young waits). */
   readonly born: number;
+  /** How long (ms) it stays young: `keepAwakeMs`, longer without the addon. */
+  readonly window: number;
 }
 
 /** Every wait not ended yet, by id; the young ones also in `young`, the old ones with the thread or in `old`. */
@@ -186,7 +195,7 @@ function turn(): void {
     const y = young[i]!;
     const rc = pending.has(y.id) ? query(y.wait) : 0;
     if (rc !== CUDA_ERROR_NOT_READY) settle(y.id, rc);
-    else if (now - y.wait.born > keepAwakeMs) ageOut(y.id, y.wait);
+    else if (now - y.wait.born > y.wait.window) ageOut(y.id, y.wait);
     else young[kept++] = y;
   }
   young.length = kept;
@@ -200,7 +209,7 @@ function turn(): void {
 /** Starts wait `w`: young (polled by the event loop kept turning) or, beyond the limit or without a window, old. */
 function begin(id: number, w: PendingWait): void {
   pending.set(id, w);
-  if (keepAwakeMs <= 0 || young.length >= YOUNG_LIMIT) {
+  if (w.window <= 0 || young.length >= YOUNG_LIMIT) {
     ageOut(id, w);
     return;
   }
@@ -221,6 +230,11 @@ export function setKeepAwakeMs(ms: number): number {
   return before;
 }
 
+/** How long a new wait stays young: `keepAwakeMs` with the addon, longer without (none when `keepAwakeMs` is 0). */
+function youngWindow(hot: HotAddon | null): number {
+  return hot !== null || keepAwakeMs <= 0 ? keepAwakeMs : Math.max(keepAwakeMs, YOUNG_MS_WITHOUT_ADDON);
+}
+
 function freshId(): number {
   do nextId = nextId >= 0xffff_ffff ? 1 : nextId + 1;
   while (pending.has(nextId));
@@ -239,7 +253,7 @@ function waitFor(op: string, ctx: bigint, event: bigint, stream: bigint, pooled:
   }
   const id = freshId();
   return new Promise<void>((resolve, reject) => {
-    begin(id, { op, resolve, reject, event, stream: 0n, hot, pooled, ctx, call: 'cuEventQuery', born: performance.now() });
+    begin(id, { op, resolve, reject, event, stream: 0n, hot, pooled, ctx, call: 'cuEventQuery', born: performance.now(), window: youngWindow(hot) });
   });
 }
 
@@ -265,7 +279,7 @@ function streamQueryWait(op: string, ctx: bigint, stream: bigint): Promise<void>
   const id = freshId();
   return new Promise<void>((resolve, reject) => {
     // Old at once: while a host call is in flight the wait may be long, and the addon polls streams only on its thread.
-    const w: PendingWait = { op, resolve, reject, event: 0n, stream, hot, pooled: false, ctx, call: 'cuStreamQuery', born: performance.now() };
+    const w: PendingWait = { op, resolve, reject, event: 0n, stream, hot, pooled: false, ctx, call: 'cuStreamQuery', born: performance.now(), window: 0 };
     pending.set(id, w);
     ageOut(id, w);
   });
