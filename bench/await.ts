@@ -17,16 +17,20 @@
  *
  * Then the event loop's delay (`perf_hooks.monitorEventLoopDelay`, 1 ms resolution: how late a
  * 1 ms timer fires) during a
- * stream of awaited round trips and during a stream of blocking ones, for `--seconds` each; and a
- * thousand streams awaited at once (the wall time, and the process's threads before and after).
+ * stream of awaited round trips and during a stream of blocking ones, for `--seconds` each; a
+ * thousand streams awaited at once (the wall time, and the process's threads before and after);
+ * and long waits: a kernel spinning on the GPU's clock for 0.5 to 20 ms, launched and waited for
+ * blocking and awaited in alternation (`--long-reps` each, half from 5 ms), how much later the
+ * awaited one ended (median against median) and the process's CPU time over the wall time of each
+ * (a blocking synchronize spins in the driver, about one core).
  *
- *   npm run bench:await -- [--nodes 10] [--rounds 10] [--reps 300] [--seconds 1]
+ *   npm run bench:await -- [--nodes 10] [--rounds 10] [--reps 300] [--seconds 1] [--long-reps 20]
  *   (writes $OUT/await.json when OUT is set)
  */
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Device, Module, StreamGraphCapture } from '../src/index.js';
+import { Device, Module, StreamGraphCapture, arg } from '../src/index.js';
 import { nativeStatus } from '../src/driver/index.js';
 import { setKeepAwakeMs } from '../src/driver/result/wait.js';
 import type { GraphExec, Stream } from '../src/index.js';
@@ -39,12 +43,24 @@ const NODES = num('--nodes', 10);
 const ROUNDS = num('--rounds', 10);
 const REPS = num('--reps', 300);
 const SECONDS = num('--seconds', 1);
+const LONG_REPS = num('--long-reps', 20);
+const LONG_US = [500, 1000, 2000, 5000, 10000, 20000];
 const STREAMS = 1000;
 const RESOLUTION_MS = 1;
 
 const d = Device.get(0);
 const s = d.createStream();
-const empty = Module.compile(d, 'extern "C" __global__ void empty() {}').function('empty');
+const module = Module.compile(
+  d,
+  `extern "C" __global__ void empty() {}
+extern "C" __global__ void spin_ns(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+}`,
+);
+const empty = module.function('empty');
+const spin = module.function('spin_ns');
 
 function graphOf(stream: Stream, n: number): GraphExec {
   const cap = StreamGraphCapture.begin(stream);
@@ -159,6 +175,42 @@ await Promise.all(streams.map((st, i) => (execs[i]!.launch(st), st.synchronizeAs
 const manyMs = Number(now() - t0) / 1e6;
 const threadsAfter = threads();
 
+/** Long waits: how late an awaited spin of `us` µs ends against a blocking one, and the CPU each takes. */
+async function longWait(us: number): Promise<{ us: number; lateUs: number; syncUs: number; awaitUs: number; cpuSync: number; cpuAwait: number }> {
+  const reps = us >= 5000 ? Math.max(1, LONG_REPS >> 1) : LONG_REPS;
+  const cpu = (): number => {
+    const u = process.cpuUsage();
+    return u.user + u.system;
+  };
+  const launch = (): void => spin.launch(s, { grid: 1, block: 1, args: [arg.u64(BigInt(us) * 1000n)] });
+  const sync: number[] = [];
+  const awaited: number[] = [];
+  let cpuSync = 0, cpuAwait = 0, wallSync = 0, wallAwait = 0;
+  for (let i = 0; i < reps; i++) {
+    let c = cpu();
+    let t0 = now();
+    launch();
+    s.synchronize();
+    let t = Number(now() - t0) / 1e3;
+    sync.push(t);
+    wallSync += t;
+    cpuSync += cpu() - c;
+    c = cpu();
+    t0 = now();
+    launch();
+    await s.synchronizeAsync();
+    t = Number(now() - t0) / 1e3;
+    awaited.push(t);
+    wallAwait += t;
+    cpuAwait += cpu() - c;
+  }
+  const syncUs = median(sync);
+  const awaitUs = median(awaited);
+  return { us, lateUs: awaitUs - syncUs, syncUs, awaitUs, cpuSync: cpuSync / wallSync, cpuAwait: cpuAwait / wallAwait };
+}
+const long = [];
+for (const us of LONG_US) long.push(await longWait(us));
+
 const summary = Object.fromEntries(
   Object.entries(perRound).map(([k, xs]) => [k, { median: median(xs), lo: Math.min(...xs), hi: Math.max(...xs) }]),
 );
@@ -171,6 +223,7 @@ const results = {
   awaitOverSync: summary['await']!.median / summary['sync']!.median,
   loopDelayUs: { awaited: delayAwait, blocking: delaySync },
   concurrent: { streams: STREAMS, wallMs: manyMs, threadsBefore, threadsAfter },
+  longWaits: long,
   perRound,
 };
 if (process.env['OUT']) writeFileSync(join(process.env['OUT'], 'await.json'), JSON.stringify(results, null, 2));
@@ -182,6 +235,8 @@ process.stdout.write(`  await / sync: ${results.awaitOverSync.toFixed(3)}×\n`);
 process.stdout.write(`  event-loop delay (a 1 ms timer fired late by), awaited round trips (${delayAwait.roundTrips} in ${SECONDS} s): p50 ${f(delayAwait.p50)} µs, p99 ${f(delayAwait.p99)} µs, max ${f(delayAwait.max)} µs\n`);
 process.stdout.write(`  event-loop delay (a 1 ms timer fired late by), blocking round trips (${delaySync.roundTrips} turns): p50 ${f(delaySync.p50)} µs, p99 ${f(delaySync.p99)} µs, max ${f(delaySync.max)} µs\n`);
 process.stdout.write(`  ${STREAMS} streams awaited at once: ${manyMs.toFixed(1)} ms, threads ${threadsBefore} → ${threadsAfter}\n`);
+process.stdout.write(`  long waits (a kernel spinning for the time given; median of ${LONG_REPS}, ${Math.max(1, LONG_REPS >> 1)} from 5 ms): awaited late by, CPU over wall (blocking / awaited)\n`);
+for (const l of long) process.stdout.write(`    ${String(l.us / 1000).padStart(4)} ms  ${f(l.lateUs).padStart(8)} µs late   CPU ${f(l.cpuSync)} / ${f(l.cpuAwait)}\n`);
 for (const e of execs) e.dispose();
 for (const st of streams) st.dispose();
 exec.dispose();

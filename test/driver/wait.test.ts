@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { CudaError, Device, DisposedError, GraphCache, InvalidArgumentError, Module, StreamGraphCapture, arg, captureGraph, type Stream } from '../../src/index.js';
 import { nativeAddon, setNativeAddonForTesting } from '../../src/driver/hot.js';
 import { setKeepAwakeMs, waitsPending } from '../../src/driver/result/wait.js';
+import { gate } from '../../src/driver/host-gate.js';
 import { loadStandIn } from '../support/stand-in-driver.js';
 
 const lib = loadStandIn('wait');
@@ -224,6 +225,31 @@ test('without the addon: a wait that outlives the young window still ends, and a
     s.dispose();
   } finally {
     setKeepAwakeMs(keep);
+    setNativeAddonForTesting(before ?? undefined);
+  }
+});
+
+test('without the addon: a wait while a JS host call is in flight queries the stream, young as any other wait (not a millisecond timer each)', { skip: lib === null && 'gcc is absent' }, async () => {
+  const before = setNativeAddonForTesting(null);
+  const s = Device.get(0).createStream();
+  gate.calls += 1; // as while a host function is in flight: the wait must enqueue nothing
+  hold(); // an event recorded now would never complete
+  try {
+    const records = v('event_records')[0];
+    let best = Infinity;
+    // Fifty waits on the 1 ms timer take 50 ms at least; young, a turn of the event loop each.
+    for (let attempt = 0; attempt < 3 && best >= 25; attempt++) {
+      const t0 = performance.now();
+      for (let i = 0; i < 50; i++) await s.synchronizeAsync();
+      best = Math.min(best, performance.now() - t0);
+    }
+    assert.ok(best < 25, `50 waits took ${best.toFixed(1)} ms at best`);
+    assert.equal(v('event_records')[0], records, 'no event recorded: the stream was queried');
+    assert.equal(waitsPending(), 0);
+  } finally {
+    unhold();
+    gate.calls -= 1;
+    s.dispose();
     setNativeAddonForTesting(before ?? undefined);
   }
 });

@@ -18,8 +18,8 @@
  * Without the addon (or where it cannot bind the driver's functions) there is no thread to hand a
  * wait to, so a wait stays young longer, `YOUNG_MS_WITHOUT_ADDON`, polled through koffi, and is
  * then polled by one timer of the event loop every millisecond (Node's timers count whole ones),
- * for all such waits at once: a wait of that age ends at most about 6 % late, as with the
- * completion thread. Not a blocking `cuEventSynchronize` on one of libuv's worker threads, as it
+ * for all such waits at once: a wait of that age ends at most a sixteenth of its time late (the
+ * completion thread's sleeps are as long). Not a blocking `cuEventSynchronize` on one of libuv's worker threads, as it
  * once was: four waits held the pool's four threads, and every file read, DNS lookup or zlib call of
  * the process queued behind them; a worker thread blocked in the driver kept `process.exit()` and
  * `worker.terminate()` from returning until the GPU work ended; and koffi refuses more than a few
@@ -278,10 +278,10 @@ function streamQueryWait(op: string, ctx: bigint, stream: bigint): Promise<void>
   const hot = waiter(op);
   const id = freshId();
   return new Promise<void>((resolve, reject) => {
-    // Old at once: while a host call is in flight the wait may be long, and the addon polls streams only on its thread.
-    const w: PendingWait = { op, resolve, reject, event: 0n, stream, hot, pooled: false, ctx, call: 'cuStreamQuery', born: performance.now(), window: 0 };
-    pending.set(id, w);
-    ageOut(id, w);
+    // With the addon, old at once: its young waits are polled through `eventQuery`, and it queries streams on its thread only.
+    // Without, young as any other wait (koffi queries a stream as it does an event).
+    const window = hot !== null ? 0 : youngWindow(null);
+    begin(id, { op, resolve, reject, event: 0n, stream, hot, pooled: false, ctx, call: 'cuStreamQuery', born: performance.now(), window });
   });
 }
 
