@@ -8,7 +8,7 @@
 import { join, resolve } from 'node:path';
 import type { ComputeGraph } from '../index.js';
 import { checksPassed, runGpuDemo, type GpuDemoResult } from './demo-gpu.js';
-import { writeOutputFile } from './graph-file.js';
+import { writeOutputFile } from './output-file.js';
 import { cudaVersionText, describeDevice, probeGpu } from './gpu-probe.js';
 import type { Output } from './output.js';
 import { dotToSvg, toDot } from './picture.js';

@@ -1,10 +1,10 @@
 /** Reading and writing graph files for the commands, with one-line errors for the user's mistakes. */
-import { chmodSync, closeSync, mkdirSync, openSync, readSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { ComputeGraph, FileFormatError, GraphError } from '../index.js';
 import type { Output } from './output.js';
 import { ProgressBar } from './progress.js';
 import { UsageError, fileErrorReason, inputFileSize } from './usage-error.js';
+import { writeOutput } from './output-file.js';
 
 /** How long work runs before the CLI draws a progress bar for it (on a terminal only). */
 export const PROGRESS_DELAY_MS = 1000;
@@ -58,55 +58,6 @@ export async function readGraphFile(path: string, io?: Output): Promise<ComputeG
 export async function writeGraphFile(path: string, graph: ComputeGraph): Promise<number> {
   const binary = path.endsWith('.cgraph');
   return writeOutput(path, (to) => (binary ? graph.writeBinary(to) : graph.writeJSON(to)));
-}
-
-/** Writes `data` to `path`, creating its folder, whole or not at all (`writeOutput`). @throws UsageError when it cannot. */
-export async function writeOutputFile(path: string, data: string | Uint8Array): Promise<void> {
-  await writeOutput(path, (to) => writeFileSync(to, data));
-}
-
-/**
- * Writes the output file `path` (its folder created) through `write`, which is handed the path to
- * write: a new file beside it, renamed over it once complete and removed if `write` fails or the
- * command is interrupted (Ctrl-C, SIGTERM), so a failed run (a full disk, a file-size limit) leaves
- * neither a half-written file nor a changed one. A symbolic link is written through (its target is
- * replaced, with its permissions); a path that is not a regular file (a device) is written directly.
- * @throws UsageError `cannot write <path>: <why>` when it cannot.
- */
-export async function writeOutput<T>(path: string, write: (to: string) => T | Promise<T>): Promise<T> {
-  try {
-    mkdirSync(dirname(path), { recursive: true });
-    let target = path;
-    let mode: number | undefined;
-    try {
-      target = realpathSync(path);
-      const st = statSync(target);
-      if (!st.isFile()) return await write(path);
-      mode = st.mode & 0o7777;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // a new file
-    }
-    const temp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
-    const removeTemp = (): void => rmSync(temp, { force: true });
-    const onSignal = (signal: NodeJS.Signals): void => {
-      removeTemp();
-      process.kill(process.pid, signal); // the signal's own ending, now that no listener holds it
-    };
-    process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
-    try {
-      const result = await write(temp);
-      if (mode !== undefined) chmodSync(temp, mode);
-      renameSync(temp, target);
-      return result;
-    } catch (e) {
-      removeTemp();
-      throw e;
-    } finally {
-      process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
-    }
-  } catch (e) {
-    throw new UsageError(`cannot write ${path}: ${fileErrorReason(e)}`, { cause: e });
-  }
 }
 
 /**

@@ -4,7 +4,8 @@
  */
 import { basename } from 'node:path';
 import { loadFont } from './fonts.js';
-import { PROGRESS_DELAY_MS, readGraphFile, refuseOverwritingInput, writeOutput, writeOutputFile } from './graph-file.js';
+import { PROGRESS_DELAY_MS, readGraphFile, refuseOverwritingInput } from './graph-file.js';
+import { writeOutput, writeOutputFile } from './output-file.js';
 import type { Output } from './output.js';
 import { dotToSvg, drawGraph, formatOf, highlightOf, svgToPng } from './picture.js';
 import { LAYOUT_MAX_NODES, layoutRefusal } from './layout-limits.js';

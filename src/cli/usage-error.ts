@@ -46,6 +46,8 @@ export function fileErrorReason(e: unknown): string {
     case 'EACCES':
     case 'EPERM':
       return 'permission denied';
+    case 'ENXIO': // open() of a socket through /proc/self/fd, or a FIFO with no reader
+      return 'it cannot be opened for writing (a socket, or a FIFO with no reader)';
     default:
       return code ?? (e instanceof Error ? e.message : String(e));
   }

@@ -75,7 +75,12 @@ export async function writeChunks(chunks: Iterable<string | Uint8Array>, target:
     }
     return chars;
   } catch (e) {
-    file?.destroy();
+    if (file !== null && !file.closed) {
+      // Wait for the close: a file still being opened would otherwise appear after the caller removed it.
+      const closed = new Promise<void>((resolve) => file.once('close', () => resolve()));
+      file.destroy();
+      await closed;
+    }
     throw e;
   } finally {
     sink.off('error', onError);

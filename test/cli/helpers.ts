@@ -19,7 +19,7 @@ export interface Run {
 }
 
 /** Runs `node bin/cudagraph.js …args` (killed after `timeoutMs` when given). */
-export function cudagraph(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Run {
+export function cudagraph(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; uid?: number; gid?: number } = {}): Run {
   // Large graphs print megabytes with --json: room for them (the default is 1 MiB).
   const r = spawnSync(process.execPath, [bin, ...args], {
     cwd: options.cwd ?? root,
@@ -28,6 +28,7 @@ export function cudagraph(args: string[], options: { cwd?: string; env?: NodeJS.
     maxBuffer: 1 << 28,
     // A command that should fail at once but serves instead is killed (a blocking spawn stops the test's own timeout).
     ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
+    ...(options.uid !== undefined ? { uid: options.uid, gid: options.gid ?? options.uid } : {}),
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ComputeGraph, StreamId } from '../../src/index.js';
 import { assertUserError, cudagraph, graph50, inTempDir, root, tempDir } from './helpers.js';
@@ -118,33 +118,142 @@ test('an existing output is replaced whole, through a symbolic link, keeping its
   });
 });
 
-test('Ctrl-C while a large DOT file is written leaves the old file as it was and no other file', { skip: process.platform === 'win32' ? 'no signals here' : false }, async () => {
+for (const [signal, what] of [['SIGINT', 'Ctrl-C'], ['SIGTERM', 'kill'], ['SIGHUP', 'a closed terminal']] as const) {
+  test(`${what} (${signal}) while a large DOT file is written leaves the old file as it was and no other file`, { skip: process.platform === 'win32' ? 'no signals here' : false }, async () => {
+    const dir = tempDir();
+    try {
+      const g = new ComputeGraph();
+      // 200,000 nodes: 18 MB of DOT, written over most of a second.
+      for (let i = 0; i < 200_000; i++) g.addNode({ kind: 'empty', name: `op ${i}`, stream: StreamId(i % 4) });
+      const file = join(dir, 'g.json');
+      writeFileSync(file, JSON.stringify(g));
+      const out = join(dir, 'g.dot');
+      writeFileSync(out, 'the old file\n');
+      const before = names(dir);
+      const child = spawn(process.execPath, [join(root, 'bin', 'cudagraph.js'), 'render', file, '-o', out], { cwd: root, stdio: 'ignore' });
+      let interrupted = false;
+      // As soon as the write has begun (a new file beside the output, or the output itself changed): Ctrl-C.
+      const poll = setInterval(() => {
+        if (interrupted) return;
+        if (names(dir).length > before.length || statSync(out).size !== 'the old file\n'.length) {
+          interrupted = true;
+          child.kill(signal);
+        }
+      }, 2);
+      const ended = await new Promise<{ status: number | null; signal: string | null }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal })));
+      clearInterval(poll);
+      assert.ok(interrupted, 'the write was interrupted while it ran');
+      assert.equal(ended.signal, signal, `ended by the signal (status ${ended.status})`);
+      assert.equal(readFileSync(out, 'utf8'), 'the old file\n', 'the old file is unchanged');
+      assert.deepEqual(names(dir), before, 'no file left behind');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+/** Runs the CLI as an ordinary user: as `nobody` when the tests run as root (who may write any file). */
+function asUser(): { uid?: number; gid?: number } {
+  return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+}
+
+/** A temporary folder the user of `asUser` can enter and write. */
+function sharedTempDir(): string {
+  const dir = tempDir();
+  chmodSync(dir, 0o777);
+  return dir;
+}
+
+test('a write-protected output is refused in one line and left as it was; a writable file in a folder that takes no new file is written in place', { skip: process.platform === 'win32' ? 'no modes here' : false }, () => {
+  const dir = sharedTempDir();
+  try {
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    chmodSync(g, 0o644);
+    const ro = join(dir, 'ro.dot');
+    writeFileSync(ro, 'the old file\n');
+    chmodSync(ro, 0o444);
+    const r = cudagraph(['render', g, '-o', ro], asUser());
+    assertUserError(r, /^cudagraph: cannot write .*ro\.dot: permission denied/, 'a file the user may not write');
+    assert.equal(readFileSync(ro, 'utf8'), 'the old file\n');
+    const locked = join(dir, 'locked');
+    mkdirSync(locked);
+    const out = join(locked, 'out.dot');
+    writeFileSync(out, 'the old file\n');
+    chmodSync(out, 0o666);
+    chmodSync(locked, 0o555);
+    const w = cudagraph(['render', g, '-o', out], asUser());
+    assert.equal(w.status, 0, w.stderr);
+    assert.match(readFileSync(out, 'utf8'), /^digraph/);
+    assert.deepEqual(names(locked), ['out.dot']);
+  } finally {
+    chmodSync(join(dir, 'locked'), 0o755);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a link to nothing is written through (its target made), a link to stdout writes to stdout, and a long file name is written', { skip: process.platform === 'win32' ? 'no links here' : false }, () => {
+  inTempDir((dir) => {
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    symlinkSync('target.dot', join(dir, 'dangling.dot'));
+    const r = cudagraph(['render', g, '-o', join(dir, 'dangling.dot')]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(lstatSync(join(dir, 'dangling.dot')).isSymbolicLink(), 'still a link');
+    assert.match(readFileSync(join(dir, 'target.dot'), 'utf8'), /^digraph/);
+    symlinkSync('/dev/stdout', join(dir, 'stdout.dot'));
+    // Through a shell's pipe (a test's own stdout is a socket, which /dev/stdout cannot open).
+    const s = spawnSync('sh', ['-c', `"${process.execPath}" "${join(root, 'bin', 'cudagraph.js')}" render "${g}" -o "${join(dir, 'stdout.dot')}" | cat`], { encoding: 'utf8' });
+    assert.equal(s.status, 0, s.stderr);
+    assert.match(s.stdout, /^digraph/);
+    const long = join(dir, `${'a'.repeat(246)}.dot`);
+    const l = cudagraph(['render', g, '-o', long]);
+    assert.equal(l.status, 0, l.stderr);
+    assert.match(readFileSync(long, 'utf8'), /^digraph/);
+    assert.deepEqual(names(dir), [`${'a'.repeat(246)}.dot`, 'dangling.dot', 'g.json', 'stdout.dot', 'target.dot']);
+  });
+});
+
+test('Ctrl-C during a synchronous write still ends the command, by the signal, with no file left behind', { skip: process.platform === 'win32' ? 'no signals here' : false }, async () => {
   const dir = tempDir();
   try {
-    const g = new ComputeGraph();
-    // 200,000 nodes: 18 MB of DOT, written over most of a second.
-    for (let i = 0; i < 200_000; i++) g.addNode({ kind: 'empty', name: `op ${i}`, stream: StreamId(i % 4) });
-    const file = join(dir, 'g.json');
-    writeFileSync(file, JSON.stringify(g));
-    const out = join(dir, 'g.dot');
-    writeFileSync(out, 'the old file\n');
-    const before = names(dir);
-    const child = spawn(process.execPath, [join(root, 'bin', 'cudagraph.js'), 'render', file, '-o', out], { cwd: root, stdio: 'ignore' });
-    let interrupted = false;
-    // As soon as the write has begun (a new file beside the output, or the output itself changed): Ctrl-C.
-    const poll = setInterval(() => {
-      if (interrupted) return;
-      if (names(dir).length > before.length || statSync(out).size !== 'the old file\n'.length) {
-        interrupted = true;
-        child.kill('SIGINT');
-      }
-    }, 2);
+    const out = join(dir, 'out.svg');
+    const module = join(root, 'dist', 'src', 'cli', 'output-file.js');
+    // A write that holds the thread for 1.5 s, as a large synchronous write does; Ctrl-C 0.3 s into it.
+    const script = `import { writeOutput } from ${JSON.stringify(module)};
+import { writeFileSync } from 'node:fs';
+await writeOutput(${JSON.stringify(out)}, (to) => { const end = Date.now() + 1500; while (Date.now() < end) {} writeFileSync(to, 'x'); });
+console.log('went on');`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (t: string) => void (stdout += t));
+    setTimeout(() => child.kill('SIGINT'), 300);
     const ended = await new Promise<{ status: number | null; signal: string | null }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal })));
-    clearInterval(poll);
-    assert.ok(interrupted, 'the write was interrupted while it ran');
-    assert.equal(ended.signal, 'SIGINT', `ended by the signal (status ${ended.status})`);
-    assert.equal(readFileSync(out, 'utf8'), 'the old file\n', 'the old file is unchanged');
-    assert.deepEqual(names(dir), before, 'no file left behind');
+    assert.equal(ended.signal, 'SIGINT', `ended by the signal (status ${ended.status}, stdout ${JSON.stringify(stdout)})`);
+    assert.equal(stdout, '', 'the command did not go on');
+    assert.deepEqual(names(dir).filter((n) => n.endsWith('.tmp')), [], 'no file left behind');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a streamed write that fails at once leaves no file behind (the half-opened file is closed before it is removed)', async () => {
+  const { writeOutput } = await import('../../src/cli/output-file.js');
+  const dir = tempDir();
+  try {
+    const g = graph50();
+    await assert.rejects(
+      writeOutput(join(dir, 'out.dot'), (to) =>
+        g.writeDot(to, {
+          onProgress: () => {
+            throw new Error('stop');
+          },
+        }),
+      ),
+      /stop/,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(names(dir), []);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
