@@ -6,7 +6,7 @@ import { extname } from 'node:path';
 import { readGraphFile, sameFile, writeGraphFile } from './graph-file.js';
 import type { Output } from './output.js';
 import { terminalText } from './terminal-text.js';
-import { UsageError } from './usage-error.js';
+import { OptionError, UsageError } from './usage-error.js';
 
 /** Options of `cudagraph convert`. */
 export interface ConvertOptions {
@@ -16,7 +16,7 @@ export interface ConvertOptions {
 /** Runs `cudagraph convert`. @throws UsageError for an unknown output extension, or a file that cannot be read or written. */
 export async function convert(file: string, options: ConvertOptions, io: Output): Promise<void> {
   const ext = extname(options.output);
-  if (ext !== '.cgraph' && ext !== '.json') throw new UsageError(`-o ${options.output}: the output must end in .cgraph (binary) or .json`);
+  if (ext !== '.cgraph' && ext !== '.json') throw new OptionError(`-o ${options.output}: the output must end in .cgraph (binary) or .json`);
   if (sameFile(file, options.output)) throw new UsageError(`-o ${options.output} is the input file ${file}: the graph is read as it is written; choose another output file`);
   const graph = await readGraphFile(file, io);
   const bytes = await writeGraphFile(options.output, graph);

@@ -12,7 +12,7 @@ import type { ComputeGraph } from '../index.js';
 import { loadFont, type LoadedFont } from './fonts.js';
 import { isStackOverflow, layoutOverflowError, refuseLargeLayout, refuseLargePng } from './layout-limits.js';
 import { toMermaid } from './mermaid.js';
-import { UsageError } from './usage-error.js';
+import { OptionError } from './usage-error.js';
 
 /** The picture formats, by file extension. */
 export const PICTURE_FORMATS = ['svg', 'png', 'dot', 'mmd'] as const;
@@ -25,7 +25,7 @@ const EXTENSIONS: Record<string, PictureFormat> = { '.svg': 'svg', '.png': 'png'
 export function formatOf(path: string): PictureFormat {
   const f = EXTENSIONS[extname(path).toLowerCase()];
   if (f === undefined) {
-    throw new UsageError(`cannot tell the picture format from '${path}': the output must end in .svg, .png, .dot or .mmd`);
+    throw new OptionError(`cannot tell the picture format from '${path}': the output must end in .svg, .png, .dot or .mmd`);
   }
   return f;
 }

@@ -14,7 +14,7 @@ import { createEngine, MODEL_CONFIGS, type ConfigName, type EngineFactory, type 
 import { intOption } from './options.js';
 import type { Output } from './output.js';
 import { terminalText } from './terminal-text.js';
-import { fileErrorReason, UsageError } from './usage-error.js';
+import { OptionError, fileErrorReason, UsageError } from './usage-error.js';
 
 /** The option values as commander hands them over (strings, unchecked). */
 export interface ServeArgs {
@@ -66,7 +66,7 @@ interface ServePlan {
 /** Checks every option. @throws UsageError naming the option. */
 export function serveOptions(a: ServeArgs): ServePlan {
   const port = intOption('--port', a.port, 0, 65535);
-  if (a.host.trim() === '' || /\s/.test(a.host)) throw new UsageError(`--host must be a host name or address, got '${terminalText(a.host)}'`);
+  if (a.host.trim() === '' || /\s/.test(a.host)) throw new OptionError(`--host must be a host name or address, got '${terminalText(a.host)}'`);
   const slots = intOption('--slots', a.slots, 1, 4096);
   // A GPU step is padded to its batch bucket anyway, so its default fills the largest one (32),
   // the room beyond the running sequences going to prompt chunks.

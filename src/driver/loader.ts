@@ -283,8 +283,10 @@ function otherArchitecture(path: string): string | null {
   }
   if (header.readUInt32BE(0) !== 0x7f454c46) return null;
   const machine = header[5] === 2 ? header.readUInt16BE(18) : header.readUInt16LE(18);
-  const arch = ELF_MACHINES[machine] ?? `ELF machine ${machine}`;
-  return arch === process.arch ? null : `a library for ${arch}, not for this process's ${process.arch}`;
+  // Only where this process's own machine is known: elsewhere a library of its own would be called foreign.
+  const ours = Object.keys(ELF_MACHINES).find((m) => ELF_MACHINES[Number(m)] === process.arch);
+  if (ours === undefined || Number(ours) === machine) return null;
+  return `a library for ${ELF_MACHINES[machine] ?? `ELF machine ${machine}`}, not for this process's ${process.arch}`;
 }
 
 /**

@@ -85,6 +85,9 @@ test("a bad option value points at its command's help, as commander's own option
       [['bench', '--sizes', 'ten'], /^cudagraph: --sizes must be an integer from 1 to 100000, got 'ten'\n\(run cudagraph bench --help for usage\)\n$/],
       [['render', g, '-o', join(dir, 'g.png'), '--scale', 'big'], /^cudagraph: --scale must be a number from 0\.1 to 10, got 'big'\n\(run cudagraph render --help for usage\)\n$/],
       [['render', g, '-o', join(dir, 'g.svg'), '--summary', '--full'], /^cudagraph: --summary and --full cannot be given together\n\(run cudagraph render --help for usage\)\n$/],
+      [['render', g, '-o', join(dir, 'g.bmp')], /^cudagraph: cannot tell the picture format from '.*g\.bmp': the output must end in \.svg, \.png, \.dot or \.mmd\n\(run cudagraph render --help for usage\)\n$/],
+      [['convert', g, '-o', join(dir, 'g.txt')], /^cudagraph: -o .*g\.txt: the output must end in \.cgraph \(binary\) or \.json\n\(run cudagraph convert --help for usage\)\n$/],
+      [['serve', '--host', ' '], /^cudagraph: --host must be a host name or address, got ' '\n\(run cudagraph serve --help for usage\)\n$/],
     ];
     for (const [args, message] of cases) {
       const r = cudagraph(args);

@@ -258,3 +258,13 @@ test('a streamed write that fails at once leaves no file behind (the half-opened
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('stdout that cannot be written (a full device) is one line on stderr and status 1, not a stack trace', { skip: existsSync('/dev/full') ? false : 'no /dev/full here' }, () => {
+  inTempDir((dir) => {
+    const g = join(dir, 'g.json');
+    writeFileSync(g, JSON.stringify(graph50()));
+    const r = spawnSync('sh', ['-c', `"${process.execPath}" "${join(root, 'bin', 'cudagraph.js')}" inspect "${g}" > /dev/full`], { encoding: 'utf8' });
+    assert.equal(r.status, 1, r.stderr);
+    assert.equal(r.stderr, 'cudagraph: cannot write to stdout: no space left on the device\n');
+  });
+});

@@ -400,6 +400,30 @@ test('a library without cuInit (or nvrtcVersion) is not taken for the driver (or
   }
 });
 
+test('on an architecture missing from the table of ELF machines, a library that fails to load is not called foreign', { skip: noCc }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
+  const arch = Object.getOwnPropertyDescriptor(process, 'arch')!;
+  try {
+    writeFileSync(join(dir, 'lib.c'), 'int cuInit(unsigned f) { (void)f; return 0; }\n');
+    const so = join(dir, 'libcuda.so.1');
+    const built = spawnSync(cc, ['-shared', '-fPIC', '-o', so, join(dir, 'lib.c')], { encoding: 'utf8' });
+    assert.equal(built.status, 0, built.stderr);
+    // A LoongArch library (e_machine 258) on a LoongArch process: its own, whatever the load said.
+    const bytes = readFileSync(so);
+    bytes.writeUInt16LE(258, 18);
+    writeFileSync(so, bytes);
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi').default;
+    Object.defineProperty(process, 'arch', { ...arch, value: 'loong64' });
+    const out = loadFirst([{ path: so, source: 'test' }], (p) => koffi.load(p));
+    Object.defineProperty(process, 'arch', arch);
+    assert.equal(out.ok, false);
+    assert.doesNotMatch(out.attempts[0]!.error, /a library for/, out.attempts[0]!.error);
+  } finally {
+    Object.defineProperty(process, 'arch', arch);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('a library built for another architecture is reported as such, not as a missing file', { skip: noCc || (process.arch !== 'x64' && process.arch !== 'arm64' && 'not x64 or arm64') }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'cg-loader-'));
   try {
