@@ -194,7 +194,7 @@ test('render: user mistakes are one line on stderr, no stack trace, status 1', (
       [['render', bad, '-o', join(dir, 'x.svg')], /^cudagraph: .*bad\.json is not JSON: /],
       [['render', notGraph, '-o', join(dir, 'x.svg')], /^cudagraph: .*not-graph\.json is not a cudagraph graph file: nodes\[0\]\.grid\[0\] must be/],
       [['render', cyclic, '-o', join(dir, 'x.svg')], /^cudagraph: .*cyclic\.json is not a cudagraph graph file: .*cycle/],
-      [['render', good, '-o', join(dir, 'x.jpg')], /^cudagraph: cannot tell the picture format from '.*x\.jpg': the output must end in \.svg, \.png, \.dot or \.mmd\n$/],
+      [['render', good, '-o', join(dir, 'x.jpg')], /^cudagraph: cannot tell the picture format from '.*x\.jpg': the output must end in \.svg, \.png, \.dot or \.mmd\n\(run cudagraph render --help for usage\)\n$/],
       [['render', good], /^cudagraph: required option '-o, --output <file>' not specified/],
       [['render', '-o', join(dir, 'x.svg')], /^cudagraph: missing required argument 'graph'/],
       [['render', good, '-o', join(dir, 'x.png'), '--scale', '0'], /^cudagraph: --scale must be a number from 0\.1 to 10, got '0'/],
