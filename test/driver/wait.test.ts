@@ -50,6 +50,28 @@ function threads(): number {
   return Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
 }
 
+/**
+ * A wait on `s` held at the stand-in: not resolved while held, the event loop turning meanwhile;
+ * resolved once released.
+ */
+async function heldThenReleased(s: Stream): Promise<void> {
+  const h = hold();
+  const p = s.synchronizeAsync();
+  let turns = 0;
+  const ticking = setInterval(() => turns++, 1);
+  try {
+    assert.equal(await settledWithin(p, 30), false, 'held: not resolved');
+    // Any turn shows the loop free (a blocking wait on a held event would never return); how many
+    // depends on the machine's load.
+    assert.ok(turns >= 1, `the event loop ran meanwhile (${turns} timer turns)`);
+    h.release();
+    await p;
+  } finally {
+    clearInterval(ticking);
+    unhold();
+  }
+}
+
 // Both phases: a young wait polled by the event loop kept turning (young for longer than the hold),
 // and a wait handed to the completion thread at once, which wakes the loop when it ends.
 for (const [keepAwake, how] of [[100, 'young: polled by the event loop kept turning'], [0, 'handed to the completion thread at once']] as const) {
@@ -57,18 +79,7 @@ for (const [keepAwake, how] of [[100, 'young: polled by the event loop kept turn
     const before = setKeepAwakeMs(keepAwake);
     try {
       const s = Device.get(0).createStream();
-      const h = hold();
-      const p = s.synchronizeAsync();
-      let turns = 0;
-      const ticking = setInterval(() => turns++, 1);
-      assert.equal(await settledWithin(p, 30), false, 'held: not resolved');
-      // Any turn shows the loop free (a blocking wait on a held event would never return); how many
-      // depends on the machine's load.
-      assert.ok(turns >= 1, `the event loop ran meanwhile (${turns} timer turns)`);
-      h.release();
-      await p;
-      clearInterval(ticking);
-      unhold();
+      await heldThenReleased(s);
       assert.equal(waitsPending(), 0);
       // Many short waits in a row, each resolved.
       for (let i = 0; i < 200; i++) await s.synchronizeAsync();
@@ -204,16 +215,7 @@ test('without the addon: a wait that outlives the young window still ends, and a
   const keep = setKeepAwakeMs(0);
   try {
     const s = Device.get(0).createStream();
-    const h = hold();
-    const p = s.synchronizeAsync();
-    let turns = 0;
-    const ticking = setInterval(() => turns++, 1);
-    assert.equal(await settledWithin(p, 30), false, 'held: not resolved');
-    assert.ok(turns >= 1, `the event loop ran meanwhile (${turns} timer turns)`);
-    h.release();
-    await p;
-    clearInterval(ticking);
-    unhold();
+    await heldThenReleased(s);
     v('event_query_error')[0] = 700n;
     try {
       await assert.rejects(s.synchronizeAsync(), (e: unknown) => e instanceof CudaError && e.code === 700 && /^Stream\.synchronizeAsync/.test(e.message) && /cuEventQuery/.test(e.message));
