@@ -37,9 +37,11 @@ function nextPoll(): Promise<void> {
   return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
 }
 
-/** Tracks `temp` (a write begins), listening for the signals while any write runs. */
-function track(temp: string): void {
-  temps.add(temp);
+/**
+ * Listens for the signals, before a temporary file exists: with no listener a signal ends the
+ * process at once, wherever it is, and a file made just before would be left behind.
+ */
+function listen(): void {
   if (listening) return;
   listening = true;
   for (const s of SIGNALS) process.on(s, onSignal);
@@ -119,9 +121,17 @@ export async function writeOutput<T>(path: string, write: (to: string) => T | Pr
   try {
     mkdirSync(dirname(path), { recursive: true });
     const how = plan(path);
-    const temp = how.direct ? null : createTemp(dirname(how.target));
-    if (how.direct || temp === null) return await write(path);
-    track(temp);
+    if (how.direct) return await write(path);
+    listen();
+    let temp: string | null = null;
+    try {
+      temp = createTemp(dirname(how.target));
+    } finally {
+      if (temp === null && temps.size === 0) stopListening();
+    }
+    if (temp === null) return await write(path);
+    // Synchronously after its creation: no signal is dispatched in between.
+    temps.add(temp);
     try {
       const result = await write(temp);
       if (how.mode !== undefined) chmodSync(temp, how.mode);
