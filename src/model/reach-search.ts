@@ -28,10 +28,15 @@
  *   find where two sweeps meet on it and its chain entry is never read; a's and b's own chains
  *   are still tested (their first cover, a's suffix and b's prefix, is not made of marks).
  *
- * - **Reads in batches.** Before a level is taken, one loop reads the heads of all its nodes and
- *   another the first edge of each (touchHeads): those reads do not depend on each other, so
- *   their cache misses overlap, where the loop that takes the level waits on each in turn (on
- *   the 10-layer graph of the benchmark, a third off a reachable pair's search).
+ * - **One record a node.** What a sweep reads of a node taken — its link, chain word and, for
+ *   most nodes, its one or two edges to other chains — is one 16-byte record (reach-layout.ts),
+ *   one cache line, where a head and then its edge list were two dependent random reads.
+ *
+ * - **Reads in batches.** Before a level is taken, one loop reads the records of all its nodes
+ *   and another the first edge of each whose edges lie outside its record (touchRecords): those
+ *   reads do not depend on each other, so their cache misses overlap, where the loop that takes
+ *   the level waits on each in turn (on the 10-layer graph of the benchmark, a third off a
+ *   reachable pair's search).
  *
  * - **Small compiled pieces.** Each side's level is its own method, rare branches share their
  *   stores with common ones, and the arrays that grow start small and are stored twice (see
@@ -41,14 +46,14 @@
  *   shape reaches such branches, so those that some graphs reach late or not at all run early
  *   on every graph: room in the lists is made by calls on every level taken (their growth shared
  *   by both sides, and run once by the constructor), the chain test compares with the other
- *   end's chain before it tests for a plain chain, and the heads are int32 words with their
+ *   end's chain before it tests for a plain chain, and the records are int32 words with their
  *   flags in the sign bit (a Uint32Array word of 2^31 or more is a double to V8).
  *   test/model/search-feedback.test.ts checks it.
  *
  * Marks (one byte a position) and chain entries are put back after each search for what it
  * touched, so a search costs what it touches, never n.
  */
-import { ENTRY, EXIT, HEAD, NONE_POS, type ReachLayout } from './reach-layout.js';
+import { edgeEnd, edgeStart, ENTRY, EXIT, NONE_POS, REC, type ReachLayout } from './reach-layout.js';
 import { LevelQueue } from './level-queue.js';
 import { doubled, withRoom } from './doubled.js';
 
@@ -77,7 +82,7 @@ export class ChainSweep {
   private readonly fwd = new LevelQueue();
   // Complements: the highest position first.
   private readonly bwd = new LevelQueue();
-  /** What touchHeads read, kept so that its reads are not optimised away. */
+  /** What touchRecords read, kept so that its reads are not optimised away. */
   readonly sink = new Uint32Array(1);
 
   constructor(private readonly g: ReachLayout) {
@@ -87,7 +92,7 @@ export class ChainSweep {
     this.touchedChains = new Uint32Array(START);
     ChainSweep.warmUp(this.fwd);
     ChainSweep.warmUp(this.bwd);
-    this.marks = new Uint8Array(g.fhead.length / HEAD - 1);
+    this.marks = new Uint8Array(g.levelStart[g.levelStart.length - 1]!);
     this.cover = new Uint32Array(2 * g.chains);
     for (let c = 0; c < g.chains; c++) this.cover[2 * c] = NONE;
   }
@@ -118,8 +123,8 @@ export class ChainSweep {
   reachable(pa: number, pb: number, la: number, lb: number): boolean {
     // No exit after a on its chain: a reaches only its chain; no entry before b: only b's chain
     // reaches b. Settled before the search touches anything (sinks and sources of random graphs).
-    const ea = this.g.fhead[HEAD * pa + 1]!;
-    const eb = this.g.bhead[HEAD * pb + 1]!;
+    const ea = this.g.frec[REC * pa]!;
+    const eb = this.g.brec[REC * pb]!;
     const xa = (ea & EXIT) !== 0 ? pa : ea & NONE_POS;
     const xb = (eb & ENTRY) !== 0 ? pb : eb & NONE_POS;
     if (xa === NONE_POS || xb === NONE_POS) return false;
@@ -180,7 +185,7 @@ export class ChainSweep {
   }
 
   private search(pa: number, pb: number, la: number, lb0: number, xa: number, xb: number): boolean {
-    const { levelStart, fhead, bhead } = this.g;
+    const { levelStart, frec, brec } = this.g;
     const levels = levelStart.length - 1;
     const { cover, fwd, bwd } = this;
     fwd.clear();
@@ -188,8 +193,8 @@ export class ChainSweep {
     // a covers its chain from a on, b its chain up to b; each sweep starts at its chain's exit
     // (entry) nearest to it, xa (xb).
     // Chain words (negative on a plain chain); a plain chain is tested only when it is a's or b's.
-    const caw = fhead[HEAD * pa + 2]!;
-    const cbw = bhead[HEAD * pb + 2]!;
+    const caw = frec[REC * pa + 1]!;
+    const cbw = brec[REC * pb + 1]!;
     const ca = caw & NONE_POS;
     const cb = cbw & NONE_POS;
     cover[2 * ca] = pa;
@@ -227,7 +232,7 @@ export class ChainSweep {
     const fwd = this.fwd;
     // The hot loops keep the queue's array and the lists of what to put back in locals, and
     // write them back once a level is done (or the sweeps met).
-    const { levelStart, fhead, out } = this.g;
+    const { levelStart, frec } = this.g;
     const { marks, cover } = this;
     let touched = this.touchedNodes;
     let tn = this.nodeCount;
@@ -244,14 +249,14 @@ export class ChainSweep {
     const size = fwd.batchSize;
     // Room for all the level can queue and mark (each node's edges and its chain's next exit),
     // made by calls on every level whose growth both sides share (and the constructor runs).
-    const room = touchHeads(fhead, out, batch, size, 0, EXIT, this.sink);
+    const room = touchRecords(frec, batch, size, 0, EXIT, this.sink);
     next = fwd.reserve(0, room);
     touched = withRoom(touched, tn, room);
     level: for (let k = 0; k < size; k++) {
       const x = batch[k]!;
-      const r = HEAD * x;
-      const link = fhead[r + 1]!;
-      const cw = fhead[r + 2]!;
+      const r = REC * x;
+      const link = frec[r]!;
+      const cw = frec[r + 1]!;
       // (The comparison with b's chain comes first so that it runs on every graph: the first
       // graphs may have no plain chain, and code compiled without it was thrown away later.)
       if ((marks[x]! & FWD_CHAIN) === 0 && (cw === cbw || cw >= 0)) {
@@ -268,10 +273,10 @@ export class ChainSweep {
       }
       if ((link & EXIT) !== 0) {
         // Its successors on other chains (a node queued as a chain's next exit is one).
-        const end = fhead[r + HEAD]!;
-        let i = fhead[r]!;
+        const end = edgeEnd(frec, r);
+        let i = edgeStart(frec, r);
         for (; i < end; i++) {
-          const y = out[i]!;
+          const y = frec[i]!;
           if (y >= deep) break;
           const m = marks[y]!;
           if (m & BWD) {
@@ -287,7 +292,7 @@ export class ChainSweep {
           }
         }
         for (; i < end; i++) {
-          const y = out[i]!;
+          const y = frec[i]!;
           if (y > pb) break;
           if (marks[y]! & BWD) {
             met = true;
@@ -327,7 +332,7 @@ export class ChainSweep {
     const bwd = this.bwd;
     // The hot loops keep the queue's array and the lists of what to put back in locals, and
     // write them back once a level is done (or the sweeps met).
-    const { levelStart, bhead, into } = this.g;
+    const { levelStart, brec } = this.g;
     const { marks, cover } = this;
     let touched = this.touchedNodes;
     let tn = this.nodeCount;
@@ -343,14 +348,14 @@ export class ChainSweep {
     const shallow = levelStart[lf + 1]!;
     const batch = bwd.batch;
     const size = bwd.batchSize;
-    const room = touchHeads(bhead, into, batch, size, -1, ENTRY, this.sink);
+    const room = touchRecords(brec, batch, size, -1, ENTRY, this.sink);
     next = bwd.reserve(0, room);
     touched = withRoom(touched, tn, room);
     level: for (let k = 0; k < size; k++) {
       const x = ~batch[k]! >>> 0;
-      const r = HEAD * x;
-      const link = bhead[r + 1]!;
-      const cw = bhead[r + 2]!;
+      const r = REC * x;
+      const link = brec[r]!;
+      const cw = brec[r + 1]!;
       if ((marks[x]! & BWD_CHAIN) === 0 && (cw === caw || cw >= 0)) {
         const c = cw & NONE_POS;
         if (cover[2 * c]! <= x) {
@@ -364,10 +369,10 @@ export class ChainSweep {
       }
       if ((link & ENTRY) !== 0) {
         // Its predecessors on other chains, read from the end.
-        const first = bhead[r]!;
-        let i = bhead[r + HEAD]! - 1;
+        const first = edgeStart(brec, r);
+        let i = edgeEnd(brec, r) - 1;
         for (; i >= first; i--) {
-          const y = into[i]!;
+          const y = brec[i]!;
           if (y < shallow) break;
           const m = marks[y]!;
           if (m & FWD) {
@@ -384,7 +389,7 @@ export class ChainSweep {
           }
         }
         for (; i >= first; i--) {
-          const y = into[i]!;
+          const y = brec[i]!;
           if (y < pa) break;
           if (marks[y]! & FWD) {
             met = true;
@@ -457,22 +462,24 @@ function levelDown(levelStart: Uint32Array, from: number, p: number): number {
 }
 
 /**
- * Reads the heads of a batch, then the first edge of each that has edges, before the batch is
- * taken: the reads are independent of each other, so their cache misses overlap, where the loop
- * that takes the batch waits on each node's in turn. `flip` is −1 for keys that are complements.
- * Returns how many nodes taking the batch can queue or mark at most (each node's edges and its
- * chain's next or previous node); what it read goes to `sink[0]`.
+ * Reads the records of a batch, then the first edge of each whose edges lie outside its record,
+ * before the batch is taken: the reads are independent of each other, so their cache misses
+ * overlap, where the loop that takes the batch waits on each node's in turn. `flip` is −1 for keys
+ * that are complements. Returns how many nodes taking the batch can queue or mark at most (each
+ * node's edges and its chain's next or previous node); what it read goes to `sink[0]`.
  */
-function touchHeads(head: Int32Array, edges: Uint32Array, batch: Uint32Array, size: number, flip: number, bit: number, sink: Uint32Array): number {
+function touchRecords(rec: Int32Array, batch: Uint32Array, size: number, flip: number, bit: number, sink: Uint32Array): number {
   let read = 0;
-  for (let k = 0; k < size; k++) read ^= head[HEAD * ((batch[k]! ^ flip) >>> 0) + 1]!;
+  for (let k = 0; k < size; k++) read ^= rec[REC * ((batch[k]! ^ flip) >>> 0)]!;
   let room = size;
   for (let k = 0; k < size; k++) {
-    const r = HEAD * ((batch[k]! ^ flip) >>> 0);
-    if ((head[r + 1]! & bit) !== 0) {
-      const first = head[r]!;
-      read ^= edges[first]!;
-      room += head[r + HEAD]! - first;
+    const r = REC * ((batch[k]! ^ flip) >>> 0);
+    if ((rec[r]! & bit) !== 0) {
+      const a = rec[r + 2]!;
+      if (a < 0) {
+        read ^= rec[~a]!;
+        room += rec[r + 3]! - ~a;
+      } else room += 2;
     }
   }
   sink[0] = read;
