@@ -51,7 +51,8 @@
  *   test/model/search-feedback.test.ts checks it.
  *
  * Marks (one byte a position) and chain entries are put back after each search for what it
- * touched, so a search costs what it touches, never n.
+ * touched, so a search costs what it touches, never n; a bit a chain says which entries this
+ * search has written, so that the entries of chains it has not covered are never read.
  */
 import { edgeEnd, edgeStart, ENTRY, EXIT, NONE_POS, REC, type ReachLayout } from './reach-layout.js';
 import { LevelQueue } from './level-queue.js';
@@ -73,8 +74,21 @@ const START = 2;
 export class ChainSweep {
   /** Per position: FWD, BWD, FWD_CHAIN, BWD_CHAIN (see above). */
   private readonly marks: Uint8Array;
-  /** Per chain: the lowest position covered forward (NONE: none) at [2c], 1 + the highest covered backward (0: none) at [2c + 1]. */
+  /**
+   * Per chain: the lowest position covered forward (NONE: none) at [2c], 1 + the highest covered
+   * backward (0: none) at [2c + 1]; then a spare pair that always holds (NONE, 0).
+   */
   private readonly cover: Uint32Array;
+  /**
+   * One bit a chain, set once this search has covered it. A chain not covered yet holds nothing,
+   * so its entries are not read (the spare pair is instead): on a graph of many chains the entries
+   * are megabytes and a read of one is a miss (the benchmark's 10-layer graph has 258,922 chains,
+   * of which a search touches a few dozen), where the bits stay in cache. A bit left set would
+   * only send a read to the chain's own entries, which hold (NONE, 0) again after each search.
+   */
+  private readonly covered: Uint32Array;
+  /** Where the spare pair of `cover` starts. */
+  private readonly spare: number;
   private touchedNodes: Uint32Array = new Uint32Array(START);
   private nodeCount = 0;
   private touchedChains: Uint32Array = new Uint32Array(START);
@@ -93,8 +107,10 @@ export class ChainSweep {
     ChainSweep.warmUp(this.fwd);
     ChainSweep.warmUp(this.bwd);
     this.marks = new Uint8Array(g.levelStart[g.levelStart.length - 1]!);
-    this.cover = new Uint32Array(2 * g.chains);
-    for (let c = 0; c < g.chains; c++) this.cover[2 * c] = NONE;
+    this.cover = new Uint32Array(2 * g.chains + 2);
+    for (let c = 0; c <= g.chains; c++) this.cover[2 * c] = NONE;
+    this.covered = new Uint32Array((g.chains + 31) >>> 5);
+    this.spare = 2 * g.chains;
   }
 
   /**
@@ -113,7 +129,7 @@ export class ChainSweep {
 
   /** Bytes held. */
   get bytes(): number {
-    return this.marks.byteLength + this.cover.byteLength + this.touchedNodes.byteLength + this.touchedChains.byteLength;
+    return this.marks.byteLength + this.cover.byteLength + this.covered.byteLength + this.touchedNodes.byteLength + this.touchedChains.byteLength;
   }
 
   /**
@@ -129,12 +145,13 @@ export class ChainSweep {
     const xb = (eb & ENTRY) !== 0 ? pb : eb & NONE_POS;
     if (xa === NONE_POS || xb === NONE_POS) return false;
     const found = this.search(pa, pb, la, lb, xa, xb);
-    const { marks, cover, touchedNodes, touchedChains } = this;
+    const { marks, cover, covered, touchedNodes, touchedChains } = this;
     for (let i = 0; i < this.nodeCount; i++) marks[touchedNodes[i]!] = 0;
     for (let i = 0; i < this.chainCount; i++) {
       const c = touchedChains[i]!;
       cover[2 * c] = NONE;
       cover[2 * c + 1] = 0;
+      covered[c >>> 5] = 0;
     }
     this.nodeCount = 0;
     this.chainCount = 0;
@@ -199,6 +216,8 @@ export class ChainSweep {
     const cb = cbw & NONE_POS;
     cover[2 * ca] = pa;
     cover[2 * cb + 1] = pb + 1;
+    this.covered[ca >>> 5]! |= 1 << ca;
+    this.covered[cb >>> 5]! |= 1 << cb;
     this.touchChain(ca);
     this.touchChain(cb);
     // (They lie on two chains, so neither finds the other here.)
@@ -233,7 +252,7 @@ export class ChainSweep {
     // The hot loops keep the queue's array and the lists of what to put back in locals, and
     // write them back once a level is done (or the sweeps met).
     const { levelStart, frec } = this.g;
-    const { marks, cover } = this;
+    const { marks, cover, covered, spare } = this;
     let touched = this.touchedNodes;
     let tn = this.nodeCount;
     let chains = this.touchedChains;
@@ -262,12 +281,15 @@ export class ChainSweep {
       if ((marks[x]! & FWD_CHAIN) === 0 && (cw === cbw || cw >= 0)) {
         // Found across an edge: the chain test, then x covers its chain from here on.
         const c = cw & NONE_POS;
-        if (cover[2 * c + 1]! > x) {
+        // A select, not a branch: both cases run on every graph (see the file comment).
+        const at = ((covered[c >>> 5]! >>> c) & 1) !== 0 ? 2 * c : spare;
+        if (cover[at + 1]! > x) {
           met = true;
           break;
         }
-        if (cover[2 * c]! <= x) continue;
+        if (cover[at]! <= x) continue;
         cover[2 * c] = x;
+        covered[c >>> 5]! |= 1 << c;
         chains = withRoom(chains, tc, 1);
         chains[tc++] = c;
       }
@@ -333,7 +355,7 @@ export class ChainSweep {
     // The hot loops keep the queue's array and the lists of what to put back in locals, and
     // write them back once a level is done (or the sweeps met).
     const { levelStart, brec } = this.g;
-    const { marks, cover } = this;
+    const { marks, cover, covered, spare } = this;
     let touched = this.touchedNodes;
     let tn = this.nodeCount;
     let chains = this.touchedChains;
@@ -358,12 +380,14 @@ export class ChainSweep {
       const cw = brec[r + 1]!;
       if ((marks[x]! & BWD_CHAIN) === 0 && (cw === caw || cw >= 0)) {
         const c = cw & NONE_POS;
-        if (cover[2 * c]! <= x) {
+        const at = ((covered[c >>> 5]! >>> c) & 1) !== 0 ? 2 * c : spare;
+        if (cover[at]! <= x) {
           met = true;
           break;
         }
-        if (cover[2 * c + 1]! > x) continue;
+        if (cover[at + 1]! > x) continue;
         cover[2 * c + 1] = x + 1;
+        covered[c >>> 5]! |= 1 << c;
         chains = withRoom(chains, tc, 1);
         chains[tc++] = c;
       }
