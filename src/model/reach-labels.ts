@@ -29,12 +29,13 @@
  * every pair has a chance of a hub between them.
  *
  * Cost: build O((n + m)·K) time; memory 8 + 4·K bytes a node for the rows (K = 8: 40), plus the
- * layout (reach-layout.ts: 24 bytes a node, 8 an edge between chains); a search allocates
+ * layout (reach-layout.ts: 32 bytes a node, and 8 an edge between chains at the nodes with
+ * three or more such edges a direction); a search allocates
  * nothing after the first (a byte a node and 8 bytes a chain, and queues that grow to the largest
  * search so far). Measured figures: docs/model.md, "Reachability".
  */
 import type { GraphStore } from './graph-store.js';
-import { buildLayout, HEAD, type ChainCover, type ReachLayout } from './reach-layout.js';
+import { buildLayout, REC, type ChainCover, type ReachLayout } from './reach-layout.js';
 import { ChainSweep } from './reach-search.js';
 
 /** Chains used when the caller does not say (8: 32 bytes a node), on graphs of MIN_HUB_LEVELS levels or more. */
@@ -74,7 +75,7 @@ export class ReachLabels {
     private readonly g: ReachLayout,
     /** Chain hubs built (fewer than asked when the graph has fewer nodes). */
     readonly chains: number,
-    /** Per node id, 2 + K words: level, chain word (as in the heads), then the K `out` and K `in` entries, 16 bits each. */
+    /** Per node id, 2 + K words: level, chain word (as in the layout's records), then the K `out` and K `in` entries, 16 bits each. */
     private readonly rows: Uint32Array,
     /** `rows` as 16-bit words. */
     private readonly rows16: Uint16Array,
@@ -99,7 +100,7 @@ export class ReachLabels {
     const rows16 = new Uint16Array(rows.buffer);
     for (let p = 0; p < n; p++) {
       rows[p * stride] = level[p]!;
-      rows[p * stride + 1] = g.fhead[HEAD * p + 2]!;
+      rows[p * stride + 1] = g.frec[REC * p + 1]!;
       // A loop, not fill(): a builtin call a node cost more than the rest of the loop.
       for (let i = 2 * p * stride + 4, end = i + k; i < end; i++) rows16[i] = NONE_OUT;
     }

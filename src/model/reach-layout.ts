@@ -8,7 +8,7 @@
  * front is a level, and "level(x) ≥ L" is one comparison of positions (`x ≥ levelStart[L]`), so
  * the search can settle edges into the other side's front from the position alone
  * (reach-search.ts). Within a level the store's topological order is kept; every edge still goes
- * from a lower position to a higher one (its head is a level deeper).
+ * from a lower position to a higher one (its far end is a level deeper).
  *
  * Why chains, exits and entries. Consecutive nodes of a chain are joined by an edge, so a node
  * reaches the rest of its chain, and edges within a chain say nothing more: the lists keep only
@@ -17,32 +17,36 @@
  * it goes on to the chain's next *exit* (a node with an edge to another chain); backward, to the
  * previous *entry* (a node with an edge from another chain).
  *
- * Why heads. The search's cost is cache and TLB misses (a random read from an array of 24 MB
- * costs about twice one from an array of 4 MB on the machine measured), so what it reads of a
- * node sits together: `fhead[3p …]` is p's forward head — the offset of its successors on other
- * chains in `out` (ascending; p + 1's offset ends them), its next exit (EXIT set when p is one),
- * its chain word — and `bhead[3p …]` the backward one: offset of its predecessors on other chains
- * in `into`, previous entry (ENTRY set when p is one), chain word. A node found across an edge is
- * settled from its head alone (one read), an exit's successors are one more. 24 bytes a node, 8
- * an edge between chains, 4 a node for the renumbering unless it is the identity. A capture of
+ * Why records. The search's cost is cache and TLB misses (a random read from an array of 24 MB
+ * costs about twice one from an array of 4 MB on the machine measured; two dependent random reads
+ * a node, a head and then its edges, cost about 2.3 times one read of a 16-byte record), so what
+ * it reads of a node sits in one aligned 16-byte record, one cache line: `frec[4p …]` is p's
+ * forward record — its next exit (EXIT set when p is one), its chain word, then its successors on
+ * other chains (ascending) when it has one or two (one is stored twice; the search takes a node
+ * found twice once), or else the complement of where they start further on in `frec` (after the
+ * records) and where they end — and `brec[4p …]` the backward one: previous entry (ENTRY set when
+ * p is one), chain word, predecessors on other chains. Most nodes of a layered or random graph have
+ * one or two edges to other chains a direction, so a node taken is one read; a node found across
+ * an edge is settled from its record alone. 32 bytes a node, 8 an edge between chains for the
+ * nodes with three or more, 4 a node for the renumbering unless it is the identity. A capture of
  * many streams keeps about one edge in twenty.
  */
 import type { GraphStore } from './graph-store.js';
 
 /** No position: no exit after, or entry before, on the chain. */
 export const NONE_POS = 0x7fff_ffff;
-// The flags are a head word's sign bit, and the heads are Int32Arrays, so that every word the
+// The flags are a record word's sign bit, and the records are Int32Arrays, so that every word the
 // search reads is an int32: V8 reads a Uint32Array word of 2^31 or more as a double, and code
 // it compiled while the words it met were smaller is thrown away at the first one ("lost
 // precision"), which happened as each new graph's first queries met a flag in a new place.
-/** Set in a forward head's link when the node is an exit (the sign bit). */
+/** Set in a forward record's link when the node is an exit (the sign bit). */
 export const EXIT = -0x8000_0000;
-/** Set in a backward head's link when the node is an entry (the sign bit). */
+/** Set in a backward record's link when the node is an entry (the sign bit). */
 export const ENTRY = -0x8000_0000;
-/** Set in a head's chain word when the chain is plain (see `makeHeads`): the word is negative. */
+/** Set in a record's chain word when the chain is plain (see `makeHeads`): the word is negative. */
 export const PLAIN = -0x8000_0000;
-/** Words per node in a head: edge offset, link, chain word. */
-export const HEAD = 3;
+/** Words per node in a record: link, chain word, then two edges or where the edges lie (see `edgeStart`). */
+export const REC = 4;
 
 /** A chain cover by node id: consecutive nodes of a chain are joined by an edge (reachability.ts makes one). */
 export interface ChainCover {
@@ -58,14 +62,10 @@ export interface ReachLayout {
   readonly levelStart: Uint32Array;
   /** Chains in the cover. */
   readonly chains: number;
-  /** Forward heads, HEAD words per position, n + 1 of them (the last holds only the end offset). */
-  readonly fhead: Int32Array;
-  /** Successors on other chains: p's at `out[fhead[3p] … fhead[3p + 3])`. */
-  readonly out: Uint32Array;
-  /** Backward heads, as `fhead`. */
-  readonly bhead: Int32Array;
-  /** Predecessors on other chains: p's at `into[bhead[3p] … bhead[3p + 3])`. */
-  readonly into: Uint32Array;
+  /** Forward records, REC words per position, then the successor lists too long for a record (see the file comment). */
+  readonly frec: Int32Array;
+  /** Backward records, as `frec` (predecessors on other chains). */
+  readonly brec: Int32Array;
 }
 
 /** All successors by position, each list ascending: `adj[start[p] … start[p + 1])`. */
@@ -137,8 +137,10 @@ export function buildLayout(store: GraphStore, cover?: ChainCover): { layout: Re
 
   const chain = new Uint32Array(n);
   const chains = cover ? copyCover(n, byOrd, storeAt, cover, chain) : greedyCover(n, storeAt, predStart, pred, pos, chain);
-  const heads = makeHeads(n, chains, start, adj, chain);
-  return { layout: { pos: identity ? null : pos, levelStart, chains, ...heads }, all: { start, adj }, level: lv };
+  const { fhead, out, bhead, into } = makeHeads(n, chains, start, adj, chain);
+  const frec = packRecords(n, fhead, out);
+  const brec = packRecords(n, bhead, into);
+  return { layout: { pos: identity ? null : pos, levelStart, chains, frec, brec }, all: { start, adj }, level: lv };
 }
 
 /** Writes `cover`'s chain of each position into `chain`; returns the number of chains. */
@@ -172,8 +174,15 @@ function greedyCover(n: number, storeAt: Uint32Array, predStart: Uint32Array, pr
   return chains;
 }
 
-/** The forward and backward heads and edge lists (see the file comment) from all successors by position. */
-function makeHeads(n: number, chains: number, start: Uint32Array, adj: Uint32Array, chain: Uint32Array): Pick<ReachLayout, 'fhead' | 'out' | 'bhead' | 'into'> {
+/** Words a node in the heads `makeHeads` builds first: edge offset, link, chain word. */
+const HEAD = 3;
+
+/**
+ * The forward and backward heads and edge lists from all successors by position: per position,
+ * the offset of its edges to other chains (p + 1's ends them), its link and its chain word, as the
+ * records will hold them (`packRecords`).
+ */
+function makeHeads(n: number, chains: number, start: Uint32Array, adj: Uint32Array, chain: Uint32Array): { fhead: Int32Array; out: Uint32Array; bhead: Int32Array; into: Uint32Array } {
   const fhead = new Int32Array(HEAD * (n + 1));
   const bhead = new Int32Array(HEAD * (n + 1));
   // Counts at the next node's offset, then running sums.
@@ -240,4 +249,50 @@ function makeHeads(n: number, chains: number, start: Uint32Array, adj: Uint32Arr
     bhead[HEAD * p + 2] = word;
   }
   return { fhead, out, bhead, into };
+}
+
+/**
+ * The records (see the file comment) from heads of HEAD words and their edge lists: a node with
+ * one or two edges holds them (one twice), one with more holds the complement of where its list
+ * starts after the records and where it ends.
+ */
+function packRecords(n: number, head: Int32Array, edges: Uint32Array): Int32Array {
+  let long = 0;
+  for (let p = 0; p < n; p++) {
+    const c = head[HEAD * (p + 1)]! - head[HEAD * p]!;
+    if (c > 2) long += c;
+  }
+  const rec = new Int32Array(REC * n + long);
+  let at = REC * n;
+  for (let p = 0; p < n; p++) {
+    const r = REC * p;
+    const first = head[HEAD * p]!;
+    const c = head[HEAD * (p + 1)]! - first;
+    rec[r] = head[HEAD * p + 1]!;
+    rec[r + 1] = head[HEAD * p + 2]!;
+    if (c > 2) {
+      rec[r + 2] = ~at;
+      for (let i = 0; i < c; i++) rec[at++] = edges[first + i]!;
+      rec[r + 3] = at;
+    } else if (c > 0) {
+      rec[r + 2] = edges[first]!;
+      rec[r + 3] = edges[first + c - 1]!;
+    }
+  }
+  return rec;
+}
+
+/**
+ * Where the edges of the record at r start in `rec` (they end at `edgeEnd`).
+ * (Two functions, not one returning a pair, so that nothing is allocated.) The record must be an
+ * exit's (forward) or an entry's (backward).
+ */
+export function edgeStart(rec: Int32Array, r: number): number {
+  const a = rec[r + 2]!;
+  return a < 0 ? ~a : r + 2;
+}
+
+/** Where the edges of the record at r end in `rec` (see `edgeStart`). */
+export function edgeEnd(rec: Int32Array, r: number): number {
+  return rec[r + 2]! < 0 ? rec[r + 3]! : r + 4;
 }

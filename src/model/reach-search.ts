@@ -28,10 +28,15 @@
  *   find where two sweeps meet on it and its chain entry is never read; a's and b's own chains
  *   are still tested (their first cover, a's suffix and b's prefix, is not made of marks).
  *
- * - **Reads in batches.** Before a level is taken, one loop reads the heads of all its nodes and
- *   another the first edge of each (touchHeads): those reads do not depend on each other, so
- *   their cache misses overlap, where the loop that takes the level waits on each in turn (on
- *   the 10-layer graph of the benchmark, a third off a reachable pair's search).
+ * - **One record a node.** What a sweep reads of a node taken — its link, chain word and, for
+ *   most nodes, its one or two edges to other chains — is one 16-byte record (reach-layout.ts),
+ *   one cache line, where a head and then its edge list were two dependent random reads.
+ *
+ * - **Reads in batches.** Before a level is taken, one loop reads the records of all its nodes
+ *   and another the first edge of each whose edges lie outside its record (touchRecords): those
+ *   reads do not depend on each other, so their cache misses overlap, where the loop that takes
+ *   the level waits on each in turn (on the 10-layer graph of the benchmark, a third off a
+ *   reachable pair's search).
  *
  * - **Small compiled pieces.** Each side's level is its own method, rare branches share their
  *   stores with common ones, and the arrays that grow start small and are stored twice (see
@@ -41,14 +46,15 @@
  *   shape reaches such branches, so those that some graphs reach late or not at all run early
  *   on every graph: room in the lists is made by calls on every level taken (their growth shared
  *   by both sides, and run once by the constructor), the chain test compares with the other
- *   end's chain before it tests for a plain chain, and the heads are int32 words with their
+ *   end's chain before it tests for a plain chain, and the records are int32 words with their
  *   flags in the sign bit (a Uint32Array word of 2^31 or more is a double to V8).
  *   test/model/search-feedback.test.ts checks it.
  *
  * Marks (one byte a position) and chain entries are put back after each search for what it
- * touched, so a search costs what it touches, never n.
+ * touched, so a search costs what it touches, never n; a bit a chain says which entries this
+ * search has written, so that the entries of chains it has not covered are never read.
  */
-import { ENTRY, EXIT, HEAD, NONE_POS, type ReachLayout } from './reach-layout.js';
+import { edgeEnd, edgeStart, ENTRY, EXIT, NONE_POS, REC, type ReachLayout } from './reach-layout.js';
 import { LevelQueue } from './level-queue.js';
 import { doubled, withRoom } from './doubled.js';
 
@@ -68,8 +74,21 @@ const START = 2;
 export class ChainSweep {
   /** Per position: FWD, BWD, FWD_CHAIN, BWD_CHAIN (see above). */
   private readonly marks: Uint8Array;
-  /** Per chain: the lowest position covered forward (NONE: none) at [2c], 1 + the highest covered backward (0: none) at [2c + 1]. */
+  /**
+   * Per chain: the lowest position covered forward (NONE: none) at [2c], 1 + the highest covered
+   * backward (0: none) at [2c + 1]; then a spare pair that always holds (NONE, 0).
+   */
   private readonly cover: Uint32Array;
+  /**
+   * One bit a chain, set once this search has covered it. A chain not covered yet holds nothing,
+   * so its entries are not read (the spare pair is instead): on a graph of many chains the entries
+   * are megabytes and a read of one is a miss (the benchmark's 10-layer graph has 258,922 chains,
+   * of which a search touches a few dozen), where the bits stay in cache. A bit left set would
+   * only send a read to the chain's own entries, which hold (NONE, 0) again after each search.
+   */
+  private readonly covered: Uint32Array;
+  /** Where the spare pair of `cover` starts. */
+  private readonly spare: number;
   private touchedNodes: Uint32Array = new Uint32Array(START);
   private nodeCount = 0;
   private touchedChains: Uint32Array = new Uint32Array(START);
@@ -77,7 +96,7 @@ export class ChainSweep {
   private readonly fwd = new LevelQueue();
   // Complements: the highest position first.
   private readonly bwd = new LevelQueue();
-  /** What touchHeads read, kept so that its reads are not optimised away. */
+  /** What touchRecords read, kept so that its reads are not optimised away. */
   readonly sink = new Uint32Array(1);
 
   constructor(private readonly g: ReachLayout) {
@@ -87,9 +106,11 @@ export class ChainSweep {
     this.touchedChains = new Uint32Array(START);
     ChainSweep.warmUp(this.fwd);
     ChainSweep.warmUp(this.bwd);
-    this.marks = new Uint8Array(g.fhead.length / HEAD - 1);
-    this.cover = new Uint32Array(2 * g.chains);
-    for (let c = 0; c < g.chains; c++) this.cover[2 * c] = NONE;
+    this.marks = new Uint8Array(g.levelStart[g.levelStart.length - 1]!);
+    this.cover = new Uint32Array(2 * g.chains + 2);
+    for (let c = 0; c <= g.chains; c++) this.cover[2 * c] = NONE;
+    this.covered = new Uint32Array((g.chains + 31) >>> 5);
+    this.spare = 2 * g.chains;
   }
 
   /**
@@ -108,7 +129,7 @@ export class ChainSweep {
 
   /** Bytes held. */
   get bytes(): number {
-    return this.marks.byteLength + this.cover.byteLength + this.touchedNodes.byteLength + this.touchedChains.byteLength;
+    return this.marks.byteLength + this.cover.byteLength + this.covered.byteLength + this.touchedNodes.byteLength + this.touchedChains.byteLength;
   }
 
   /**
@@ -118,18 +139,19 @@ export class ChainSweep {
   reachable(pa: number, pb: number, la: number, lb: number): boolean {
     // No exit after a on its chain: a reaches only its chain; no entry before b: only b's chain
     // reaches b. Settled before the search touches anything (sinks and sources of random graphs).
-    const ea = this.g.fhead[HEAD * pa + 1]!;
-    const eb = this.g.bhead[HEAD * pb + 1]!;
+    const ea = this.g.frec[REC * pa]!;
+    const eb = this.g.brec[REC * pb]!;
     const xa = (ea & EXIT) !== 0 ? pa : ea & NONE_POS;
     const xb = (eb & ENTRY) !== 0 ? pb : eb & NONE_POS;
     if (xa === NONE_POS || xb === NONE_POS) return false;
     const found = this.search(pa, pb, la, lb, xa, xb);
-    const { marks, cover, touchedNodes, touchedChains } = this;
+    const { marks, cover, covered, touchedNodes, touchedChains } = this;
     for (let i = 0; i < this.nodeCount; i++) marks[touchedNodes[i]!] = 0;
     for (let i = 0; i < this.chainCount; i++) {
       const c = touchedChains[i]!;
       cover[2 * c] = NONE;
       cover[2 * c + 1] = 0;
+      covered[c >>> 5] = 0;
     }
     this.nodeCount = 0;
     this.chainCount = 0;
@@ -180,7 +202,7 @@ export class ChainSweep {
   }
 
   private search(pa: number, pb: number, la: number, lb0: number, xa: number, xb: number): boolean {
-    const { levelStart, fhead, bhead } = this.g;
+    const { levelStart, frec, brec } = this.g;
     const levels = levelStart.length - 1;
     const { cover, fwd, bwd } = this;
     fwd.clear();
@@ -188,12 +210,14 @@ export class ChainSweep {
     // a covers its chain from a on, b its chain up to b; each sweep starts at its chain's exit
     // (entry) nearest to it, xa (xb).
     // Chain words (negative on a plain chain); a plain chain is tested only when it is a's or b's.
-    const caw = fhead[HEAD * pa + 2]!;
-    const cbw = bhead[HEAD * pb + 2]!;
+    const caw = frec[REC * pa + 1]!;
+    const cbw = brec[REC * pb + 1]!;
     const ca = caw & NONE_POS;
     const cb = cbw & NONE_POS;
     cover[2 * ca] = pa;
     cover[2 * cb + 1] = pb + 1;
+    this.covered[ca >>> 5]! |= 1 << ca;
+    this.covered[cb >>> 5]! |= 1 << cb;
     this.touchChain(ca);
     this.touchChain(cb);
     // (They lie on two chains, so neither finds the other here.)
@@ -227,8 +251,8 @@ export class ChainSweep {
     const fwd = this.fwd;
     // The hot loops keep the queue's array and the lists of what to put back in locals, and
     // write them back once a level is done (or the sweeps met).
-    const { levelStart, fhead, out } = this.g;
-    const { marks, cover } = this;
+    const { levelStart, frec } = this.g;
+    const { marks, cover, covered, spare } = this;
     let touched = this.touchedNodes;
     let tn = this.nodeCount;
     let chains = this.touchedChains;
@@ -244,34 +268,37 @@ export class ChainSweep {
     const size = fwd.batchSize;
     // Room for all the level can queue and mark (each node's edges and its chain's next exit),
     // made by calls on every level whose growth both sides share (and the constructor runs).
-    const room = touchHeads(fhead, out, batch, size, 0, EXIT, this.sink);
+    const room = touchRecords(frec, batch, size, 0, EXIT, this.sink);
     next = fwd.reserve(0, room);
     touched = withRoom(touched, tn, room);
     level: for (let k = 0; k < size; k++) {
       const x = batch[k]!;
-      const r = HEAD * x;
-      const link = fhead[r + 1]!;
-      const cw = fhead[r + 2]!;
+      const r = REC * x;
+      const link = frec[r]!;
+      const cw = frec[r + 1]!;
       // (The comparison with b's chain comes first so that it runs on every graph: the first
       // graphs may have no plain chain, and code compiled without it was thrown away later.)
       if ((marks[x]! & FWD_CHAIN) === 0 && (cw === cbw || cw >= 0)) {
         // Found across an edge: the chain test, then x covers its chain from here on.
         const c = cw & NONE_POS;
-        if (cover[2 * c + 1]! > x) {
+        // A select, not a branch: both cases run on every graph (see the file comment).
+        const at = ((covered[c >>> 5]! >>> c) & 1) !== 0 ? 2 * c : spare;
+        if (cover[at + 1]! > x) {
           met = true;
           break;
         }
-        if (cover[2 * c]! <= x) continue;
+        if (cover[at]! <= x) continue;
         cover[2 * c] = x;
+        covered[c >>> 5]! |= 1 << c;
         chains = withRoom(chains, tc, 1);
         chains[tc++] = c;
       }
       if ((link & EXIT) !== 0) {
         // Its successors on other chains (a node queued as a chain's next exit is one).
-        const end = fhead[r + HEAD]!;
-        let i = fhead[r]!;
+        const end = edgeEnd(frec, r);
+        let i = edgeStart(frec, r);
         for (; i < end; i++) {
-          const y = out[i]!;
+          const y = frec[i]!;
           if (y >= deep) break;
           const m = marks[y]!;
           if (m & BWD) {
@@ -287,7 +314,7 @@ export class ChainSweep {
           }
         }
         for (; i < end; i++) {
-          const y = out[i]!;
+          const y = frec[i]!;
           if (y > pb) break;
           if (marks[y]! & BWD) {
             met = true;
@@ -327,8 +354,8 @@ export class ChainSweep {
     const bwd = this.bwd;
     // The hot loops keep the queue's array and the lists of what to put back in locals, and
     // write them back once a level is done (or the sweeps met).
-    const { levelStart, bhead, into } = this.g;
-    const { marks, cover } = this;
+    const { levelStart, brec } = this.g;
+    const { marks, cover, covered, spare } = this;
     let touched = this.touchedNodes;
     let tn = this.nodeCount;
     let chains = this.touchedChains;
@@ -343,31 +370,33 @@ export class ChainSweep {
     const shallow = levelStart[lf + 1]!;
     const batch = bwd.batch;
     const size = bwd.batchSize;
-    const room = touchHeads(bhead, into, batch, size, -1, ENTRY, this.sink);
+    const room = touchRecords(brec, batch, size, -1, ENTRY, this.sink);
     next = bwd.reserve(0, room);
     touched = withRoom(touched, tn, room);
     level: for (let k = 0; k < size; k++) {
       const x = ~batch[k]! >>> 0;
-      const r = HEAD * x;
-      const link = bhead[r + 1]!;
-      const cw = bhead[r + 2]!;
+      const r = REC * x;
+      const link = brec[r]!;
+      const cw = brec[r + 1]!;
       if ((marks[x]! & BWD_CHAIN) === 0 && (cw === caw || cw >= 0)) {
         const c = cw & NONE_POS;
-        if (cover[2 * c]! <= x) {
+        const at = ((covered[c >>> 5]! >>> c) & 1) !== 0 ? 2 * c : spare;
+        if (cover[at]! <= x) {
           met = true;
           break;
         }
-        if (cover[2 * c + 1]! > x) continue;
+        if (cover[at + 1]! > x) continue;
         cover[2 * c + 1] = x + 1;
+        covered[c >>> 5]! |= 1 << c;
         chains = withRoom(chains, tc, 1);
         chains[tc++] = c;
       }
       if ((link & ENTRY) !== 0) {
         // Its predecessors on other chains, read from the end.
-        const first = bhead[r]!;
-        let i = bhead[r + HEAD]! - 1;
+        const first = edgeStart(brec, r);
+        let i = edgeEnd(brec, r) - 1;
         for (; i >= first; i--) {
-          const y = into[i]!;
+          const y = brec[i]!;
           if (y < shallow) break;
           const m = marks[y]!;
           if (m & FWD) {
@@ -384,7 +413,7 @@ export class ChainSweep {
           }
         }
         for (; i >= first; i--) {
-          const y = into[i]!;
+          const y = brec[i]!;
           if (y < pa) break;
           if (marks[y]! & FWD) {
             met = true;
@@ -457,22 +486,24 @@ function levelDown(levelStart: Uint32Array, from: number, p: number): number {
 }
 
 /**
- * Reads the heads of a batch, then the first edge of each that has edges, before the batch is
- * taken: the reads are independent of each other, so their cache misses overlap, where the loop
- * that takes the batch waits on each node's in turn. `flip` is −1 for keys that are complements.
- * Returns how many nodes taking the batch can queue or mark at most (each node's edges and its
- * chain's next or previous node); what it read goes to `sink[0]`.
+ * Reads the records of a batch, then the first edge of each whose edges lie outside its record,
+ * before the batch is taken: the reads are independent of each other, so their cache misses
+ * overlap, where the loop that takes the batch waits on each node's in turn. `flip` is −1 for keys
+ * that are complements. Returns how many nodes taking the batch can queue or mark at most (each
+ * node's edges and its chain's next or previous node); what it read goes to `sink[0]`.
  */
-function touchHeads(head: Int32Array, edges: Uint32Array, batch: Uint32Array, size: number, flip: number, bit: number, sink: Uint32Array): number {
+function touchRecords(rec: Int32Array, batch: Uint32Array, size: number, flip: number, bit: number, sink: Uint32Array): number {
   let read = 0;
-  for (let k = 0; k < size; k++) read ^= head[HEAD * ((batch[k]! ^ flip) >>> 0) + 1]!;
+  for (let k = 0; k < size; k++) read ^= rec[REC * ((batch[k]! ^ flip) >>> 0)]!;
   let room = size;
   for (let k = 0; k < size; k++) {
-    const r = HEAD * ((batch[k]! ^ flip) >>> 0);
-    if ((head[r + 1]! & bit) !== 0) {
-      const first = head[r]!;
-      read ^= edges[first]!;
-      room += head[r + HEAD]! - first;
+    const r = REC * ((batch[k]! ^ flip) >>> 0);
+    if ((rec[r]! & bit) !== 0) {
+      const a = rec[r + 2]!;
+      if (a < 0) {
+        read ^= rec[~a]!;
+        room += rec[r + 3]! - ~a;
+      } else room += 2;
     }
   }
   sink[0] = read;
