@@ -30,6 +30,8 @@ export interface ExecTarget {
   readonly handle: bigint;
   /** The graph the exec was instantiated from: per-node setters name its nodes. */
   readonly template: Graph;
+  /** `template.structureVersion` when the exec was instantiated: its nodes are the exec's while it is the same. */
+  readonly templateVersion: number;
   /** The graph whose parameters the exec runs now (`template`, or the graph of the last `update`). */
   readonly current: Graph;
   /** Holds `lives` for the exec's life (launches made after the update use them). */
@@ -86,10 +88,26 @@ export function nodeText(op: string, t: ExecTarget, n: TargetNode): string {
 }
 
 /**
+ * Refuses naming a node once the template's nodes changed after the exec was made: a node added
+ * since is not the exec's, a node removed is gone from the template but not from the exec, and
+ * indices and kernel names are counted over the template's nodes as they are now.
+ * @throws InvalidArgumentError
+ */
+function sameNodes(op: string, t: ExecTarget): void {
+  if (t.template.structureVersion === t.templateVersion) return;
+  throw new InvalidArgumentError(
+    op,
+    'node',
+    'nodes were added to or removed from the graph since this exec was instantiated from it, so its nodes no longer name the exec\'s; instantiate the graph again (or update an exec of its new shape)',
+  );
+}
+
+/**
  * Resolves `node` (a CudaNode of the template, or its index) and checks its kind is one of `kinds`
  * (null: any). A CudaNode costs no driver call: its handle and kind are known.
  */
 export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: readonly GraphNodeType[] | null): TargetNode {
+  sameNodes(op, t);
   let n: TargetNode;
   if (CudaNode.is(node)) {
     if (node.graph !== t.template) {
@@ -236,6 +254,7 @@ function kernelNamed(op: string, t: ExecTarget, name: string): TargetNode {
  * @throws InvalidArgumentError, listing the graph's kernels, when none does.
  */
 export function kernelNodesRunning(op: string, t: ExecTarget, name: string): TargetNode[] {
+  sameNodes(op, t);
   const hits: TargetNode[] = [];
   const names = new Set<string>();
   gr.graphNodes(op, t.template.handleUnchecked()).forEach((h, index) => {

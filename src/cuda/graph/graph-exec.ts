@@ -69,12 +69,15 @@ export class GraphExec {
   readonly #owned: HostFunction[] = [];
   /** What the per-node setters use (made on first use). */
   #setterTarget: ExecTarget | null = null;
+  /** The template's `structureVersion` at instantiation. */
+  readonly #templateVersion: number;
 
   /** @internal Made by `Graph.instantiate` and `StreamGraphCapture.end`. */
   constructor(key: typeof INTERNAL, graph: Graph, handle: bigint, stream: Stream, ownsGraph: boolean, unfreed: readonly bigint[] = []) {
     if (key !== INTERNAL) throw privateConstructorError('GraphExec', 'capture.end() or graph.instantiate()');
     this.#graph = graph;
     this.#template = graph;
+    this.#templateVersion = graph.structureVersion;
     this.#handle = handle;
     this.#ctx = graph.device.context;
     this.#stream = stream;
@@ -328,10 +331,11 @@ export class GraphExec {
    */
   #hostMapOf(op: string, graph: Graph, template: Graph): Map<bigint, number[]> {
     if (graph.jsHostFunctionIds(op).length === 0) return new Map();
-    const byNode = hostIdsByNode(op, graph.handle);
+    // Unchecked: the exec holds its template (and `update` checked `graph`), disposed by its owner or not.
+    const byNode = hostIdsByNode(op, graph.handleUnchecked());
     if (graph === template) return byNode;
-    const ours = gr.graphNodes(op, template.handle);
-    const theirs = gr.graphNodes(op, graph.handle);
+    const ours = gr.graphNodes(op, template.handleUnchecked());
+    const theirs = gr.graphNodes(op, graph.handleUnchecked());
     const out = new Map<bigint, number[]>();
     theirs.forEach((h, i) => {
       const ids = byNode.get(h);
@@ -350,6 +354,7 @@ export class GraphExec {
     const target: ExecTarget = {
       handle: this.#handle,
       template: this.#template,
+      templateVersion: this.#templateVersion,
       get current() {
         return exec.#graph;
       },
@@ -495,6 +500,10 @@ export class GraphExec {
     graph[LIFETIME].assertAlive(op);
     const g = graph.handleUnchecked();
     makeCurrent(op, this.#ctx);
+    // Everything that can fail before the driver's update: after it, nothing may throw, or the
+    // exec would run `graph`'s parameters without holding it.
+    const hostFunctions = graph.jsHostFunctionIds(op);
+    const hostIdsByNode = this.#hostMapOf(op, graph, this.#template);
     const out = gr.graphExecUpdate(op, this.#handle, g);
     if (out.code !== 0) {
       const reason = CU_GRAPH_EXEC_UPDATE_RESULT[out.result] ?? `CUgraphExecUpdateResult ${out.result}`;
@@ -509,8 +518,8 @@ export class GraphExec {
     }
     // The exec now runs the new graph's parameters (also when it is the current graph, which undoes
     // the setters' changes): what the setters remembered is stale.
-    this.#hostFunctions = graph.jsHostFunctionIds(op);
-    this.#hostIdsByNode = this.#hostMapOf(op, graph, this.#template);
+    this.#hostFunctions = hostFunctions;
+    this.#hostIdsByNode = hostIdsByNode;
     this.#setterTarget?.kernels.clear();
     if (graph === this.#graph) return;
     graph[LIFETIME].retain();

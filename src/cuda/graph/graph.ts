@@ -82,6 +82,8 @@ export class Graph {
   readonly #handle: bigint;
   /** The host function of each JS host node (its id); null until read (known at once for lowered graphs). */
   #jsHostFunctions: readonly number[] | null = null;
+  /** Counts the changes of the node set (nodes added or removed, a capture into the graph): an exec's setters name the nodes it had. */
+  #structure = 0;
   /** Set once the `CUgraph` has been destroyed (by the Lifetime's cleanup or `destroyTemplateBeforeExec`). */
   readonly #destroyed = { done: false };
   /** What the graph's work uses, each held once (released when the graph is destroyed). */
@@ -188,6 +190,7 @@ export class Graph {
     const node = new CudaNode(INTERNAL, this, handle, nodeKind(type, allocation));
     this.#added.push(node);
     this.#jsHostFunctions = null;
+    this.#structure++;
     if (type === 'memAlloc' || type === 'memFree') this.#memoryNodes = true;
     if (type === 'conditional') this.#conditionals = true;
     return node;
@@ -308,6 +311,7 @@ export class Graph {
     }
     this.#addedBatches.push(nodes.slice());
     this.#jsHostFunctions = null;
+    this.#structure++;
     return nodes;
   }
 
@@ -337,6 +341,7 @@ export class Graph {
     }
     this.#capturing = false;
     this.#jsHostFunctions = null;
+    this.#structure++;
     // What the capture recorded is not all known here (a failed capture may leave allocation nodes,
     // foreign code may add nodes): read the memory nodes again when they matter.
     this.#memoryNodes = memoryNodes ? true : null;
@@ -409,6 +414,7 @@ export class Graph {
     }
     map.delete(Number(handle));
     this.#jsHostFunctions = null;
+    this.#structure++;
   }
 
   /** @internal True when the graph has allocation or free nodes (read once from the driver when not known). */
@@ -790,12 +796,12 @@ export class Graph {
 
   /** The nodes with their kinds and parameters (see `readBack`). */
   nodes(): CapturedNodeInfo[] {
-    return [...this.readBack().nodes];
+    return [...this.#readBack('Graph.nodes').nodes];
   }
 
   /** The dependency edges `[from, to]` as indices into `nodes()` (`cuGraphGetEdges_v2`). */
   edges(): Array<[number, number]> {
-    return this.readBack().edges.map(([a, b]) => [a, b]);
+    return this.#readBack('Graph.edges').edges.map(([a, b]) => [a, b]);
   }
 
   /**
@@ -804,7 +810,11 @@ export class Graph {
    * real dependency edges (`cuGraphGetEdges_v2`), not a chain.
    */
   readBack(): GraphReadBack {
-    const op = 'Graph.readBack';
+    return this.#readBack('Graph.readBack');
+  }
+
+  /** `readBack` for the public call `op`, which its errors name. */
+  #readBack(op: string): GraphReadBack {
     this[LIFETIME].assertAlive(op);
     return readBackHandle(op, this.#handle);
   }
@@ -826,7 +836,12 @@ export class Graph {
    * @throws DisposedError after dispose; CudaError from the driver.
    */
   toComputeGraph(): ComputeGraph {
-    return computeGraphOf(this.readBack());
+    return computeGraphOf(this.#readBack('Graph.toComputeGraph'));
+  }
+
+  /** @internal Counts the changes of the node set so far; an exec compares it with the count when it was instantiated. */
+  get structureVersion(): number {
+    return this.#structure;
   }
 
   /**

@@ -246,9 +246,18 @@ const hasOwn = Object.prototype.hasOwnProperty;
  * `Object.keys(o).length`, counted without making the array. (`hasOwnProperty.call` inside a
  * `for…in` is compiled to a check of the loop's own key cache; `Object.hasOwn` would be a call each.)
  */
+/**
+ * The number of own keys of `o` when every one is a launch option, else -1: a memo is reused only
+ * while the object has no key its check never saw (the same count is not enough: `sharedMem:
+ * undefined` deleted and a misspelt key added keeps it).
+ */
 function keyCount(o: object): number {
   let n = 0;
-  for (const k in o) if (hasOwn.call(o, k)) n++;
+  for (const k in o) {
+    if (!hasOwn.call(o, k)) continue;
+    if (k !== 'grid' && k !== 'block' && k !== 'sharedMem' && k !== 'args' && k !== 'attributes') return -1;
+    n++;
+  }
   return n;
 }
 /** Frees a memo's packed arguments once its configuration object is collected. */
