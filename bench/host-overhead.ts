@@ -14,7 +14,8 @@
  *     against the same stand-in (bench/host-c-chain.c, the GPU bench's C worker loop: the floor),
  *     the addon's mailbox call alone (the single call's floor), one `Graph.addKernelNodes` batch,
  *     and `Graph.addKernelNode` one call a node; and
- *     `GraphExec.setKernelArgs`, one call (the rows bench:gpu times on the GPU:
+ *     `GraphExec.setKernelArgs` (beside the addon's mailbox call alone, its floor) and
+ *     `GraphExec.setNodeEnabled`, one call each (the rows bench:gpu times on the GPU:
  *     bench/gpu/cudagraph-worker.ts, `buildBatch`, `build`, `updateRow`).
  *
  * The driver does nothing, so each figure is the cost of the call itself: the JS checks, the FFI
@@ -272,10 +273,40 @@ const columns: Column[] = [
         return now() - t0;
       }),
   },
+  ...(hot !== null
+    ? [
+        {
+          name: 'addon execKernelParamsFromMailbox (raw), one call',
+          run: (n: number) => {
+            // The update's floor: the mailbox call alone, the node's parameters encoded once, no checks.
+            bindNativeSymbol('bench', hot, 'cuGraphExecKernelNodeSetParams_v2');
+            const b = kernelNodeBlock(0);
+            b.bytes.set(encodeKernelParams({ func: kernel.handle, grid: [1, 1, 1], block: [256, 1, 1], sharedMem: 0, kernelParams: 0n }));
+            b.encoded = null;
+            const box = mailboxOf(hot);
+            const eh = updateExec.handle;
+            const nh = updateNode.handle;
+            for (let i = 0; i < n; i++) {
+              box.u64[MAILBOX.EXEC] = eh;
+              box.u64[MAILBOX.NODE] = nh;
+              box.u64[MAILBOX.PARAMS] = b.params;
+              hot.execKernelParamsFromMailbox();
+              if (box.i32[MAILBOX.RESULT] !== 0) throw new Error('update failed');
+            }
+          },
+        },
+      ]
+    : []),
   {
     name: 'GraphExec.setKernelArgs, one call',
     run: (n) => {
       for (let i = 0; i < n; i++) updateExec.setKernelArgs(updateNode, updateArgs[i & 1]!);
+    },
+  },
+  {
+    name: 'GraphExec.setNodeEnabled, one call',
+    run: (n) => {
+      for (let i = 0; i < n; i++) updateExec.setNodeEnabled(updateNode, (i & 1) !== 0);
     },
   },
 ];

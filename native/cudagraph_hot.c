@@ -10,8 +10,9 @@
  *   - cuGraphLaunch(exec, stream);
  *   - a batch of kernel nodes added to a graph: one call that loops cuGraphAddKernelNode_v2 here,
  *     each node's dependencies being nodes of the graph or nodes added earlier in the batch;
- *   - one kernel node added (cuGraphAddKernelNode_v2), and one exec's kernel node updated
- *     (cuGraphExecKernelNodeSetParams_v2), in mailbox form only;
+ *   - one kernel node added (cuGraphAddKernelNode_v2), one exec's kernel node updated
+ *     (cuGraphExecKernelNodeSetParams_v2), and one exec's node switched on or off
+ *     (cuGraphNodeSetEnabled), in mailbox form only;
  *   - waits for GPU work that leave the event loop free (completion.c: one polling thread per
  *     environment, finished waits handed to JS in batches).
  *
@@ -43,7 +44,7 @@
 #include <string.h>
 
 /* Bumped whenever a function's signature or meaning changes; the JS loader refuses other values. */
-#define HOT_ABI 6
+#define HOT_ABI 7
 
 /* Negative results are the addon's own; zero and positive ones are CUresult values. */
 #define HOT_NOT_BOUND (-1)  /* the driver function has not been bound yet */
@@ -57,6 +58,7 @@ typedef int (*cu_graph_launch_fn)(void *exec, void *stream);
 typedef int (*cu_graph_add_kernel_node_fn)(uint64_t *node, void *graph, const uint64_t *deps, size_t n_deps,
                                            const void *params);
 typedef int (*cu_graph_exec_kernel_node_set_params_fn)(void *exec, void *node, const void *params);
+typedef int (*cu_graph_node_set_enabled_fn)(void *exec, void *node, unsigned enabled);
 
 typedef struct {
   void *fn;
@@ -72,12 +74,13 @@ typedef struct {
  *   bytes 0-3   u32  id      registered launch to launch (launchFromMailbox)
  *   bytes 4-7   i32  result  what the last mailbox call returned: a CUresult or HOT_NOT_BOUND/BAD_ID
  *   bytes 8-15  u64  stream  the stream of both launches
- *   bytes 16-23 u64  exec    the executable graph (graphLaunchFromMailbox, execKernelParamsFromMailbox)
+ *   bytes 16-23 u64  exec    the executable graph (graphLaunchFromMailbox, execKernelParamsFromMailbox,
+ *                            nodeSetEnabledFromMailbox)
  *   bytes 24-31 u64  graph   the graph a node is added to (addKernelNodeFromMailbox)
  *   bytes 32-39 u64  params  the address of a CUDA_KERNEL_NODE_PARAMS_v2 (both kernel node calls)
  *   bytes 40-47 u64  deps    the address of `count` node handles, the new node's dependencies
- *   bytes 48-51 u32  count   how many
- *   bytes 56-63 u64  node    the node added (out), or the exec's node to update (in)
+ *   bytes 48-51 u32  count   how many; for nodeSetEnabledFromMailbox, 1 to enable the node, 0 to disable it
+ *   bytes 56-63 u64  node    the node added (out), or the exec's node to update or switch (in)
  */
 #define MAILBOX_BYTES 64
 typedef struct {
@@ -99,6 +102,7 @@ typedef struct {
   cu_graph_launch_fn cu_graph_launch;
   cu_graph_add_kernel_node_fn cu_graph_add_kernel_node;
   cu_graph_exec_kernel_node_set_params_fn cu_graph_exec_kernel_node_set_params;
+  cu_graph_node_set_enabled_fn cu_graph_node_set_enabled;
   prepared *slots;
   uint32_t capacity;
   uint32_t used;       /* slots handed out at least once: [0, used) */
@@ -243,6 +247,21 @@ static napi_value hot_exec_kernel_params_from_mailbox(napi_env env, napi_callbac
                   ? HOT_NOT_BOUND
                   : st->cu_graph_exec_kernel_node_set_params((void *)(uintptr_t)m->exec, (void *)(uintptr_t)m->node,
                                                              (const void *)(uintptr_t)m->params);
+  return NULL;
+}
+
+/*
+ * nodeSetEnabledFromMailbox(): undefined -- cuGraphNodeSetEnabled(mailbox.exec, mailbox.node,
+ * mailbox.count), the result into mailbox.result.
+ */
+static napi_value hot_node_set_enabled_from_mailbox(napi_env env, napi_callback_info info) {
+  hot_state *st;
+  napi_get_cb_info(env, info, NULL, NULL, NULL, (void **)&st);
+  mailbox_layout *m = st->mailbox;
+  if (m == NULL) return NULL;
+  m->result = st->cu_graph_node_set_enabled == NULL
+                  ? HOT_NOT_BOUND
+                  : st->cu_graph_node_set_enabled((void *)(uintptr_t)m->exec, (void *)(uintptr_t)m->node, m->count);
   return NULL;
 }
 
@@ -537,6 +556,7 @@ static napi_value hot_waits_pending(napi_env env, napi_callback_info info) {
 /*
  * bind(name: string, address: bigint): boolean -- sets the driver function `name`
  * ("cuLaunchKernel", "cuGraphLaunch", "cuGraphAddKernelNode_v2", "cuGraphExecKernelNodeSetParams_v2",
+ * "cuGraphNodeSetEnabled",
  * and for the waits "cuEventQuery", "cuStreamQuery", "cuEventRecord", "cuCtxSetCurrent") to
  * `address` (0n unbinds); false for an unknown name. A wait keeps the functions bound when it was
  * handed over.
@@ -559,6 +579,8 @@ static napi_value hot_bind(napi_env env, napi_callback_info info) {
     st->cu_graph_add_kernel_node = (cu_graph_add_kernel_node_fn)(uintptr_t)address;
   else if (strcmp(name, "cuGraphExecKernelNodeSetParams_v2") == 0)
     st->cu_graph_exec_kernel_node_set_params = (cu_graph_exec_kernel_node_set_params_fn)(uintptr_t)address;
+  else if (strcmp(name, "cuGraphNodeSetEnabled") == 0)
+    st->cu_graph_node_set_enabled = (cu_graph_node_set_enabled_fn)(uintptr_t)address;
   else if (strcmp(name, "cuEventQuery") == 0) st->completion.cu_event_query = (cu_event_query_fn)(uintptr_t)address;
   else if (strcmp(name, "cuStreamQuery") == 0) st->completion.cu_stream_query = (cu_stream_query_fn)(uintptr_t)address;
   else if (strcmp(name, "cuEventRecord") == 0) st->completion.cu_event_record = (cu_event_record_fn)(uintptr_t)address;
@@ -602,6 +624,7 @@ NAPI_MODULE_INIT() {
       {"graphLaunchFromMailbox", hot_graph_launch_from_mailbox}, {"addKernelNodes", hot_add_kernel_nodes},
       {"addKernelNodeFromMailbox", hot_add_kernel_node_from_mailbox},
       {"execKernelParamsFromMailbox", hot_exec_kernel_params_from_mailbox},
+      {"nodeSetEnabledFromMailbox", hot_node_set_enabled_from_mailbox},
       {"waiterStart", hot_waiter_start}, {"waitEvent", hot_wait_event}, {"waitStream", hot_wait_stream},
       {"eventRecord", hot_event_record}, {"eventQuery", hot_event_query}, {"waitsPending", hot_waits_pending},
   };

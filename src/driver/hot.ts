@@ -3,7 +3,7 @@
  * (`native/cudagraph_hot.c`) — the prepared kernel launch (`cuLaunchKernel` of a launch registered
  * once, by a small integer id; also a whole sequence of them in one call) and `cuGraphLaunch` — and
  * for the calls that build and update graphs node by node (`cuGraphAddKernelNode_v2`, one node or
- * a batch, and `cuGraphExecKernelNodeSetParams_v2`), and everything around it: loading the addon,
+ * a batch, `cuGraphExecKernelNodeSetParams_v2` and `cuGraphNodeSetEnabled`), and everything around it: loading the addon,
  * its mailbox, binding the driver functions into it, and the koffi fallback. koffi stays the
  * binding for everything else, and for these calls too where the addon is absent:
  * docs/ffi-decision.md has the measurements. The result layer's launch objects
@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { driverSymbol, symbolAddress, onLibrariesReset, type DriverApi } from './sys.js';
 
 /** The ABI version this code speaks; the addon reports its own as `abi`. */
-export const NATIVE_ABI = 6;
+export const NATIVE_ABI = 7;
 
 /** The driver functions the addon calls. */
 export type HotSymbol =
@@ -34,6 +34,7 @@ export type HotSymbol =
   | 'cuGraphLaunch'
   | 'cuGraphAddKernelNode_v2'
   | 'cuGraphExecKernelNodeSetParams_v2'
+  | 'cuGraphNodeSetEnabled'
   | 'cuEventQuery'
   | 'cuStreamQuery'
   | 'cuEventRecord'
@@ -92,6 +93,8 @@ export interface HotAddon {
   addKernelNodeFromMailbox(): void;
   /** `cuGraphExecKernelNodeSetParams_v2(exec, node, params)` from the mailbox (`EXEC`, `NODE`, `PARAMS`), the result written to it. */
   execKernelParamsFromMailbox(): void;
+  /** `cuGraphNodeSetEnabled(exec, node, enabled)` from the mailbox (`EXEC`, `NODE`, `COUNT`: 1 on, 0 off), the result written to it. */
+  nodeSetEnabledFromMailbox(): void;
   /**
    * `cuGraphAddKernelNode_v2(&out[i], graph, deps, blocks + 72 * blockOf[i])` for every i in order,
    * stopping at the first failure: returns 0 when all were added, else that call's CUresult, with
@@ -151,7 +154,7 @@ export interface HotAddon {
 export interface Mailbox {
   /**
    * Index `ID` (u32): the registered launch. Index `RESULT` (i32, read as i32): the last result.
-   * Index `COUNT` (u32): how many dependencies `DEPS` points at. `NODE_LO`, `NODE_HI`: the halves of `NODE`.
+   * Index `COUNT` (u32): how many dependencies `DEPS` points at (or the flag of `nodeSetEnabledFromMailbox`). `NODE_LO`, `NODE_HI`: the halves of `NODE`.
    */
   readonly u32: Uint32Array;
   readonly i32: Int32Array;

@@ -45,7 +45,7 @@ test('the prebuilt addon loads without libcuda, and names no CUDA library', { sk
   assert.deepEqual(status, { active: true, path: prebuiltAddonPath(), reason: 'loaded' });
   assert.ok(addon !== null);
   assert.equal(addon.abi, NATIVE_ABI);
-  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind', 'addKernelNodes', 'addKernelNodeFromMailbox', 'execKernelParamsFromMailbox', 'waiterStart', 'waitEvent', 'waitStream', 'eventRecord', 'eventQuery', 'waitsPending'] as const) {
+  for (const f of ['launch', 'launchKernel', 'launchSequence', 'graphLaunch', 'register', 'release', 'registered', 'bind', 'addKernelNodes', 'addKernelNodeFromMailbox', 'execKernelParamsFromMailbox', 'nodeSetEnabledFromMailbox', 'waiterStart', 'waitEvent', 'waitStream', 'eventRecord', 'eventQuery', 'waitsPending'] as const) {
     assert.equal(typeof addon[f], 'function', f);
   }
   // The driver's addresses come from the loader: the file must not link or dlopen libcuda itself.
@@ -186,6 +186,10 @@ test('the mailbox: one buffer per environment; the mailbox calls report NOT_BOUN
     box.i32[MAILBOX.RESULT] = 12345;
     hot.execKernelParamsFromMailbox();
     assert.equal(box.i32[MAILBOX.RESULT], hot.NOT_BOUND);
+    hot.bind('cuGraphNodeSetEnabled', 0n);
+    box.i32[MAILBOX.RESULT] = 12345;
+    hot.nodeSetEnabledFromMailbox();
+    assert.equal(box.i32[MAILBOX.RESULT], hot.NOT_BOUND);
     // Bound to a harmless address only to get past the NOT_BOUND check: BAD_ID comes before any call.
     hot.bind('cuLaunchKernel', 8n);
     try {
@@ -213,6 +217,7 @@ test('the mailbox: one buffer per environment; the mailbox calls report NOT_BOUN
      hot.graphLaunchFromMailbox();
      hot.addKernelNodeFromMailbox();
      hot.execKernelParamsFromMailbox();
+     hot.nodeSetEnabledFromMailbox();
      const box = new Int32Array(hot.mailbox());
      box[1] = 7;
      parentPort.postMessage([box[1], new Int32Array(hot.mailbox())[1]]);`,
@@ -277,6 +282,12 @@ int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const unsigned cha
   read_params(p, &kn[11]);
   return next_rc;
 }
+/* en[0] switches, [1] exec, [2] node, [3] the flag of the last */
+uint64_t en[4];
+int cuGraphNodeSetEnabled(void *exec, void *node, unsigned on) {
+  en[0]++; en[1] = (uintptr_t)exec; en[2] = (uintptr_t)node; en[3] = on;
+  return next_rc;
+}
 `;
 
 /** What the recording library saw and how it answers. */
@@ -287,6 +298,8 @@ interface Recorder {
   failAt(at: number, rc: number): void;
   /** What the kernel node calls received (`kn` in the C). */
   readonly kernelNodes: BigUint64Array;
+  /** What `cuGraphNodeSetEnabled` received (`en` in the C). */
+  readonly switches: BigUint64Array;
 }
 
 /** Runs `body` with the recording library standing in for libcuda; `load` may wrap koffi's library. */
@@ -309,6 +322,7 @@ function withRecorder(
     const failRcAddress = lib.symbol('fail_rc') as bigint;
     const recorder: Recorder = {
       kernelNodes: new BigUint64Array(koffi.view(lib.symbol('kn') as bigint, 16 * 8)),
+      switches: new BigUint64Array(koffi.view(lib.symbol('en') as bigint, 4 * 8)),
       launches: () => Array.from({ length: Math.min(64, Number(rec[0])) }, (_, k) => [log[3 * k]!, log[3 * k + 1]!, log[3 * k + 2]!]),
       failAt: (at, rc) => {
         koffi.encode(failAtAddress, 'int', at);
@@ -374,6 +388,33 @@ test('both bindings pass every argument of cuGraphAddKernelNode_v2 and cuGraphEx
       assert.throws(() => xu.setKernelBytes('GraphExec.setKernelArgs', 1n, 2n, new Uint8Array(72)), failed('GraphExec.setKernelArgs', 'cuGraphExecKernelNodeSetParams_v2'), name);
       setRc(0);
       assert.equal(gb.addKernelNode(op, 0x9900n, input), 0x4e005n, `${name}: the next call works`);
+    });
+  }
+});
+
+test('both bindings pass every argument of cuGraphNodeSetEnabled through unchanged, the addon through its mailbox, and fail alike', { skip: noCc }, () => {
+  for (const [name, hot] of bindings()) {
+    withRecorder((_rec, setRc, recorder) => {
+      setNativeAddonForTesting(hot);
+      const en = recorder.switches;
+      const op = 'GraphExec.setNodeEnabled';
+      const box = hot === null ? null : mailboxOf(hot);
+      if (box !== null) box.u64[MAILBOX.EXEC] = 0n;
+      gr.nodeSetEnabled(op, 0x7e0e0e0e0e8n, 0x4e0042n, false);
+      assert.deepEqual([...en], [1n, 0x7e0e0e0e0e8n, 0x4e0042n, 0n], name);
+      gr.nodeSetEnabled(op, 0x7e0e0e0e0f0n, 0x4e0043n, true);
+      assert.deepEqual([...en], [2n, 0x7e0e0e0e0f0n, 0x4e0043n, 1n], name);
+      // The addon made the call: the mailbox holds its arguments (koffi's path leaves it alone).
+      if (box !== null) assert.deepEqual([box.u64[MAILBOX.EXEC], box.u64[MAILBOX.NODE], box.u32[MAILBOX.COUNT]], [0x7e0e0e0e0f0n, 0x4e0043n, 1], name);
+      setRc(400);
+      assert.throws(
+        () => gr.nodeSetEnabled(op, 1n, 2n, true),
+        (e: unknown) => e instanceof CudaError && e.code === 400 && e.operation === op && e.driverCall === 'cuGraphNodeSetEnabled' && e.message.startsWith(`${op}: CUDA_ERROR_INVALID_HANDLE (400)`),
+        name,
+      );
+      setRc(0);
+      gr.nodeSetEnabled(op, 1n, 2n, true);
+      assert.equal(en[0], 4n, `${name}: the next call works`);
     });
   }
 });

@@ -44,6 +44,12 @@ export interface ExecTarget {
   hostCallsChanged(node: bigint, ids: readonly number[]): void;
   /** What the exec's kernel nodes run now, by node (filled on first use; kept in step by `setKernelNodeParams`). */
   readonly kernels: Map<bigint, ExecKernel>;
+  /**
+   * The template's nodes a setter named by their `CudaNode`, resolved once: valid while the
+   * template's node set is the one the exec was made from (`sameNodes` refuses every setter after
+   * a change, a removal included), so a setter called in a loop makes no object or BigInt a call.
+   */
+  readonly named: Map<CudaNode, TargetNode>;
 }
 
 /** A kernel node of an exec as it runs now: its function and the launch bytes (`CUDA_KERNEL_NODE_PARAMS_v2`). */
@@ -108,13 +114,16 @@ function sameNodes(op: string, t: ExecTarget): void {
  */
 export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: readonly GraphNodeType[] | null): TargetNode {
   sameNodes(op, t);
-  let n: TargetNode;
+  let n: TargetNode | undefined;
   if (CudaNode.is(node)) {
+    n = t.named.get(node);
+    if (n !== undefined) return kinds === null || kinds.includes(n.type) ? n : wrongKind(op, t, n, kinds);
     if (node.graph !== t.template) {
       throw new InvalidArgumentError(op, 'node', `node is ${node} of another graph; name a node of the graph the exec was instantiated from (or its index)`);
     }
     // The exec holds its template: its nodes stay valid while the exec lives, disposed graph or not.
     n = { handle: node.handleWhileHeld(op), index: -1, type: node.type };
+    t.named.set(node, n);
   } else if (typeof node === 'number') {
     const handles = gr.graphNodes(op, t.template.handleUnchecked());
     if (handles.length === 0) throw new InvalidArgumentError(op, 'node', 'the graph the exec was instantiated from has no nodes');
@@ -124,10 +133,11 @@ export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: read
   } else {
     throw new InvalidArgumentError(op, 'node', `node must be a CudaNode or a node index, got ${describe(node)}`);
   }
-  if (kinds !== null && !kinds.includes(n.type)) {
-    throw new InvalidArgumentError(op, 'node', `node #${indexIn(op, t, n)} is a '${n.type}' node, not a ${kinds.join(' or ')} node`);
-  }
-  return n;
+  return kinds === null || kinds.includes(n.type) ? n : wrongKind(op, t, n, kinds);
+}
+
+function wrongKind(op: string, t: ExecTarget, n: TargetNode, kinds: readonly GraphNodeType[]): never {
+  throw new InvalidArgumentError(op, 'node', `node #${indexIn(op, t, n)} is a '${n.type}' node, not a ${kinds.join(' or ')} node`);
 }
 
 const KERNEL: readonly GraphNodeType[] = ['kernel'];

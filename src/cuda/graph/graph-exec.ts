@@ -359,6 +359,7 @@ export class GraphExec {
         return exec.#graph;
       },
       kernels: new Map(),
+      named: new Map(),
       hold: (lives) => {
         for (const l of lives) target.holdOne(l);
       },

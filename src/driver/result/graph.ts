@@ -1,5 +1,5 @@
 /** Stream capture and graphs (`cuStream*Capture*`, `cuGraph*`). */
-import { driverSymbol, hasDriverSymbol } from '../sys.js';
+import { driverSymbol, hasDriverSymbol, type DriverApi } from '../sys.js';
 import { nativeAddon, mailboxOf, settle, koffiGraphLaunch, MAILBOX, type HotAddon } from '../hot.js';
 import { gate, passGate } from '../host-gate.js';
 import { check, cudaError } from './check.js';
@@ -347,9 +347,36 @@ export function graphDebugDotPrint(op: string, graph: bigint, path: string, flag
   check(driverSymbol(op, 'cuGraphDebugDotPrint')(graph, path, flags), op, 'cuGraphDebugDotPrint');
 }
 
-/** Turns node `node` of `exec`'s template on or off for later launches (`cuGraphNodeSetEnabled`). */
+/**
+ * Turns node `node` of `exec`'s template on or off for later launches (`cuGraphNodeSetEnabled`):
+ * through the addon's mailbox where it is loaded (a program that switches nodes per launch makes
+ * it as often as it launches), else through koffi.
+ */
 export function nodeSetEnabled(op: string, exec: bigint, node: bigint, enabled: boolean): void {
-  check(driverSymbol(op, 'cuGraphNodeSetEnabled')(exec, node, enabled ? 1 : 0), op, 'cuGraphNodeSetEnabled');
+  // Resolves the symbol (a driver without it throws here) and passes the host-call gate, on both paths.
+  const set = driverSymbol(op, 'cuGraphNodeSetEnabled');
+  const hot = nativeAddon();
+  if (hot === null) {
+    check(set(exec, node, enabled ? 1 : 0), op, 'cuGraphNodeSetEnabled');
+    return;
+  }
+  const box = mailboxOf(hot);
+  box.u64[MAILBOX.EXEC] = exec;
+  box.u64[MAILBOX.NODE] = node;
+  box.u32[MAILBOX.COUNT] = enabled ? 1 : 0;
+  hot.nodeSetEnabledFromMailbox();
+  if (box.i32[MAILBOX.RESULT] !== 0) nodeSetEnabledFailed(op, hot, set, exec, node, enabled);
+}
+
+/** The mailbox call did not succeed: bind on first use and call again (koffi where it cannot be bound); throws what stands. */
+function nodeSetEnabledFailed(op: string, hot: HotAddon, set: DriverApi['cuGraphNodeSetEnabled'], exec: bigint, node: bigint, enabled: boolean): void {
+  const box = mailboxOf(hot);
+  const again = (): number => {
+    hot.nodeSetEnabledFromMailbox();
+    return box.i32[MAILBOX.RESULT]!;
+  };
+  const rc = settle(op, hot, 'cuGraphNodeSetEnabled', box.i32[MAILBOX.RESULT]!, again, () => set(exec, node, enabled ? 1 : 0));
+  if (rc !== 0) throw cudaError(rc, op, 'cuGraphNodeSetEnabled');
 }
 
 /** Whether node `node` of `exec`'s template runs when `exec` is launched (`cuGraphNodeGetEnabled`). */

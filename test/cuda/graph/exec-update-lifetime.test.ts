@@ -84,3 +84,32 @@ test('once nodes are added to the template after instantiation, the exec\'s sett
   g.dispose();
   x.dispose();
 });
+
+test('a node a setter named before is checked again on every call: its kind, and its removal from the template', { skip }, () => {
+  const { d, k, x, cfg } = setUp();
+  const g = Graph.create(d);
+  const kern = g.addKernelNode(k, cfg);
+  const other = g.addKernelNode(k, cfg, [kern]);
+  const exec = g.instantiate();
+  const updates = lib!.counter('exec_updates');
+  const before = updates();
+  exec.setKernelArgs(kern, [x, arg.i32(64)]);
+  for (let i = 0; i < 3; i++) {
+    assert.throws(
+      () => exec.setMemsetNodeParams(kern, { dst: x, value: 0, elementSize: 4, count: 16 }),
+      (e: unknown) => e instanceof InvalidArgumentError && /^GraphExec\.setMemsetNodeParams: node #\S+ is a 'kernel' node, not a memset node/.test((e as Error).message),
+      `call ${i}`,
+    );
+  }
+  exec.setKernelArgs(kern, [x, arg.i32(32)]);
+  exec.setNodeEnabled(other, false);
+  assert.equal(updates() - before, 3, 'the kernel updated twice, the other node switched once');
+  g.removeNode(other);
+  const refused = (e: unknown) => e instanceof InvalidArgumentError && /nodes were added to or removed from the graph since this exec was instantiated/.test((e as Error).message);
+  assert.throws(() => exec.setKernelArgs(kern, [x, arg.i32(16)]), refused, 'the kernel, named before the removal');
+  assert.throws(() => exec.setNodeEnabled(other, true), refused, 'the removed node');
+  assert.equal(updates() - before, 3, 'no driver call after the removal');
+  exec.dispose();
+  g.dispose();
+  x.dispose();
+});
