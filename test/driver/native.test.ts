@@ -392,6 +392,42 @@ test('both bindings pass every argument of cuGraphAddKernelNode_v2 and cuGraphEx
   }
 });
 
+test('argument updates of nodes in turn, with other kernel node calls between, give the driver each node\'s own parameters and pointer, on both bindings', { skip: noCc }, () => {
+  for (const [name, hot] of bindings()) {
+    withRecorder((_rec, _setRc, recorder) => {
+      setNativeAddonForTesting(hot);
+      const kn = recorder.kernelNodes;
+      const op = 'GraphExec.setKernelArgs';
+      const node = (func: bigint, grid: number) => {
+        const params = gb.encodeKernelParams({ func, grid: [grid, 1, 1], block: [32, 1, 1], sharedMem: 0, kernelParams: 0n });
+        return { params, words: new BigUint64Array(params.buffer, params.byteOffset, params.byteLength / 8) };
+      };
+      const a = node(0x7f00a000n, 3);
+      const b = node(0x7f00b000n, 4);
+      const seen = (): bigint[] => [kn[10]!, kn[11]!, kn[12]!, kn[13]!];
+      // The same node twice (the second call may write the pointer alone), then the other, then back.
+      const steps: Array<[typeof a, bigint, bigint, bigint, bigint]> = [
+        [a, 0x4e001n, 0x7f00a000n, 3n, 0x7fcc0010n],
+        [a, 0x4e001n, 0x7f00a000n, 3n, 0x7fcc0020n],
+        [b, 0x4e002n, 0x7f00b000n, 4n, 0x7fcc0030n],
+        [a, 0x4e001n, 0x7f00a000n, 3n, 0x7fcc0040n],
+      ];
+      for (const [n, handle, func, grid, pointer] of steps) {
+        xu.setKernelArgs(op, 0xe0e0n, handle, n.params, n.words, pointer);
+        assert.deepEqual(seen(), [handle, func, grid, pointer], `${name}: node 0x${handle.toString(16)}, pointer 0x${pointer.toString(16)}`);
+      }
+      // Other calls through the same C block between two updates of one node.
+      gb.addKernelNode('Graph.addKernelNode', 0x9900n, { func: 0x7f00c000n, grid: [9, 1, 1], block: [32, 1, 1], sharedMem: 0, kernelParams: 0x7fdd0000n });
+      xu.setKernelArgs(op, 0xe0e0n, 0x4e001n, a.params, a.words, 0x7fcc0050n);
+      assert.deepEqual(seen(), [0x4e001n, 0x7f00a000n, 3n, 0x7fcc0050n], `${name}: after a node was added`);
+      xu.setKernelBytes('GraphExec.setKernelNodeParams', 0xe0e0n, 0x4e002n, gb.encodeKernelParams({ func: 0x7f00d000n, grid: [7, 1, 1], block: [32, 1, 1], sharedMem: 0, kernelParams: 0x7fee0000n }));
+      xu.setKernelArgs(op, 0xe0e0n, 0x4e001n, a.params, a.words, 0x7fcc0060n);
+      assert.deepEqual(seen(), [0x4e001n, 0x7f00a000n, 3n, 0x7fcc0060n], `${name}: after another node's whole parameters`);
+      assert.equal(kn[8], 7n, `${name}: seven updates`);
+    });
+  }
+});
+
 test('both bindings pass every argument of cuGraphNodeSetEnabled through unchanged, the addon through its mailbox, and fail alike', { skip: noCc }, () => {
   for (const [name, hot] of bindings()) {
     withRecorder((_rec, setRc, recorder) => {

@@ -13,7 +13,7 @@ import { makeCurrent } from '../core/context.js';
 import { brands } from '../core/brands.js';
 import { KernelArgValue } from '../kernel/arg.js';
 import { packScratchBytes } from '../kernel/packed-args.js';
-import { argBytes, argSize, keptArgBytes, execKernel, kernelNodesRunning, nodeText, targetNode, type ExecTarget, type TargetNode } from './exec-setters.js';
+import { argBytes, argSize, keptArgBytes, kernelOf, kernelNodesRunning, nodeText, targetNode, type ExecTarget, type TargetNode } from './exec-setters.js';
 
 /** Where one argument goes: kernel nodes of an exec and the argument's index, checked against a size. */
 export interface KernelArgSite {
@@ -41,7 +41,7 @@ export function kernelArgSite(op: string, t: ExecTarget, node: unknown, index: u
   const nodes = typeof node === 'string' ? kernelNodesRunning(op, t, node) : [targetNode(op, t, node, ['kernel'])];
   const i = requireInt(op, 'index', index, 0, Number.MAX_SAFE_INTEGER);
   for (const n of nodes) {
-    const k = execKernel(op, t, n.handle);
+    const k = kernelOf(op, t, n);
     if (k.args === null) {
       throw new InvalidArgumentError(
         op,
@@ -66,7 +66,7 @@ export function kernelArgSite(op: string, t: ExecTarget, node: unknown, index: u
 export function setKernelArgAt(op: string, t: ExecTarget, site: KernelArgSite, value: KernelArgValue): void {
   if (value.size !== site.size) throw new InvalidArgumentError(op, 'value', `the argument is ${site.size} bytes; the value (${value}) is ${value.size}`);
   const kernels = site.nodes.map((n) => {
-    const k = execKernel(op, t, n.handle);
+    const k = kernelOf(op, t, n);
     // A site is kept between calls (a cache's scalars): a node given another function since is refused, not written.
     const now = k.args?.[site.index];
     if (now === undefined || argSize(now) !== site.size) {
@@ -81,7 +81,7 @@ export function setKernelArgAt(op: string, t: ExecTarget, site: KernelArgSite, v
   site.nodes.forEach((n, i) => {
     const k = kernels[i]!;
     const args = k.args!.map((a, j) => (j === site.index ? bytes : keptArgBytes(a)));
-    xu.setKernelArgs(op, t.handle, n.handle, k.params, k.view, packScratchBytes(args));
+    xu.setKernelArgs(op, t.handle, n.handle, k.params, k.words, packScratchBytes(args));
     k.args = args;
   });
 }

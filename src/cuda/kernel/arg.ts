@@ -172,12 +172,20 @@ export function normalizeArg(op: string, index: number, a: unknown): KernelArgVa
 /**
  * Writes `a`'s bytes at `offset` of `view` (little-endian, as the GPU reads them).
  * @param ptrOf resolves a buffer argument to its address (checks it is not disposed).
+ * @param words the same memory as 64-bit words, where the caller has them and `offset` is a
+ *   multiple of 8: 64-bit values are then a typed-array store (a DataView's `setBigUint64` costs
+ *   about 17 ns a call on Node 20, a store about 2). The platforms cudagraph runs on (x64, arm64)
+ *   are little-endian, so both write the same bytes; a store into `BigUint64Array` wraps an i64
+ *   to its two's complement, as `setBigInt64` writes it.
  */
-export function writeArg(view: DataView, offset: number, a: KernelArgValue, ptrOf: (b: ArgBuffer) => bigint): void {
+export function writeArg(view: DataView, offset: number, a: KernelArgValue, ptrOf: (b: ArgBuffer) => bigint, words?: BigUint64Array): void {
   switch (a.type) {
-    case 'ptr':
-      view.setBigUint64(offset, a.buffer !== null ? ptrOf(a.buffer) : (a.value as bigint), true);
+    case 'ptr': {
+      const p = a.buffer !== null ? ptrOf(a.buffer) : (a.value as bigint);
+      if (words !== undefined) words[offset >>> 3] = p;
+      else view.setBigUint64(offset, p, true);
       return;
+    }
     case 'i32':
       view.setInt32(offset, a.value as number, true);
       return;
@@ -185,10 +193,12 @@ export function writeArg(view: DataView, offset: number, a: KernelArgValue, ptrO
       view.setUint32(offset, a.value as number, true);
       return;
     case 'i64':
-      view.setBigInt64(offset, a.value as bigint, true);
+      if (words !== undefined) words[offset >>> 3] = a.value as bigint;
+      else view.setBigInt64(offset, a.value as bigint, true);
       return;
     case 'u64':
-      view.setBigUint64(offset, a.value as bigint, true);
+      if (words !== undefined) words[offset >>> 3] = a.value as bigint;
+      else view.setBigUint64(offset, a.value as bigint, true);
       return;
     case 'f32':
       view.setFloat32(offset, a.value as number, true);

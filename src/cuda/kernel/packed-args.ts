@@ -15,6 +15,8 @@ export interface PackedArgs {
   readonly address: bigint;
   /** Writable view of the whole block. */
   readonly view: DataView;
+  /** The whole block as 64-bit words (for `writeArg`: every slot starts at a multiple of 8). */
+  readonly words: BigUint64Array;
   /** Byte offset of slot i in `view`. */
   slotOffset(i: number): number;
   /** Frees the block. */
@@ -35,15 +37,17 @@ function layPointers(view: DataView, address: bigint, n: number): void {
 export function packArgs(args: readonly KernelArgValue[], ptrOf: (b: ArgBuffer) => bigint): PackedArgs {
   const n = args.length;
   if (n === 0) {
-    return { address: 0n, view: new DataView(new ArrayBuffer(0)), slotOffset: () => 0, free: () => {} };
+    return { address: 0n, view: new DataView(new ArrayBuffer(0)), words: new BigUint64Array(0), slotOffset: () => 0, free: () => {} };
   }
   const { address, view } = host.allocHostBlock(packedSize(n));
+  const words = wordsOf(view);
   layPointers(view, address, n);
-  args.forEach((a, i) => writeArg(view, n * SLOT + i * SLOT, a, ptrOf));
+  args.forEach((a, i) => writeArg(view, n * SLOT + i * SLOT, a, ptrOf, words));
   let freed = false;
   return {
     address,
     view,
+    words,
     slotOffset: (i) => n * SLOT + i * SLOT,
     free: () => {
       if (!freed) {
@@ -63,16 +67,22 @@ export function packArgs(args: readonly KernelArgValue[], ptrOf: (b: ArgBuffer) 
  * with as many arguments as the last (the usual loop) write only the values: laying the pointers
  * costs a BigInt sum per argument, about as much as the rest of packing.
  */
-let scratch: { address: bigint; view: DataView; capacity: number; laidFor: number } | null = null;
+let scratch: { address: bigint; view: DataView; words: BigUint64Array; capacity: number; laidFor: number } | null = null;
 
 /** The scratch block, grown to at least `need` bytes. */
-function scratchOf(need: number): { address: bigint; view: DataView; capacity: number; laidFor: number } {
+function scratchOf(need: number): { address: bigint; view: DataView; words: BigUint64Array; capacity: number; laidFor: number } {
   if (scratch === null || scratch.capacity < need) {
     if (scratch !== null) host.freeHostBlock(scratch.address);
     const capacity = Math.max(need, 64 * SLOT);
-    scratch = { ...host.allocHostBlock(capacity), capacity, laidFor: -1 };
+    const block = host.allocHostBlock(capacity);
+    scratch = { ...block, words: wordsOf(block.view), capacity, laidFor: -1 };
   }
   return scratch;
+}
+
+/** A block's whole 8-byte words as a typed array (the blocks start 8-byte aligned). */
+function wordsOf(view: DataView): BigUint64Array {
+  return new BigUint64Array(view.buffer, view.byteOffset, view.byteLength >>> 3);
 }
 
 /** Fills the shared scratch block with `args` and returns its address. */
@@ -84,7 +94,7 @@ export function packScratch(args: readonly KernelArgValue[], ptrOf: (b: ArgBuffe
     layPointers(s.view, s.address, n);
     s.laidFor = n;
   }
-  for (let i = 0; i < n; i++) writeArg(s.view, n * SLOT + i * SLOT, args[i]!, ptrOf);
+  for (let i = 0; i < n; i++) writeArg(s.view, n * SLOT + i * SLOT, args[i]!, ptrOf, s.words);
   return s.address;
 }
 

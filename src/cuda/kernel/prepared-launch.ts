@@ -179,7 +179,7 @@ export class PreparedLaunch {
       throw new InvalidArgumentError(op, 'value', `argument ${index} is ${old.size} bytes (${old.type}); got ${a.type} (${a.size} bytes)`);
     }
     checkArgSize(op, this.kernel.name, index, a, this.kernel.paramSizes);
-    writeArg(this.#packed.view, this.#packed.slotOffset(index), a, (b) => b.ptrFor(op));
+    writeArg(this.#packed.view, this.#packed.slotOffset(index), a, (b) => b.ptrFor(op), this.#packed.words);
     if (a.buffer !== old.buffer) {
       if (a.buffer !== null) {
         a.buffer[LIFETIME].retain();

@@ -22,6 +22,15 @@ export function setKernel(op: string, exec: bigint, node: bigint, p: KernelNodeI
  * on the host: bench:host), else through koffi.
  */
 export function setKernelBytes(op: string, exec: bigint, node: bigint, params: Uint8Array): void {
+  setParams(op, exec, node, params, null);
+}
+
+/**
+ * `setKernelBytes`; `kernelParams` non-null when only the argument pointer (and `extra`, zero)
+ * changed in `params` since the last call with the same `params` array: the block then keeps its
+ * copy and takes the pointer alone.
+ */
+function setParams(op: string, exec: bigint, node: bigint, params: Uint8Array, kernelParams: bigint | null): void {
   // Resolves the symbol (a driver without it throws here) and passes the host-call gate, on both paths.
   const set = driverSymbol(op, 'cuGraphExecKernelNodeSetParams_v2');
   const hot = nativeAddon();
@@ -30,8 +39,14 @@ export function setKernelBytes(op: string, exec: bigint, node: bigint, params: U
     return;
   }
   const b = kernelNodeBlock(0);
-  b.bytes.set(params);
-  b.encoded = null;
+  if (kernelParams !== null && b.encoded === params) {
+    b.paramWords[K.kernelParams / 8] = kernelParams;
+    b.paramWords[K.extra / 8] = 0n;
+  } else {
+    b.bytes.set(params);
+    // Kept only for an argument update, whose next call with these bytes changes the pointer alone.
+    b.encoded = kernelParams !== null ? params : null;
+  }
   const box = mailboxOf(hot);
   box.u64[MAILBOX.EXEC] = exec;
   box.u64[MAILBOX.NODE] = node;
@@ -53,13 +68,13 @@ function setKernelBytesFailed(op: string, hot: HotAddon, set: DriverApi['cuGraph
 
 /**
  * New arguments for a kernel node, the rest of its launch kept: `params` are the node's current
- * bytes (`v` a view of them), whose argument pointer becomes `kernelParams` (the driver copies the
- * values during the call).
+ * bytes (`words` the same memory as 64-bit words), whose argument pointer becomes `kernelParams`
+ * (the driver copies the values during the call).
  */
-export function setKernelArgs(op: string, exec: bigint, node: bigint, params: Uint8Array, v: DataView, kernelParams: bigint): void {
-  v.setBigUint64(K.kernelParams, kernelParams, true);
-  v.setBigUint64(K.extra, 0n, true);
-  setKernelBytes(op, exec, node, params);
+export function setKernelArgs(op: string, exec: bigint, node: bigint, params: Uint8Array, words: BigUint64Array, kernelParams: bigint): void {
+  words[K.kernelParams / 8] = kernelParams;
+  words[K.extra / 8] = 0n;
+  setParams(op, exec, node, params, kernelParams);
 }
 
 /** A copy node's addresses and size (`cuGraphExecMemcpyNodeSetParams`; 1-D copies only, same contexts). */

@@ -11,9 +11,10 @@ import { allocHostBlock, freeHostBlock } from './host.js';
 export interface KernelNodeBlock {
   /** Address of the parameters. */
   readonly params: bigint;
-  /** The parameters' bytes, and a view of them. */
+  /** The parameters' bytes, a view of them, and the same bytes as 64-bit words. */
   readonly bytes: Uint8Array;
   readonly view: DataView;
+  readonly paramWords: BigUint64Array;
   /** Address of the dependency handles, and the handles. */
   readonly deps: bigint;
   readonly handles: BigUint64Array;
@@ -24,7 +25,9 @@ export interface KernelNodeBlock {
    * The frozen launch whose parameters `bytes` hold now, or null: adding many nodes with one
    * checked configuration (the usual loop, which hands the same frozen launch object each time)
    * encodes it once. Only a frozen launch is kept here (one that may change is encoded every time);
-   * whoever writes `bytes` otherwise sets it to null.
+   * whoever writes `bytes` otherwise sets it to null. An exec's argument update keeps here the
+   * parameter bytes it copied (an exec kernel's own `Uint8Array`, never a launch), so that the next
+   * update of the same node writes only the argument pointer (exec-update.ts).
    */
   encoded: object | null;
 }
@@ -43,6 +46,7 @@ export function kernelNodeBlock(deps: number): KernelNodeBlock {
     params: address,
     bytes: new Uint8Array(view.buffer, view.byteOffset, K.size),
     view: new DataView(view.buffer, view.byteOffset, K.size),
+    paramWords: new BigUint64Array(view.buffer, view.byteOffset, K.size / 8),
     deps: address + BigInt(K.size),
     handles: new BigUint64Array(view.buffer, view.byteOffset + K.size, capacity),
     words: new Uint32Array(view.buffer, view.byteOffset + K.size, 2 * capacity),

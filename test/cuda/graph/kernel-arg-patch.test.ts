@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Device, DeviceBuffer, DisposedError, InvalidArgumentError, Module, StreamGraphCapture, arg, captureGraph } from '../../../src/index.js';
+import { Device, DeviceBuffer, DisposedError, Graph, InvalidArgumentError, Module, StreamGraphCapture, arg, captureGraph } from '../../../src/index.js';
 import { LIFETIME } from '../../../src/cuda/core/internal.js';
 import { loadStandIn } from '../../support/stand-in-driver.js';
 import { refused as check } from '../../support/refused.js';
@@ -93,4 +93,28 @@ test('setKernelArg refuses, with no update: unknown kernels and nodes, indices p
   using blind = captureGraph(s, (st) => k2.launch(st, { grid: 1, block: 32, args: [y, arg.i32(5), arg.f32(2)] }));
   refused(() => blind.setKernelArg(0, 1, arg.i32(1)), InvalidArgumentError, op, /whose arguments this exec does not know .*give them all with setKernelArgs/);
   paramCount![0] = 3n;
+});
+
+test('a node named by its CudaNode keeps what setKernelNodeParams gave it for the setters after', { skip }, () => {
+  const d = Device.get(0);
+  const k = Module.load(d, '// stand-in\n').function('step');
+  const y = DeviceBuffer.alloc(d, 64);
+  const z = DeviceBuffer.alloc(d, 64);
+  const g = Graph.create(d);
+  const node = g.addKernelNode(k, { grid: 1, block: 32, args: [y, arg.i32(5), arg.f32(2)] });
+  const exec = g.instantiate();
+  // Every argument first (the stand-in reads back only a captured node's), then one of them.
+  exec.setKernelArgs(node, [y, arg.i32(5), arg.f32(2)]);
+  exec.setKernelArg(node, 1, arg.i32(6));
+  assert.deepEqual(lastArgs(), [y.ptr, 6, 2]);
+  exec.setKernelNodeParams(node, { grid: 2, block: 64, args: [z, arg.i32(7), arg.f32(1.5)] });
+  exec.setKernelArg(node, 1, arg.i32(8));
+  assert.deepEqual(lastArgs(), [z.ptr, 8, 1.5], 'the arguments setKernelNodeParams gave, one replaced');
+  exec.setKernelArgs(node, [y, arg.i32(9), arg.f32(0.25)]);
+  exec.setKernelArg(node, 2, arg.f32(4));
+  assert.deepEqual(lastArgs(), [y.ptr, 9, 4]);
+  exec.dispose();
+  g.dispose();
+  y.dispose();
+  z.dispose();
 });
