@@ -45,6 +45,11 @@ export interface ExecTarget {
   /** What the exec's kernel nodes run now, by node (filled on first use; kept in step by `setKernelNodeParams`). */
   readonly kernels: Map<bigint, ExecKernel>;
   /**
+   * Counts the times `kernels` was emptied (an update of the whole exec: its nodes run another
+   * graph's parameters): a `TargetNode` keeps its kernel only for the count it was looked up at.
+   */
+  kernelsEpoch: number;
+  /**
    * The template's nodes a setter named by their `CudaNode`, resolved once: valid while the
    * template's node set is the one the exec was made from (`sameNodes` refuses every setter after
    * a change, a removal included), so a setter called in a loop makes no object or BigInt a call.
@@ -84,8 +89,9 @@ export interface TargetNode {
   /** Its position in the template's `nodes()`, or -1 when not read yet (`indexIn` reads it for messages). */
   readonly index: number;
   readonly type: GraphNodeType;
-  /** For a kernel node: its `ExecKernel` once `kernelOf` looked it up (null before). */
+  /** For a kernel node: its `ExecKernel` once `kernelOf` looked it up (null before), and `kernelsEpoch` then. */
   kernel: ExecKernel | null;
+  kernelEpoch: number;
 }
 
 /** The node's position in the template's `nodes()`. */
@@ -131,14 +137,14 @@ export function targetNode(op: string, t: ExecTarget, node: unknown, kinds: read
       throw new InvalidArgumentError(op, 'node', `node is ${node} of another graph; name a node of the graph the exec was instantiated from (or its index)`);
     }
     // The exec holds its template: its nodes stay valid while the exec lives, disposed graph or not.
-    n = { handle: node.handleWhileHeld(op), index: -1, type: node.type, kernel: null };
+    n = { handle: node.handleWhileHeld(op), index: -1, type: node.type, kernel: null, kernelEpoch: -1 };
     t.named.set(node, n);
   } else if (typeof node === 'number') {
     const handles = gr.graphNodes(op, t.template.handleUnchecked());
     if (handles.length === 0) throw new InvalidArgumentError(op, 'node', 'the graph the exec was instantiated from has no nodes');
     const index = requireInt(op, 'node', node, 0, handles.length - 1);
     const handle = handles[index]!;
-    n = { handle, index, type: CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, handle)] ?? 'unknown', kernel: null };
+    n = { handle, index, type: CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, handle)] ?? 'unknown', kernel: null, kernelEpoch: -1 };
   } else {
     throw new InvalidArgumentError(op, 'node', `node must be a CudaNode or a node index, got ${describe(node)}`);
   }
@@ -151,9 +157,15 @@ function wrongKind(op: string, t: ExecTarget, n: TargetNode, kinds: readonly Gra
 
 const KERNEL: readonly GraphNodeType[] = ['kernel'];
 
-/** `execKernel` of a resolved node, kept on it (a node a setter named by its `CudaNode` is resolved once). */
+/**
+ * `execKernel` of a resolved node, kept on it (a node a setter named by its `CudaNode` is resolved
+ * once, a kernel argument site is kept by its user) until the exec's kernels are read again.
+ */
 export function kernelOf(op: string, t: ExecTarget, n: TargetNode): ExecKernel {
-  return n.kernel ?? (n.kernel = execKernel(op, t, n.handle));
+  if (n.kernel !== null && n.kernelEpoch === t.kernelsEpoch) return n.kernel;
+  n.kernel = execKernel(op, t, n.handle);
+  n.kernelEpoch = t.kernelsEpoch;
+  return n.kernel;
 }
 
 /** What kernel node `handle` runs now (read from the template the first time). */
@@ -293,7 +305,7 @@ export function kernelNodesRunning(op: string, t: ExecTarget, name: string): Tar
     if (CU_GRAPH_NODE_TYPE[gr.graphNodeType(op, h)] !== 'kernel') return;
     const k = execKernel(op, t, h);
     names.add(k.name);
-    if (k.name === name) hits.push({ handle: h, index, type: 'kernel', kernel: k });
+    if (k.name === name) hits.push({ handle: h, index, type: 'kernel', kernel: k, kernelEpoch: t.kernelsEpoch });
   });
   if (hits.length === 0) throw new InvalidArgumentError(op, 'node', `no kernel node runs '${name}' (kernels in the graph: ${[...names].join(', ') || 'none'})`);
   return hits;

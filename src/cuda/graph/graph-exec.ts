@@ -359,6 +359,7 @@ export class GraphExec {
         return exec.#graph;
       },
       kernels: new Map(),
+      kernelsEpoch: 0,
       named: new Map(),
       hold: (lives) => {
         for (const l of lives) target.holdOne(l);
@@ -521,7 +522,10 @@ export class GraphExec {
     // the setters' changes): what the setters remembered is stale.
     this.#hostFunctions = hostFunctions;
     this.#hostIdsByNode = hostIdsByNode;
-    this.#setterTarget?.kernels.clear();
+    if (this.#setterTarget !== null) {
+      this.#setterTarget.kernels.clear();
+      this.#setterTarget.kernelsEpoch++;
+    }
     if (graph === this.#graph) return;
     graph[LIFETIME].retain();
     const old = this.#graph;

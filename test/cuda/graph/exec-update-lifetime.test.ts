@@ -113,3 +113,27 @@ test('a node a setter named before is checked again on every call: its kind, and
   g.dispose();
   x.dispose();
 });
+
+test('after GraphExec.update, the setters read what the exec runs now, also for a node they resolved before', { skip }, () => {
+  const { d, k, x, cfg } = setUp();
+  const g = Graph.create(d);
+  const node = g.addKernelNode(k, cfg);
+  const exec = g.instantiate();
+  exec.setKernelArgs(node, [x, arg.i32(64)]); // the node resolved, its arguments known from this call
+  exec.setKernelArg(node, 1, arg.i32(32));
+  const g2 = Graph.create(d);
+  g2.addKernelNode(k, cfg);
+  exec.update(g2);
+  // The exec runs g2's parameters now. The stand-in reads back no arguments of a node added
+  // explicitly, so the exec knows none of them: replacing one is refused, not made over the old ones.
+  assert.throws(
+    () => exec.setKernelArg(node, 1, arg.i32(16)),
+    (e: unknown) => e instanceof InvalidArgumentError && /^GraphExec\.setKernelArg: .*whose arguments this exec does not know/.test((e as Error).message),
+  );
+  exec.setKernelArgs(node, [x, arg.i32(8)]);
+  exec.setKernelArg(node, 1, arg.i32(4));
+  exec.dispose();
+  g.dispose();
+  g2.dispose();
+  x.dispose();
+});
