@@ -301,6 +301,19 @@ export function settle(op: string, hot: HotAddon, name: HotSymbol, rc: number, a
   return koffi();
 }
 
+/**
+ * `settle` of a mailbox call that did not succeed: `call` makes it again (its result is read from
+ * the mailbox). Returns the CUresult that stands.
+ */
+export function settleMailbox(op: string, hot: HotAddon, name: HotSymbol, call: () => void, koffi: () => number): number {
+  const box = mailboxOf(hot);
+  const again = (): number => {
+    call();
+    return box.i32[MAILBOX.RESULT]!;
+  };
+  return settle(op, hot, name, box.i32[MAILBOX.RESULT]!, again, koffi);
+}
+
 let koffiKernel: DriverApi['cuLaunchKernel'] | null = null;
 let koffiGraph: DriverApi['cuGraphLaunch'] | null = null;
 

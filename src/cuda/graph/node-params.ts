@@ -243,13 +243,11 @@ let lastMemo: CheckedKernelConfig | null = null;
 const hasOwn = Object.prototype.hasOwnProperty;
 
 /**
- * `Object.keys(o).length`, counted without making the array. (`hasOwnProperty.call` inside a
- * `for…in` is compiled to a check of the loop's own key cache; `Object.hasOwn` would be a call each.)
- */
-/**
  * The number of own keys of `o` when every one is a launch option, else -1: a memo is reused only
  * while the object has no key its check never saw (the same count is not enough: `sharedMem:
- * undefined` deleted and a misspelt key added keeps it).
+ * undefined` deleted and a misspelt key added keeps it). Counted without making `Object.keys`'s
+ * array: `hasOwnProperty.call` inside a `for…in` is compiled to a check of the loop's own key
+ * cache; `Object.hasOwn` would be a call each.
  */
 function keyCount(o: object): number {
   let n = 0;

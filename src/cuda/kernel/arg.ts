@@ -172,11 +172,9 @@ export function normalizeArg(op: string, index: number, a: unknown): KernelArgVa
 /**
  * Writes `a`'s bytes at `offset` of `view` (little-endian, as the GPU reads them).
  * @param ptrOf resolves a buffer argument to its address (checks it is not disposed).
- * @param words the same memory as 64-bit words, where the caller has them and `offset` is a
- *   multiple of 8: 64-bit values are then a typed-array store (a DataView's `setBigUint64` costs
- *   about 17 ns a call on Node 20, a store about 2). The platforms cudagraph runs on (x64, arm64)
- *   are little-endian, so both write the same bytes; a store into `BigUint64Array` wraps an i64
- *   to its two's complement, as `setBigInt64` writes it.
+ * @param words the same memory as 64-bit words (`host.u64Words`), where the caller has them and
+ *   `offset` is a multiple of 8: 64-bit values are then a typed-array store, not a DataView call.
+ *   A store into `BigUint64Array` wraps an i64 to its two's complement, as `setBigInt64` writes it.
  */
 export function writeArg(view: DataView, offset: number, a: KernelArgValue, ptrOf: (b: ArgBuffer) => bigint, words?: BigUint64Array): void {
   switch (a.type) {

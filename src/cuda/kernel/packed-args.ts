@@ -40,7 +40,7 @@ export function packArgs(args: readonly KernelArgValue[], ptrOf: (b: ArgBuffer) 
     return { address: 0n, view: new DataView(new ArrayBuffer(0)), words: new BigUint64Array(0), slotOffset: () => 0, free: () => {} };
   }
   const { address, view } = host.allocHostBlock(packedSize(n));
-  const words = wordsOf(view);
+  const words = host.u64Words(view);
   layPointers(view, address, n);
   args.forEach((a, i) => writeArg(view, n * SLOT + i * SLOT, a, ptrOf, words));
   let freed = false;
@@ -75,14 +75,9 @@ function scratchOf(need: number): { address: bigint; view: DataView; words: BigU
     if (scratch !== null) host.freeHostBlock(scratch.address);
     const capacity = Math.max(need, 64 * SLOT);
     const block = host.allocHostBlock(capacity);
-    scratch = { ...block, words: wordsOf(block.view), capacity, laidFor: -1 };
+    scratch = { ...block, words: host.u64Words(block.view), capacity, laidFor: -1 };
   }
   return scratch;
-}
-
-/** A block's whole 8-byte words as a typed array (the blocks start 8-byte aligned). */
-function wordsOf(view: DataView): BigUint64Array {
-  return new BigUint64Array(view.buffer, view.byteOffset, view.byteLength >>> 3);
 }
 
 /** Fills the shared scratch block with `args` and returns its address. */

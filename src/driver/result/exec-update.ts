@@ -4,9 +4,9 @@
  * already queued and the template node are not changed. The parameters are encoded as for adding
  * the node (graph-build.ts), so one layout serves both.
  */
-import { driverSymbol, type DriverApi } from '../sys.js';
+import { driverSymbol } from '../sys.js';
 import { check, cudaError } from './check.js';
-import { MAILBOX, mailboxOf, nativeAddon, settle, type HotAddon } from '../hot.js';
+import { MAILBOX, mailboxOf, nativeAddon, settleMailbox } from '../hot.js';
 import { kernelNodeBlock } from './kernel-node-block.js';
 import { KERNEL_NODE_PARAMS as K } from '../layouts.js';
 import { encodeCopy, encodeFill, encodeHost, encodeKernelParams, type CopyShape, type FillShape, type KernelNodeInput } from './graph-build.js';
@@ -52,17 +52,9 @@ function setParams(op: string, exec: bigint, node: bigint, params: Uint8Array, k
   box.u64[MAILBOX.NODE] = node;
   box.u64[MAILBOX.PARAMS] = b.params;
   hot.execKernelParamsFromMailbox();
-  if (box.i32[MAILBOX.RESULT] !== 0) setKernelBytesFailed(op, hot, set, exec, node, params);
-}
-
-/** The mailbox call did not succeed: bind on first use and call again (koffi where it cannot be bound); throws what stands. */
-function setKernelBytesFailed(op: string, hot: HotAddon, set: DriverApi['cuGraphExecKernelNodeSetParams_v2'], exec: bigint, node: bigint, params: Uint8Array): void {
-  const box = mailboxOf(hot);
-  const again = (): number => {
-    hot.execKernelParamsFromMailbox();
-    return box.i32[MAILBOX.RESULT]!;
-  };
-  const rc = settle(op, hot, 'cuGraphExecKernelNodeSetParams_v2', box.i32[MAILBOX.RESULT]!, again, () => set(exec, node, params));
+  if (box.i32[MAILBOX.RESULT] === 0) return;
+  // Bind on first use and call again (koffi where it cannot be bound); throw what stands.
+  const rc = settleMailbox(op, hot, 'cuGraphExecKernelNodeSetParams_v2', () => hot.execKernelParamsFromMailbox(), () => set(exec, node, params));
   if (rc !== 0) throw cudaError(rc, op, 'cuGraphExecKernelNodeSetParams_v2');
 }
 

@@ -1,6 +1,6 @@
 /** Stream capture and graphs (`cuStream*Capture*`, `cuGraph*`). */
-import { driverSymbol, hasDriverSymbol, type DriverApi } from '../sys.js';
-import { nativeAddon, mailboxOf, settle, koffiGraphLaunch, MAILBOX, type HotAddon } from '../hot.js';
+import { driverSymbol, hasDriverSymbol } from '../sys.js';
+import { nativeAddon, mailboxOf, settle, settleMailbox, koffiGraphLaunch, MAILBOX, type HotAddon } from '../hot.js';
 import { gate, passGate } from '../host-gate.js';
 import { check, cudaError } from './check.js';
 import {
@@ -365,17 +365,9 @@ export function nodeSetEnabled(op: string, exec: bigint, node: bigint, enabled: 
   box.u64[MAILBOX.NODE] = node;
   box.u32[MAILBOX.COUNT] = enabled ? 1 : 0;
   hot.nodeSetEnabledFromMailbox();
-  if (box.i32[MAILBOX.RESULT] !== 0) nodeSetEnabledFailed(op, hot, set, exec, node, enabled);
-}
-
-/** The mailbox call did not succeed: bind on first use and call again (koffi where it cannot be bound); throws what stands. */
-function nodeSetEnabledFailed(op: string, hot: HotAddon, set: DriverApi['cuGraphNodeSetEnabled'], exec: bigint, node: bigint, enabled: boolean): void {
-  const box = mailboxOf(hot);
-  const again = (): number => {
-    hot.nodeSetEnabledFromMailbox();
-    return box.i32[MAILBOX.RESULT]!;
-  };
-  const rc = settle(op, hot, 'cuGraphNodeSetEnabled', box.i32[MAILBOX.RESULT]!, again, () => set(exec, node, enabled ? 1 : 0));
+  if (box.i32[MAILBOX.RESULT] === 0) return;
+  // Bind on first use and call again (koffi where it cannot be bound); throw what stands.
+  const rc = settleMailbox(op, hot, 'cuGraphNodeSetEnabled', () => hot.nodeSetEnabledFromMailbox(), () => set(exec, node, enabled ? 1 : 0));
   if (rc !== 0) throw cudaError(rc, op, 'cuGraphNodeSetEnabled');
 }
 

@@ -19,6 +19,16 @@ export function hostAddress(view: ArrayBufferView): bigint {
   return koffi().address(view) as bigint;
 }
 
+/**
+ * The whole 8-byte words of `view` as a `BigUint64Array` over the same memory (`view` starts
+ * 8-byte aligned, as the argument blocks and the driver's structs do): a store into it costs about
+ * 2 ns, a `DataView.setBigUint64` about 17 on Node 20. cudagraph's platforms (x64, arm64) are
+ * little-endian, so both write the same bytes.
+ */
+export function u64Words(view: ArrayBufferView): BigUint64Array {
+  return new BigUint64Array(view.buffer, view.byteOffset, view.byteLength >>> 3);
+}
+
 /** A block of `bytes` bytes of C memory that never moves, with a view of it; free it with `freeHostBlock`. */
 export function allocHostBlock(bytes: number): { address: bigint; view: DataView } {
   const k = koffi();

@@ -5,7 +5,7 @@
  * serves every call: the driver reads it during the call only, and JS makes one call at a time.
  */
 import { KERNEL_NODE_PARAMS as K } from '../layouts.js';
-import { allocHostBlock, freeHostBlock } from './host.js';
+import { allocHostBlock, freeHostBlock, u64Words } from './host.js';
 
 /** A `CUDA_KERNEL_NODE_PARAMS_v2`, then room for `capacity` node handles. */
 export interface KernelNodeBlock {
@@ -42,11 +42,12 @@ export function kernelNodeBlock(deps: number): KernelNodeBlock {
   const capacity = Math.max(deps, 16);
   // K.size (72) keeps the handles after the parameters 8-byte aligned.
   const { address, view } = allocHostBlock(K.size + 8 * capacity);
+  const bytes = new Uint8Array(view.buffer, view.byteOffset, K.size);
   block = {
     params: address,
-    bytes: new Uint8Array(view.buffer, view.byteOffset, K.size),
+    bytes,
     view: new DataView(view.buffer, view.byteOffset, K.size),
-    paramWords: new BigUint64Array(view.buffer, view.byteOffset, K.size / 8),
+    paramWords: u64Words(bytes),
     deps: address + BigInt(K.size),
     handles: new BigUint64Array(view.buffer, view.byteOffset + K.size, capacity),
     words: new Uint32Array(view.buffer, view.byteOffset + K.size, 2 * capacity),
