@@ -240,7 +240,7 @@ test('Ctrl-C during a synchronous write still ends the command, by the signal, w
     // A write that holds the thread for 1.5 s, as a large synchronous write does; Ctrl-C 0.3 s into it.
     const script = `import { writeOutput } from ${JSON.stringify(module)};
 import { writeFileSync } from 'node:fs';
-await writeOutput(${JSON.stringify(out)}, (to) => { const end = Date.now() + 1500; while (Date.now() < end) {} writeFileSync(to, 'x'); });
+await writeOutput(${JSON.stringify(out)}, (to) => { const end = Date.now() + 1500; while (Date.now() < end) {} if (typeof to === 'string') writeFileSync(to, 'x'); else to.write('x'); });
 console.log('went on');`;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -273,6 +273,33 @@ test('a streamed write that fails at once leaves no file behind (the half-opened
     await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(names(dir), []);
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a signal that the program handles itself, during a streamed write: the output is left as it was, the temporary file is not made again, and the write fails saying so', { skip: process.platform === 'win32' ? 'no signals here' : false }, async () => {
+  const { writeOutput } = await import('../../src/cli/output-file.js');
+  const dir = tempDir();
+  // The program's own listener: the signal then does not end the process.
+  const own = (): void => {};
+  process.on('SIGTERM', own);
+  try {
+    const out = join(dir, 'out.dot');
+    writeFileSync(out, 'the old file\n');
+    const g = graph50();
+    // The signal arrives once the writer has begun, before its file stream opened anything (an
+    // open by path, queued then, would make the removed file again).
+    const written = writeOutput(out, (to) => {
+      const done = g.writeDot(to);
+      process.emit('SIGTERM', 'SIGTERM');
+      return done;
+    });
+    await assert.rejects(written, /^UsageError: cannot write .*out\.dot: interrupted by SIGTERM$/);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(readFileSync(out, 'utf8'), 'the old file\n', 'the old file is unchanged');
+    assert.deepEqual(names(dir), ['out.dot'], 'no file left behind');
+  } finally {
+    process.off('SIGTERM', own);
     rmSync(dir, { recursive: true, force: true });
   }
 });
